@@ -1,0 +1,59 @@
+# benchlab: `make run` starts it with a ready lab, `make test` runs the whole suite.
+# Every step is idempotent: it installs or creates only what is missing.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test lint format setup system-packages services local-state lock clean-venv
+
+run: setup
+	scripts/prepare
+	scripts/serve
+
+test: setup $(VENV)/.dev-deps
+	$(MAKE) --no-print-directory lint
+	$(VENV)/bin/pytest
+
+lint: $(VENV)/.dev-deps
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+format: $(VENV)/.dev-deps
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+setup: system-packages services $(VENV)/.run-deps local-state
+
+system-packages:
+	scripts/install-system-packages
+
+services: system-packages
+	scripts/start-services
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# Stamps record which pinned requirements the virtualenv holds; editing a file reinstalls.
+$(VENV)/.run-deps: requirements.txt | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements-dev.txt $(VENV)/.run-deps
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+local-state: $(VENV)/.run-deps services
+	scripts/setup-local-state
+
+# Re-pin every Python dependency from pyproject.toml (needs network access to PyPI).
+lock:
+	$(PYTHON) -m venv /tmp/benchlab-lock && /tmp/benchlab-lock/bin/pip install --quiet pip-tools
+	/tmp/benchlab-lock/bin/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url \
+	  --no-emit-find-links -o requirements.txt pyproject.toml
+	/tmp/benchlab-lock/bin/pip-compile --quiet --strip-extras --allow-unsafe --no-emit-index-url \
+	  --no-emit-find-links --extra dev -o requirements-dev.txt pyproject.toml
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,59 @@
+"""Strict readers for settings that come from the environment.
+
+Every reader raises ImproperlyConfigured on a value it cannot interpret, so a typo
+in a deployment fails at start-up instead of silently falling back to a default.
+"""
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not a boolean (use one of 1/0, true/false, yes/no, on/off)")
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    items = [item.strip() for item in raw.split(",")]
+    if any(not item for item in items):
+        raise ImproperlyConfigured(f"{name}={raw!r} has an empty item; separate values with single commas")
+    return items
+
+
+def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
+    raw = os.environ.get(name, default)
+    scheme, sep, _rest = raw.partition("://")
+    if not sep or scheme not in schemes:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a URL starting with one of {', '.join(schemes)}://")
+    return raw
+
+
+def env_secret(name: str, local_file: Path) -> str:
+    """A secret from the environment, else from an untracked local file written by `make run`."""
+    raw = os.environ.get(name)
+    if raw is None and local_file.exists():
+        raw = local_file.read_text().strip()
+    if not raw:
+        raise ImproperlyConfigured(
+            f"{name} is not set and {local_file} does not exist: set {name} or run `make run` once to generate it"
+        )
+    return raw

@@ -1,0 +1,162 @@
+"""The hardware inventory in the Django admin (the "admin" group's workplace)."""
+
+from django.contrib import admin, messages
+from django.db.models import Count, QuerySet
+from django.http import HttpRequest
+from django.template.defaultfilters import filesizeformat
+from django.utils.html import format_html_join
+
+from runs.admin_forms import HostAdminForm
+from runs.models import Device, Host, PgInstall
+from runs.ssh_keys import parse_host_keys
+
+admin.site.site_header = "benchlab inventory"
+admin.site.site_title = "benchlab"
+admin.site.index_title = "Hardware inventory"
+
+
+class DeviceInline(admin.TabularInline):
+    model = Device
+    extra = 0
+    fields = ["name", "kind", "path", "model", "serial", "capacity_bytes", "wipe_allowed"]
+    show_change_link = True
+
+
+class PgInstallInline(admin.TabularInline):
+    model = PgInstall
+    extra = 0
+    fields = ["bin_dir", "version", "block_size", "wal_block_size", "label"]
+    show_change_link = True
+
+
+@admin.register(Host)
+class HostAdmin(admin.ModelAdmin):
+    form = HostAdminForm
+    list_display = [
+        "name",
+        "address",
+        "transport",
+        "serves_postgres",
+        "runs_clients",
+        "enabled",
+        "device_count",
+        "cpu_cores",
+        "memory",
+        "probed_at",
+    ]
+    list_filter = ["transport", "enabled", "serves_postgres", "runs_clients", "distribution"]
+    search_fields = ["name", "address", "hostname", "cpu_model", "notes"]
+    inlines = [DeviceInline, PgInstallInline]
+    actions = ["enable_hosts", "disable_hosts"]
+    readonly_fields = [
+        "host_key_fingerprints",
+        "stored_private_key",
+        "hostname",
+        "cpu_model",
+        "cpu_cores",
+        "memory",
+        "kernel",
+        "distribution",
+        "probed_at",
+        "facts",
+        "created_at",
+        "updated_at",
+    ]
+    fieldsets = [
+        (None, {"fields": ["name", "enabled", ("serves_postgres", "runs_clients"), "notes"]}),
+        (
+            "Connection",
+            {
+                "fields": [
+                    "transport",
+                    ("address", "ssh_port", "ssh_user"),
+                    "host_keys",
+                    "host_key_fingerprints",
+                    "private_key_path",
+                    "stored_private_key",
+                    "new_private_key",
+                    "forget_private_key",
+                ]
+            },
+        ),
+        (
+            "Discovered by the probe",
+            {
+                "fields": [
+                    "hostname",
+                    "cpu_model",
+                    ("cpu_cores", "memory"),
+                    "kernel",
+                    "distribution",
+                    "probed_at",
+                    "facts",
+                ],
+                "classes": ["collapse"],
+            },
+        ),
+        ("Record", {"fields": [("created_at", "updated_at")]}),
+    ]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
+        return super().get_queryset(request).annotate(device_total=Count("devices"))
+
+    @admin.display(description="devices", ordering="device_total")
+    def device_count(self, host: Host) -> int:
+        return getattr(host, "device_total", 0)
+
+    @admin.display(description="RAM", ordering="memory_bytes")
+    def memory(self, host: Host) -> str:
+        return filesizeformat(host.memory_bytes) if host.memory_bytes else "–"
+
+    @admin.display(description="pinned host key fingerprints")
+    def host_key_fingerprints(self, host: Host) -> str:
+        keys = parse_host_keys(host.host_keys) if host.host_keys else []
+        if not keys:
+            return "none pinned: SSH connections will be refused"
+        return format_html_join("", "<div><code>{} {}</code></div>", ((k.key_type, k.fingerprint) for k in keys))
+
+    @admin.display(description="stored private key")
+    def stored_private_key(self, host: Host) -> str:
+        # Only the public fingerprint: the key itself is never decrypted for display.
+        return f"stored, encrypted ({host.private_key_fingerprint})" if host.has_stored_private_key else "none"
+
+    @admin.action(description="Enable the selected hosts")
+    def enable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        count = queryset.update(enabled=True)
+        self.message_user(request, f"Enabled {count} host(s).", messages.SUCCESS)
+
+    @admin.action(description="Disable the selected hosts (they take no new runs)")
+    def disable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        count = queryset.update(enabled=False)
+        self.message_user(request, f"Disabled {count} host(s).", messages.SUCCESS)
+
+
+@admin.register(Device)
+class DeviceAdmin(admin.ModelAdmin):
+    list_display = ["name", "host", "kind", "path", "model", "capacity", "wipe_allowed"]
+    list_filter = ["kind", "wipe_allowed", "host"]
+    search_fields = ["name", "path", "model", "serial", "host__name", "notes"]
+    list_select_related = ["host"]
+    autocomplete_fields = ["host"]
+    readonly_fields = ["created_at", "updated_at"]
+    actions = ["forbid_wiping"]
+
+    @admin.display(description="capacity", ordering="capacity_bytes")
+    def capacity(self, device: Device) -> str:
+        return filesizeformat(device.capacity_bytes) if device.capacity_bytes else "–"
+
+    # Only the safe direction is a bulk action; allowing a wipe is a per-device decision.
+    @admin.action(description="Forbid wiping the selected devices")
+    def forbid_wiping(self, request: HttpRequest, queryset: QuerySet[Device]) -> None:
+        count = queryset.update(wipe_allowed=False)
+        self.message_user(request, f"{count} device(s) can no longer be wiped.", messages.SUCCESS)
+
+
+@admin.register(PgInstall)
+class PgInstallAdmin(admin.ModelAdmin):
+    list_display = ["__str__", "host", "version", "block_size", "wal_block_size", "bin_dir"]
+    list_filter = ["version", "block_size", "wal_block_size", "host"]
+    search_fields = ["label", "version", "bin_dir", "host__name"]
+    list_select_related = ["host"]
+    autocomplete_fields = ["host"]
+    readonly_fields = ["created_at", "updated_at"]

@@ -1,0 +1,20 @@
+from django.db import models
+
+
+class Access(models.Model):
+    """Holds permissions that belong to no table: what a user may do with runs.
+
+    Unmanaged and without default permissions, so it creates no table; groups get
+    `runs.queue_run` and `runs.cancel_run` from the data migration.
+    """
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        permissions = [
+            ("queue_run", "Can queue benchmark runs"),
+            ("cancel_run", "Can cancel benchmark runs"),
+        ]
+
+    def __str__(self) -> str:
+        return "benchlab access rights"

@@ -1,0 +1,183 @@
+"""The hardware inventory: lab hosts, their storage devices and their PostgreSQL installs.
+
+Fields marked "discovered" are written by the host probe, not by people; runs copy what
+they need from here into their own record, so later edits never rewrite history.
+"""
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.db import models
+
+from runs.ssh_keys import parse_host_keys
+
+_absolute_path = RegexValidator(r"^/\S*$", "Give an absolute path without spaces.")
+_name = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", "Use letters, digits, '.', '_' and '-'.")
+
+
+class Host(models.Model):
+    class Transport(models.TextChoices):
+        SSH = "ssh", "SSH"
+        LOCAL = "local", "Local (this machine)"
+
+    name = models.CharField(max_length=100, unique=True, validators=[_name])
+    address = models.CharField(
+        max_length=255, blank=True, help_text="DNS name or IP address the workers connect to (SSH only)."
+    )
+    ssh_port = models.PositiveIntegerField(default=22, validators=[MinValueValidator(1), MaxValueValidator(65535)])
+    ssh_user = models.CharField(max_length=64, default="root")
+    transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
+    host_keys = models.TextField(
+        blank=True,
+        help_text="Pinned public host key(s), one per line as '<type> <base64>'. "
+        "Connections to a host whose key is not listed here are refused.",
+    )
+    private_key_path = models.CharField(
+        max_length=500,
+        blank=True,
+        validators=[_absolute_path],
+        help_text="Path of the private key on the worker machines. Leave empty to store a key instead.",
+    )
+    # A Fernet token (see runs.ssh_keys); never the plaintext key, never rendered.
+    private_key_encrypted = models.TextField(blank=True, editable=False)
+    private_key_fingerprint = models.CharField(max_length=100, blank=True, editable=False)
+
+    serves_postgres = models.BooleanField("serves PostgreSQL", default=True)
+    runs_clients = models.BooleanField("runs pgbench clients", default=True)
+    enabled = models.BooleanField(default=True, help_text="Disabled hosts take no new runs.")
+    notes = models.TextField(blank=True)
+
+    # Discovered by the probe.
+    hostname = models.CharField(max_length=255, blank=True, editable=False)
+    cpu_model = models.CharField("CPU model", max_length=255, blank=True, editable=False)
+    cpu_cores = models.PositiveIntegerField("CPU cores", null=True, blank=True, editable=False)
+    memory_bytes = models.BigIntegerField("RAM (bytes)", null=True, blank=True, editable=False)
+    kernel = models.CharField(max_length=255, blank=True, editable=False)
+    distribution = models.CharField(max_length=255, blank=True, editable=False)
+    facts = models.JSONField(default=dict, blank=True, editable=False, help_text="Everything the last probe found.")
+    probed_at = models.DateTimeField(null=True, blank=True, editable=False)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_local(self) -> bool:
+        return self.transport == self.Transport.LOCAL
+
+    @property
+    def has_stored_private_key(self) -> bool:
+        return bool(self.private_key_encrypted)
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.host_keys:
+            try:
+                self.host_keys = "\n".join(key.line for key in parse_host_keys(self.host_keys))
+            except ValidationError as exc:
+                errors["host_keys"] = "; ".join(exc.messages)
+        if self.transport == self.Transport.SSH:
+            if not self.address:
+                errors["address"] = "An SSH host needs an address."
+            if self.private_key_path and self.private_key_encrypted:
+                errors["private_key_path"] = "Use either a key path or a stored key, not both."
+            elif not self.private_key_path and not self.private_key_encrypted:
+                errors["private_key_path"] = "An SSH host needs a key path or a stored private key."
+        if errors:
+            raise ValidationError(errors)
+
+
+class Device(models.Model):
+    class Kind(models.TextChoices):
+        HDD = "hdd", "HDD"
+        SSD = "ssd", "SSD"
+        NVME = "nvme", "NVMe"
+        RAM = "ram", "RAM"
+        VIRTUAL = "virtual", "Virtual"
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="devices")
+    name = models.CharField(max_length=100, validators=[_name])
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    path = models.CharField(
+        max_length=500,
+        validators=[_absolute_path],
+        help_text="A stable block-device path (/dev/disk/by-id/…) or, for a directory-backed device, a directory.",
+    )
+    model = models.CharField(max_length=255, blank=True)
+    serial = models.CharField(max_length=255, blank=True)
+    capacity_bytes = models.BigIntegerField("capacity (bytes)", null=True, blank=True)
+    wipe_allowed = models.BooleanField(
+        default=False,
+        help_text="Allow benchlab to create filesystems on this device, destroying everything on it.",
+    )
+    notes = models.TextField(blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["host__name", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["host", "name"], name="device_unique_name_per_host"),
+            models.UniqueConstraint(fields=["host", "path"], name="device_unique_path_per_host"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.host.name}:{self.name}"
+
+    @property
+    def is_block_device(self) -> bool:
+        return self.path.startswith("/dev/")
+
+    def clean(self) -> None:
+        # /dev/sdb may be another disk after a reboot; physical disks must be named by identity.
+        physical = self.kind in (self.Kind.HDD, self.Kind.SSD, self.Kind.NVME)
+        if physical and self.is_block_device and not self.path.startswith("/dev/disk/by-"):
+            raise ValidationError(
+                {"path": "Name a physical disk by a stable path such as /dev/disk/by-id/…, not a kernel name."}
+            )
+
+
+def _power_of_two_kib(low: int, high: int) -> list[int]:
+    sizes = []
+    size = low
+    while size <= high:
+        sizes.append(size * 1024)
+        size *= 2
+    return sizes
+
+
+BLOCK_SIZES = _power_of_two_kib(1, 32)  # what PostgreSQL's configure --with-blocksize accepts
+WAL_BLOCK_SIZES = _power_of_two_kib(1, 64)  # --with-wal-blocksize
+
+
+class PgInstall(models.Model):
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="pg_installs")
+    bin_dir = models.CharField(
+        "bin directory", max_length=500, validators=[_absolute_path], help_text="e.g. /usr/lib/postgresql/15/bin"
+    )
+    version = models.CharField(max_length=50, help_text="As `postgres --version` reports it, e.g. 15.19.")
+    block_size = models.PositiveIntegerField(
+        default=8192, choices=[(size, f"{size // 1024} kB") for size in BLOCK_SIZES]
+    )
+    wal_block_size = models.PositiveIntegerField(
+        "WAL block size", default=8192, choices=[(size, f"{size // 1024} kB") for size in WAL_BLOCK_SIZES]
+    )
+    label = models.CharField(max_length=100, blank=True, help_text="e.g. 'PG 15, 4 kB pages (custom build)'.")
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["host__name", "version", "block_size"]
+        verbose_name = "PostgreSQL install"
+        constraints = [
+            models.UniqueConstraint(fields=["host", "bin_dir"], name="pginstall_unique_bin_dir_per_host"),
+        ]
+
+    def __str__(self) -> str:
+        return self.label or f"PostgreSQL {self.version} ({self.block_size // 1024} kB pages) on {self.host.name}"
