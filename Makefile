@@ -13,6 +13,7 @@ run: setup
 
 test: setup $(VENV)/.dev-deps
 	$(MAKE) --no-print-directory lint
+	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/pytest
 
 lint: $(VENV)/.dev-deps

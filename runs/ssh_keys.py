@@ -41,7 +41,11 @@ def parse_host_keys(text: str) -> list[PublicKey]:
             raise ValidationError(f"line {number}: expected '<key type> <base64 key>', got {line!r}")
         key_type, b64 = fields[0], fields[1]
         try:
-            key = paramiko.PKey.from_type_string(key_type, base64.b64decode(b64, validate=True))
+            blob = base64.b64decode(b64, validate=True)
+            key = paramiko.PKey.from_type_string(key_type, blob)
+            # paramiko pads a truncated key instead of refusing it; a real key re-encodes to itself.
+            if key.asbytes() != blob:
+                raise ValueError("the key data is truncated or has trailing bytes")
         except (binascii.Error, paramiko.SSHException, ValueError) as exc:
             raise ValidationError(f"line {number}: not a valid {key_type} public key ({exc})") from exc
         keys.append(PublicKey(key_type=key_type, fingerprint=key.fingerprint, line=f"{key_type} {b64}"))

@@ -1,0 +1,44 @@
+from collections.abc import Iterator
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from runs.roles import ADMIN, OPERATOR, VIEWER
+from runs.tests.factories import make_user
+from runs.tests.workers import CeleryWorker, start_celery_worker
+
+# The cast: every role, plus a user who has an account but no role at all.
+ROLE_OF = {"vera": VIEWER, "otto": OPERATOR, "ada": ADMIN, "nora": None}
+
+
+@pytest.fixture
+def users(db: None) -> dict[str, User]:
+    return {name: make_user(name, role) for name, role in ROLE_OF.items()}
+
+
+@pytest.fixture
+def client_for(users: dict[str, User]) -> "ClientFactory":
+    return ClientFactory(users)
+
+
+class ClientFactory:
+    def __init__(self, users: dict[str, User]) -> None:
+        self.users = users
+
+    def __call__(self, name: str | None) -> Client:
+        """A test client logged in as `name`, or anonymous for None."""
+        client = Client()
+        if name is not None:
+            client.force_login(self.users[name])
+        return client
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[CeleryWorker]:
+    """A real `celery worker` process on its own queue, connected to the test database."""
+    worker = start_celery_worker()
+    try:
+        yield worker
+    finally:
+        worker.stop()

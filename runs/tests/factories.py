@@ -1,0 +1,35 @@
+"""Small builders for inventory rows; each test says only what matters to it."""
+
+from typing import Any
+
+from django.contrib.auth.models import Group, User
+
+from runs.models import Device, Host, PgInstall
+
+
+def make_host(**fields: Any) -> Host:
+    defaults: dict[str, Any] = {
+        "name": "lab1",
+        "address": "10.200.0.11",
+        "transport": Host.Transport.SSH,
+        "private_key_path": "/root/.ssh/id_ed25519",
+    }
+    return Host.objects.create(**(defaults | fields))
+
+
+def make_device(host: Host, **fields: Any) -> Device:
+    defaults: dict[str, Any] = {"name": "ssd0", "kind": Device.Kind.SSD, "path": "/dev/disk/by-id/ata-TEST_SSD_1"}
+    return Device.objects.create(host=host, **(defaults | fields))
+
+
+def make_pg_install(host: Host, **fields: Any) -> PgInstall:
+    defaults: dict[str, Any] = {"bin_dir": "/usr/lib/postgresql/15/bin", "version": "15.19"}
+    return PgInstall.objects.create(host=host, **(defaults | fields))
+
+
+def make_user(username: str, role: str | None = None, password: str | None = None) -> User:
+    # Without a password the account can only be logged in by the test client (no slow hashing).
+    user = User.objects.create_user(username=username, password=password)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user

@@ -1,0 +1,75 @@
+"""Start and stop a real Celery worker process for tests.
+
+The worker listens on a queue of its own, so a benchlab started by `make run` on the same
+Redis never takes the tests' tasks (nor the other way round), and it connects to the test
+database through DATABASE_URL.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+
+from benchlab.celery import app as celery_app
+
+BASE_DIR = Path(settings.BASE_DIR)
+
+
+def database_url_for_tests() -> str:
+    db = settings.DATABASES["default"]
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+@dataclass
+class CeleryWorker:
+    process: subprocess.Popen[bytes]
+    queue: str
+    nodename: str
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.log_path.unlink(missing_ok=True)
+
+
+def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
+    tag = uuid.uuid4().hex[:10]
+    queue, nodename = f"test-{tag}", f"test-{tag}@localhost"
+    log_path = Path(f"/tmp/benchlab-test-worker-{tag}.log")
+    env = os.environ | {"DATABASE_URL": database_url_for_tests(), "REDIS_URL": settings.REDIS_URL}
+    command = [
+        sys.executable, "-m", "celery", "-A", "benchlab", "worker",
+        "--queues", queue, "--hostname", nodename, "--pool", "solo",
+        "--without-mingle", "--without-gossip", "--loglevel", "INFO",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
+    worker = CeleryWorker(process=process, queue=queue, nodename=nodename, log_path=log_path)
+    deadline = time.monotonic() + ready_timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"celery worker exited with {process.returncode}:\n{worker.log()}")
+        if celery_app.control.ping(destination=[nodename], timeout=0.5):
+            return worker
+    worker.stop()
+    raise RuntimeError(f"celery worker did not answer a ping within {ready_timeout} s")
