@@ -1,16 +1,31 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 
 from runs.roles import ADMIN_SITE_PERMISSION
 
 
 class BenchlabAdminSite(admin.AdminSite):
-    """The inventory admin: open to members of the "admin" role as well as to staff."""
+    """The inventory admin: open to members of the "admin" role as well as to staff.
+
+    There is one login page for all of benchlab; Django's admin login would only take staff.
+    """
 
     def has_permission(self, request: HttpRequest) -> bool:
         user = request.user
         return user.is_active and (user.is_staff or user.has_perm(ADMIN_SITE_PERMISSION))
+
+    def login(self, request: HttpRequest, extra_context: dict[str, object] | None = None) -> HttpResponse:
+        # Imported here: this module is loaded while apps are still being set up.
+        from django.contrib.auth.views import redirect_to_login
+
+        if request.user.is_authenticated:
+            if self.has_permission(request):
+                return super().login(request, extra_context)  # redirects on to the admin
+            raise PermissionDenied("The inventory admin is for the admin role.")
+        return redirect_to_login(request.GET.get("next", request.get_full_path()), settings.LOGIN_URL)
 
 
 class BenchlabAdminConfig(AdminConfig):

@@ -6,6 +6,7 @@ in a deployment fails at start-up instead of silently falling back to a default.
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -44,7 +45,21 @@ def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:
     scheme, sep, _rest = raw.partition("://")
     if not sep or scheme not in schemes:
         raise ImproperlyConfigured(f"{name}={raw!r} must be a URL starting with one of {', '.join(schemes)}://")
+    try:
+        urlsplit(raw).port  # noqa: B018 - parsing the port is the check
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r} has a bad port: {exc}") from exc
     return raw
+
+
+def env_optional_secret(name: str, local_file: Path) -> str | None:
+    """Like env_secret, but None when neither is there; set-but-empty is still an error."""
+    raw = os.environ.get(name)
+    if raw is not None and not raw.strip():
+        raise ImproperlyConfigured(f"{name} is set but empty; unset it to use {local_file}, or give a value")
+    if raw is None and local_file.exists():
+        raw = local_file.read_text().strip()
+    return raw or None
 
 
 def env_secret(name: str, local_file: Path) -> str:

@@ -9,7 +9,7 @@ import dj_database_url
 from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
-from benchlab.env import env_bool, env_list, env_secret, env_str, env_url
+from benchlab.env import env_bool, env_list, env_optional_secret, env_secret, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Untracked local state: generated secrets, the database password file, collected static files.
@@ -49,11 +49,7 @@ REDIS_URL = env_url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "
 
 # Private SSH keys stored in the inventory are encrypted with this Fernet key. Without it,
 # hosts can still use a key file on the worker machine, but the admin refuses to store keys.
-_credentials_key_file = VAR_DIR / "credentials_key"
-CREDENTIALS_KEY: str | None = (
-    env_str("CREDENTIALS_KEY", _credentials_key_file.read_text().strip() if _credentials_key_file.exists() else "")
-    or None
-)
+CREDENTIALS_KEY = env_optional_secret("CREDENTIALS_KEY", VAR_DIR / "credentials_key")
 if CREDENTIALS_KEY is not None:
     try:
         Fernet(CREDENTIALS_KEY)
@@ -134,6 +130,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Benchmark tasks are long; a worker should not hoard queued ones it cannot start yet.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
+# With late acks, Redis hands an unacknowledged task to another worker after this long; runs
+# are claimed in the database, so a second delivery cannot start a run twice.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
 
 LOGGING = {
     "version": 1,

@@ -4,7 +4,9 @@ from django.contrib import admin, messages
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import filesizeformat
+from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
+from django.views.decorators.debug import sensitive_post_parameters
 
 from runs.admin_forms import HostAdminForm
 from runs.models import Device, Host, PgInstall
@@ -29,6 +31,8 @@ class PgInstallInline(admin.TabularInline):
     show_change_link = True
 
 
+# Keeps a pasted private key out of error reports.
+@method_decorator(sensitive_post_parameters("new_private_key"), name="changeform_view")
 @admin.register(Host)
 class HostAdmin(admin.ModelAdmin):
     form = HostAdminForm

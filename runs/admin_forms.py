@@ -10,12 +10,19 @@ from runs.models import Host
 from runs.ssh_keys import encrypt_private_key, load_private_key
 
 
+class WriteOnlyTextarea(forms.Textarea):
+    """A textarea that never renders what was posted into it (a re-shown form stays empty)."""
+
+    def format_value(self, value: Any) -> None:
+        return None
+
+
 class HostAdminForm(forms.ModelForm):
     new_private_key = forms.CharField(
         label="Store a private key",
         required=False,
         strip=False,
-        widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
+        widget=WriteOnlyTextarea(attrs={"rows": 4, "autocomplete": "off", "spellcheck": "false"}),
         help_text="Paste an unprotected private key. It is encrypted with CREDENTIALS_KEY and never shown again.",
     )
     forget_private_key = forms.BooleanField(label="Forget the stored private key", required=False)

@@ -1,3 +1,10 @@
+"""Shared fixtures.
+
+Tests that need other processes to see their rows use transaction=True; pytest-django then
+empties the tables afterwards, which would also delete the role groups made by the data
+migration, so such tests also ask for serialized_rollback=True (the rows are restored).
+"""
+
 from collections.abc import Iterator
 
 import pytest

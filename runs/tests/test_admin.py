@@ -102,6 +102,15 @@ def test_storing_a_key_without_credentials_key_is_a_form_error(ada: Client, key:
 
 
 @pytest.mark.django_db
+def test_a_form_shown_again_with_errors_does_not_echo_the_pasted_key(ada: Client, key: GeneratedKey) -> None:
+    response = ada.post(reverse("admin:runs_host_add"), host_form(name="bad name!", new_private_key=key.private_text))
+
+    assert response.status_code == 200
+    assert "Use letters, digits" in response.content.decode()
+    assert key.private_text.splitlines()[1] not in response.content.decode()
+
+
+@pytest.mark.django_db
 def test_a_garbage_key_is_refused_beside_its_field(ada: Client) -> None:
     response = ada.post(reverse("admin:runs_host_add"), host_form(new_private_key="-----BEGIN nonsense"))
 
@@ -123,11 +132,16 @@ def test_discovered_facts_are_shown_but_not_editable(ada: Client) -> None:
     host = make_host(cpu_model="AMD EPYC 7B13", cpu_cores=2, kernel="6.18.0", probed_at=timezone.now())
 
     page = ada.get(reverse("admin:runs_host_change", args=[host.pk])).content.decode()
-    ada.post(reverse("admin:runs_host_change", args=[host.pk]), host_form(name="lab1", cpu_model="forged"))
+    response = ada.post(
+        reverse("admin:runs_host_change", args=[host.pk]),
+        host_form(name="lab1", private_key_path="/root/.ssh/id_ed25519", notes="saved", cpu_model="forged"),
+    )
 
+    assert response.status_code == 302
     assert "AMD EPYC 7B13" in page
     assert 'name="cpu_model"' not in page
     host.refresh_from_db()
+    assert host.notes == "saved"
     assert host.cpu_model == "AMD EPYC 7B13"
 
 

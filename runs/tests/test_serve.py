@@ -73,7 +73,7 @@ def log_in(base: str, username: str, password: str) -> urllib.request.OpenerDire
     return opener
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_serve_answers_pages_through_uvicorn_with_a_live_worker_and_stops_on_ctrl_c(
     served: tuple[subprocess.Popen[str], str, Path],
 ) -> None:

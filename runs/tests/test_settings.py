@@ -38,6 +38,8 @@ def start_django(env: dict[str, str], unset: tuple[str, ...] = ()) -> subprocess
         ({"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL='http://127.0.0.1:6379' must be a URL"),
         ({"ALLOWED_HOSTS": "benchlab.example,,localhost"}, "has an empty item"),
         ({"CREDENTIALS_KEY": "not-a-fernet-key"}, "CREDENTIALS_KEY is not a valid Fernet key"),
+        ({"CREDENTIALS_KEY": ""}, "CREDENTIALS_KEY is set but empty"),
+        ({"REDIS_URL": "redis://127.0.0.1:notaport/0"}, "has a bad port"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:

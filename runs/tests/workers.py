@@ -13,6 +13,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from django.conf import settings
 
@@ -23,8 +24,8 @@ BASE_DIR = Path(settings.BASE_DIR)
 
 def database_url_for_tests() -> str:
     db = settings.DATABASES["default"]
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    return f"postgres://{db['USER']}{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    password = f":{quote(str(db['PASSWORD']), safe='')}" if db.get("PASSWORD") else ""
+    return f"postgres://{quote(str(db['USER']), safe='')}{password}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
 @dataclass

@@ -20,10 +20,11 @@ class Command(BaseCommand):
         if User.objects.filter(username=username).exists():
             self.stdout.write(f"Admin user {username!r} exists; its password is unchanged.")
             return
-        password = os.environ.get("BENCHLAB_ADMIN_PASSWORD") or secrets.token_urlsafe(12)
+        given = os.environ.get("BENCHLAB_ADMIN_PASSWORD", "")  # empty counts as not given
+        password = given or secrets.token_urlsafe(12)
         user = User.objects.create_superuser(username=username, email="", password=password)
         user.groups.add(Group.objects.get(name=ADMIN))
-        if "BENCHLAB_ADMIN_PASSWORD" in os.environ:
+        if given:
             self.stdout.write(f"Created admin user {username!r} with the password from BENCHLAB_ADMIN_PASSWORD.")
         else:
             # Printed once, now: it is stored only as a hash.
