@@ -1,0 +1,69 @@
+"""Follow a detached command's output file by byte offset, across lost connections.
+
+`tail --pid` streams the file from an offset and ends by itself once the command has
+exited and everything is printed. Only complete lines advance the offset, so after a
+reconnect the follower resumes exactly where it was: no line lost, none repeated.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+
+from runs.lab.errors import ConnectFailed, ConnectionLost, LabError
+from runs.lab.pgbench import Detached
+from runs.lab.transport import Transport
+
+log = logging.getLogger(__name__)
+
+
+class Follower:
+    def __init__(
+        self,
+        connect: Callable[[], Transport],
+        process: Detached,
+        suffix: str,
+        on_line: Callable[[str], None],
+        offset: int = 0,
+        max_reconnect_s: float = 300.0,
+    ) -> None:
+        self.connect = connect
+        self.process = process
+        self.path = process.path(suffix)
+        self.on_line = on_line
+        self.offset = offset  # bytes of complete lines delivered so far
+        self.max_reconnect_s = max_reconnect_s
+        self.reconnects = 0
+        self.transport: Transport | None = None
+
+    def _deliver(self, line: str) -> None:
+        self.offset += len(line.encode()) + 1
+        self.on_line(line)
+
+    def _reconnect(self) -> Transport:
+        deadline = time.monotonic() + self.max_reconnect_s
+        pause = 0.2
+        while True:
+            try:
+                return self.connect()
+            except ConnectFailed as exc:
+                if time.monotonic() > deadline:
+                    raise LabError(f"gave up reconnecting to follow {self.path}: {exc}") from exc
+                log.warning("reconnecting to follow %s: %s", self.path, exc)
+                time.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    def follow(self) -> int:
+        """Deliver every line until the command has exited; return the final offset."""
+        while True:
+            if self.transport is None:
+                self.transport = self._reconnect()
+            # -s: how often tail checks whether the PID is still there.
+            argv = ["tail", f"--pid={self.process.pid}", "-s", "0.2", "-c", f"+{self.offset + 1}", "-F", self.path]
+            try:
+                self.transport.run(argv, timeout=None, on_stdout=self._deliver)
+                return self.offset
+            except ConnectionLost as exc:
+                log.warning("lost the connection while following %s at byte %d: %s", self.path, self.offset, exc)
+                self.reconnects += 1
+                self.transport.close()
+                self.transport = None

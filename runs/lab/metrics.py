@@ -1,0 +1,123 @@
+"""OS and PostgreSQL metrics around a measurement.
+
+iostat (for the device under test) and vmstat run detached beside pgbench, one line a
+second, into the run directory; pg_stat_database and pg_stat_bgwriter are read before and
+after, and the difference gives cache hit ratio, checkpoints and buffers written.
+"""
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from runs.lab.errors import InvalidOption
+from runs.lab.parse_sysstat import IostatSample, VmstatSample, parse_iostat, parse_vmstat
+from runs.lab.pgbench import DATABASE_NAME, Detached, cancel, start_detached
+from runs.lab.postgres import Cluster, psql
+from runs.lab.transport import Transport
+
+
+@dataclass
+class OsMetrics:
+    iostat: list[IostatSample] = field(default_factory=list)
+    vmstat: list[VmstatSample] = field(default_factory=list)
+    iostat_text: str = ""
+    vmstat_text: str = ""
+
+
+def iostat_device(transport: Transport, device_node: str | None, mountpoint: str) -> str | None:
+    """The kernel name iostat knows the storage under test by (loop3, nvme0n1, …); None for tmpfs."""
+    node = device_node
+    if node is None:
+        source = transport.run(["findmnt", "-n", "-o", "SOURCE", "--target", mountpoint], check=False).stdout.strip()
+        if not source.startswith("/dev/"):
+            return None
+        node = transport.run(["readlink", "-f", source]).stdout.strip()
+    return node.rsplit("/", 1)[-1]
+
+
+@contextmanager
+def os_metrics(transport: Transport, run_dir: str, device: str | None) -> Iterator[OsMetrics]:
+    """iostat and vmstat every second while the block runs; parsed when it ends."""
+    metrics = OsMetrics()
+    processes: list[Detached] = []
+    if device is not None:
+        iostat = ["env", "S_TIME_FORMAT=ISO", "iostat", "-dxyt", "1", device]
+        processes.append(start_detached(transport, iostat, run_dir, "iostat"))
+    processes.append(start_detached(transport, ["env", "TZ=UTC", "vmstat", "-nt", "1"], run_dir, "vmstat"))
+    try:
+        yield metrics
+    finally:
+        for process in processes:
+            cancel(transport, process, grace_s=2.0)
+        if device is not None:
+            metrics.iostat_text = transport.run(["cat", f"{run_dir}/iostat.stdout"], check=False).stdout
+            metrics.iostat = [s for s in parse_iostat(metrics.iostat_text) if s.device == device]
+        metrics.vmstat_text = transport.run(["cat", f"{run_dir}/vmstat.stdout"], check=False).stdout
+        metrics.vmstat = parse_vmstat(metrics.vmstat_text, skip_since_boot=True)
+
+
+@dataclass(frozen=True)
+class PgStatsSnapshot:
+    database: dict[str, object]
+    bgwriter: dict[str, object]
+
+
+def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str) -> PgStatsSnapshot:
+    if not DATABASE_NAME.match(database):
+        raise InvalidOption(f"bad database name {database!r}")
+    # The name is checked above; psql -c takes no bind parameters.
+    sql = f"""SELECT json_build_object(
+        'database', (SELECT row_to_json(d) FROM pg_stat_database d WHERE datname = '{database}'),
+        'bgwriter', (SELECT row_to_json(b) FROM pg_stat_bgwriter b))"""  # noqa: S608
+    row = psql(transport, cluster, sql)
+    data = json.loads(row)
+    return PgStatsSnapshot(database=data["database"] or {}, bgwriter=data["bgwriter"] or {})
+
+
+def _delta(before: dict[str, object], after: dict[str, object], key: str) -> int:
+    return int(str(after.get(key) or 0)) - int(str(before.get(key) or 0))
+
+
+@dataclass(frozen=True)
+class PgStatsDelta:
+    blocks_hit: int
+    blocks_read: int
+    transactions_committed: int
+    transactions_rolled_back: int
+    checkpoints_timed: int
+    checkpoints_requested: int
+    buffers_checkpoint: int
+    buffers_clean: int
+    buffers_backend: int
+    buffers_backend_fsync: int
+
+    @property
+    def cache_hit_ratio(self) -> float | None:
+        total = self.blocks_hit + self.blocks_read
+        return self.blocks_hit / total if total else None
+
+    @property
+    def checkpoints(self) -> int:
+        return self.checkpoints_timed + self.checkpoints_requested
+
+    @property
+    def buffers_written(self) -> int:
+        return self.buffers_checkpoint + self.buffers_clean + self.buffers_backend
+
+
+def pg_stats_delta(before: PgStatsSnapshot, after: PgStatsSnapshot) -> PgStatsDelta:
+    db_before, db_after = before.database, after.database
+    bg_before, bg_after = before.bgwriter, after.bgwriter
+    return PgStatsDelta(
+        blocks_hit=_delta(db_before, db_after, "blks_hit"),
+        blocks_read=_delta(db_before, db_after, "blks_read"),
+        transactions_committed=_delta(db_before, db_after, "xact_commit"),
+        transactions_rolled_back=_delta(db_before, db_after, "xact_rollback"),
+        checkpoints_timed=_delta(bg_before, bg_after, "checkpoints_timed"),
+        checkpoints_requested=_delta(bg_before, bg_after, "checkpoints_req"),
+        buffers_checkpoint=_delta(bg_before, bg_after, "buffers_checkpoint"),
+        buffers_clean=_delta(bg_before, bg_after, "buffers_clean"),
+        buffers_backend=_delta(bg_before, bg_after, "buffers_backend"),
+        buffers_backend_fsync=_delta(bg_before, bg_after, "buffers_backend_fsync"),
+    )

@@ -1,0 +1,210 @@
+"""pgbench command lines, and running them detached on the host.
+
+A measurement must survive a lost SSH connection or a dead worker, so pgbench runs in its
+own session on the host with its output going to files in a run directory; benchlab then
+follows those files by byte offset (see follow.py) and can cancel the run by its PID.
+"""
+
+import re
+import shlex
+import time
+from dataclasses import dataclass
+
+from runs.lab.errors import InvalidOption, LabError
+from runs.lab.transport import Transport, as_user
+
+BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
+QUERY_MODES = ("simple", "extended", "prepared")
+_INIT_STEPS = re.compile(r"^[dtgGvpf]+$")
+DATABASE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where pgbench connects: a unix-socket directory or an address, a port, a database."""
+
+    host: str
+    port: int
+    database: str = "bench"
+    user: str = "postgres"
+
+    def args(self) -> list[str]:
+        if not DATABASE_NAME.match(self.database):
+            raise InvalidOption(f"bad database name {self.database!r}")
+        return ["-h", self.host, "-p", str(self.port), "-U", self.user]
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    scale: int
+    init_steps: str = ""  # pgbench -I, e.g. "dtgvp"
+    foreign_keys: bool = False
+    unlogged_tables: bool = False
+
+    def validate(self) -> None:
+        if not 1 <= self.scale <= 100_000:
+            raise InvalidOption("scale must be between 1 and 100000")
+        if self.init_steps and not _INIT_STEPS.match(self.init_steps):
+            raise InvalidOption("init steps (-I) may contain only d, t, g, G, v, p, f")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    builtin: str | None = "tpcb-like"  # or None with a custom script
+    custom_script: str | None = None  # the script's text, uploaded to the run directory
+    clients: int = 1
+    threads: int = 1
+    duration_s: int | None = 60
+    transactions: int | None = None
+    query_mode: str = "simple"
+    rate_tps: float | None = None  # -R
+    latency_limit_ms: float | None = None  # --latency-limit, needs -R
+    progress_interval_s: int = 1
+    aggregate_interval_s: int = 1
+
+    def validate(self) -> None:
+        if (self.builtin is None) == (self.custom_script is None):
+            raise InvalidOption("choose either a builtin workload or a custom script")
+        if self.builtin is not None and self.builtin not in BUILTIN_SCRIPTS:
+            raise InvalidOption(f"unknown builtin workload {self.builtin!r}")
+        if self.custom_script is not None and not self.custom_script.strip():
+            raise InvalidOption("the custom script is empty")
+        if self.clients < 1 or self.threads < 1:
+            raise InvalidOption("clients and threads must be at least 1")
+        if self.threads > self.clients:
+            raise InvalidOption("threads cannot exceed clients")
+        if (self.duration_s is None) == (self.transactions is None):
+            raise InvalidOption("give either a duration (-T) or a number of transactions per client (-t)")
+        if self.duration_s is not None and self.duration_s < 1:
+            raise InvalidOption("duration must be at least 1 s")
+        if self.transactions is not None and self.transactions < 1:
+            raise InvalidOption("transactions per client must be at least 1")
+        if self.query_mode not in QUERY_MODES:
+            raise InvalidOption(f"query mode must be one of {', '.join(QUERY_MODES)}")
+        if self.rate_tps is not None and self.rate_tps <= 0:
+            raise InvalidOption("the rate limit must be positive")
+        if self.latency_limit_ms is not None and self.latency_limit_ms <= 0:
+            raise InvalidOption("the latency limit must be positive")
+
+
+def create_database_command(bin_dir: str, connection: Connection) -> list[str]:
+    return [f"{bin_dir}/createdb", *connection.args(), connection.database]
+
+
+def init_command(bin_dir: str, connection: Connection, options: InitOptions) -> list[str]:
+    options.validate()
+    argv = [f"{bin_dir}/pgbench", "-i", "-s", str(options.scale), *connection.args()]
+    if options.init_steps:
+        argv += ["-I", options.init_steps]
+    if options.foreign_keys:
+        argv.append("--foreign-keys")
+    if options.unlogged_tables:
+        argv.append("--unlogged-tables")
+    return [*argv, connection.database]
+
+
+def run_command(
+    bin_dir: str, connection: Connection, options: RunOptions, run_dir: str, script_path: str | None = None
+) -> list[str]:
+    """The measurement's command line: per-second progress and aggregate logs into run_dir."""
+    options.validate()
+    argv = [f"{bin_dir}/pgbench", *connection.args()]
+    if options.builtin is not None:
+        argv += ["-b", options.builtin]
+    else:
+        if script_path is None:
+            raise InvalidOption("a custom script needs its path on the host")
+        argv += ["-f", script_path]
+    argv += ["-c", str(options.clients), "-j", str(options.threads), "-M", options.query_mode]
+    if options.duration_s is not None:
+        argv += ["-T", str(options.duration_s)]
+    else:
+        argv += ["-t", str(options.transactions)]
+    if options.rate_tps is not None:
+        argv += ["-R", f"{options.rate_tps:g}"]
+    if options.latency_limit_ms is not None:
+        argv += [f"--latency-limit={options.latency_limit_ms:g}"]
+    argv += [
+        f"--progress={options.progress_interval_s}",
+        f"--aggregate-interval={options.aggregate_interval_s}",
+        "-l",
+        f"--log-prefix={run_dir}/pgbench_log",
+    ]
+    return [*argv, connection.database]
+
+
+# ---- detached execution -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Detached:
+    """A command running in its own session on a host; `pid` is its session and group leader."""
+
+    run_dir: str
+    name: str  # files: <name>.stdout, <name>.stderr, <name>.exit
+    pid: int
+
+    def path(self, suffix: str) -> str:
+        return f"{self.run_dir}/{self.name}.{suffix}"
+
+
+def start_detached(
+    transport: Transport, argv: list[str], run_dir: str, name: str, user: str | None = None, wait_s: float = 10.0
+) -> Detached:
+    """Start argv in a new session with output in run_dir/name.{stdout,stderr}; exit status in name.exit.
+
+    The wrapper shell writes its PID before anything else and the exit status last (via a
+    rename, so a reader never sees half of it).
+    """
+    if not re.fullmatch(r"[a-z0-9_-]+", name):
+        raise InvalidOption(f"bad process name {name!r}")
+    prefix = f"{run_dir}/{name}"
+    script = (
+        # `trap :` keeps the wrapper alive through a cancel so it records pgbench's status;
+        # unlike an ignored signal, a trapped one is reset to default for pgbench itself.
+        f"exec </dev/null >/dev/null 2>&1; trap : INT TERM; echo $$ > {shlex.quote(prefix)}.pid; "
+        f"{shlex.join(argv)} > {shlex.quote(prefix)}.stdout 2> {shlex.quote(prefix)}.stderr; "
+        f"echo $? > {shlex.quote(prefix)}.exit.tmp && mv {shlex.quote(prefix)}.exit.tmp {shlex.quote(prefix)}.exit"
+    )
+    launcher = ["setsid", "-f", "sh", "-c", script]
+    transport.run(as_user(user, launcher) if user else launcher, cwd=run_dir)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        found = transport.run(["cat", f"{prefix}.pid"], check=False)
+        if found.exit_status == 0 and found.stdout.strip().isdigit():
+            return Detached(run_dir=run_dir, name=name, pid=int(found.stdout.strip()))
+        time.sleep(0.05)
+    raise LabError(f"{name} did not start on {transport.label} within {wait_s:g} s")
+
+
+def is_running(transport: Transport, process: Detached) -> bool:
+    return transport.run(["kill", "-0", str(process.pid)], check=False).exit_status == 0
+
+
+def exit_status(transport: Transport, process: Detached) -> int | None:
+    """The exit status once the command has finished; None while it runs."""
+    found = transport.run(["cat", process.path("exit")], check=False)
+    return int(found.stdout.strip()) if found.exit_status == 0 and found.stdout.strip() else None
+
+
+def wait_for_exit(transport: Transport, process: Detached, timeout_s: float, poll_s: float = 0.5) -> int:
+    deadline = time.monotonic() + timeout_s
+    while (status := exit_status(transport, process)) is None:
+        if time.monotonic() > deadline:
+            raise LabError(f"{process.name} (PID {process.pid}) still runs after {timeout_s:g} s")
+        time.sleep(poll_s)
+    return status
+
+
+def cancel(transport: Transport, process: Detached, grace_s: float = 10.0) -> None:
+    """SIGINT the whole session (pgbench prints what it has), then SIGKILL if it lingers."""
+    group = f"-{process.pid}"
+    for signal_name, wait in (("INT", grace_s), ("TERM", grace_s), ("KILL", 5.0)):
+        if transport.run(["kill", "-0", "--", group], check=False).exit_status != 0:
+            return
+        transport.run(["kill", f"-{signal_name}", "--", group], check=False)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if transport.run(["kill", "-0", "--", group], check=False).exit_status != 0:
+                return
+            time.sleep(0.2)

@@ -1,0 +1,212 @@
+"""A throw-away PostgreSQL cluster on the storage under test.
+
+`throwaway_cluster` is a setup/cleanup pair: initdb as the postgres OS user into a
+subdirectory of the mount, apply settings, start; on the way out (always) stop fast, then
+immediate, then make sure the postmaster's PID is really gone.
+"""
+
+import json
+import re
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from runs.lab.errors import CommandFailed, InvalidOption, LabError, tail
+from runs.lab.transport import Transport, as_user
+
+PG_USER = "postgres"
+PORT_RANGE = range(54320, 54999)
+START_TIMEOUT_S = 300  # initdb'd clusters on a slow disk take long for the first checkpoint
+STOP_TIMEOUT_S = 180  # the shutdown checkpoint on the "HDD" took 10-40 s in the lab
+_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
+# Set by benchlab itself; a user's override of these would break the run, not tune it.
+RESERVED_SETTINGS = {"port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file"}
+
+
+@dataclass
+class Cluster:
+    bin_dir: str
+    base_dir: str  # our directory on the mount
+    port: int
+    version: str = ""
+    postmaster_pid: int | None = None
+    settings: list[dict[str, str | None]] = field(default_factory=list)  # pg_settings as captured
+
+    @property
+    def data_dir(self) -> str:
+        return f"{self.base_dir}/pgdata"
+
+    @property
+    def socket_dir(self) -> str:
+        return f"{self.base_dir}/socket"
+
+    @property
+    def log_file(self) -> str:
+        return f"{self.base_dir}/postgresql.log"
+
+    def tool(self, name: str) -> str:
+        return f"{self.bin_dir}/{name}"
+
+    @property
+    def non_default_settings(self) -> dict[str, str]:
+        return {
+            str(s["name"]): str(s["setting"])
+            for s in self.settings
+            if s.get("source") not in ("default", "override") and s.get("name")
+        }
+
+
+def parse_settings(text: str) -> dict[str, str]:
+    """`key = value` lines (comments and blank lines allowed) into validated settings."""
+    settings: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise InvalidOption(f"setting line {number}: expected 'name = value', got {raw.strip()!r}")
+        if not _SETTING_NAME.match(key):
+            raise InvalidOption(f"setting line {number}: {key!r} is not a PostgreSQL setting name")
+        if key in RESERVED_SETTINGS:
+            raise InvalidOption(f"setting line {number}: benchlab sets {key} itself")
+        if len(value) >= 2 and value[0] == value[-1] == "'":
+            value = value[1:-1].replace("''", "'")
+        settings[key] = value
+    return settings
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def free_port(transport: Transport) -> int:
+    listening = transport.run(["ss", "-Htln"]).stdout
+    used = {int(m.group(1)) for m in re.finditer(r":(\d+)\s", listening)}
+    # Unix sockets count too: another cluster may use a port number with only a socket.
+    for port in PORT_RANGE:
+        if port not in used:
+            return port
+    raise LabError("no free port for PostgreSQL in 54320-54998")
+
+
+def pg_as_postgres(transport: Transport, argv: Sequence[str], **kwargs: object) -> str:
+    # cwd "/": runuser keeps root's cwd, which postgres may not be allowed to enter.
+    return transport.run(as_user(PG_USER, argv), cwd="/", **kwargs).stdout  # type: ignore[arg-type]
+
+
+def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
+    transport.run(["mkdir", "-p", base_dir])
+    transport.run(["chown", f"{PG_USER}:", base_dir])
+    transport.run(["chmod", "0700", base_dir])
+    cluster = Cluster(bin_dir=bin_dir, base_dir=base_dir, port=0)
+    pg_as_postgres(transport, ["mkdir", "-m", "0700", cluster.socket_dir])
+    pg_as_postgres(
+        transport,
+        [cluster.tool("initdb"), "-D", cluster.data_dir, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"],
+        timeout=600,
+    )
+    return cluster
+
+
+def configure(
+    transport: Transport, cluster: Cluster, settings: Mapping[str, str], client_addresses: Sequence[str] = ()
+) -> None:
+    """Write benchlab's settings and the user's overrides; open pg_hba to the client hosts."""
+    cluster.port = free_port(transport)
+    lines = [
+        "# benchlab",
+        f"port = {cluster.port}",
+        f"unix_socket_directories = {_quote(cluster.socket_dir)}",
+        f"listen_addresses = {_quote('*' if client_addresses else '')}",
+        *(f"{key} = {_quote(value)}" for key, value in settings.items()),
+    ]
+    conf = f"{cluster.data_dir}/postgresql.conf"
+    current = transport.read_file(conf).decode()
+    transport.write_file(conf, (current + "\n" + "\n".join(lines) + "\n").encode(), mode=0o600)
+    if client_addresses:
+        hba = f"{cluster.data_dir}/pg_hba.conf"
+        rules = "".join(f"host all all {address}/32 trust\n" for address in client_addresses)
+        transport.write_file(hba, transport.read_file(hba) + rules.encode(), mode=0o600)
+    transport.run(["chown", f"{PG_USER}:", conf, f"{cluster.data_dir}/pg_hba.conf"])
+
+
+def start(transport: Transport, cluster: Cluster) -> None:
+    argv = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-l", cluster.log_file, "-w", "-t", str(START_TIMEOUT_S)]
+    try:
+        pg_as_postgres(transport, [*argv, "start"], timeout=START_TIMEOUT_S + 30)
+    except CommandFailed as exc:
+        # pg_ctl only says "could not start server"; PostgreSQL's reason is in its log.
+        log = transport.run(["cat", cluster.log_file], check=False).stdout
+        raise CommandFailed(exc.command, exc.exit_status, exc.stdout, tail(log, 15) or exc.stderr, exc.host) from exc
+    cluster.postmaster_pid = _postmaster_pid(transport, cluster)
+    cluster.version = psql(transport, cluster, "SELECT version()")
+    cluster.settings = json.loads(
+        psql(
+            transport,
+            cluster,
+            "SELECT json_agg(json_build_object('name', name, 'setting', setting, 'unit', unit,"
+            " 'source', source, 'boot_val', boot_val) ORDER BY name) FROM pg_settings",
+        )
+    )
+
+
+def _postmaster_pid(transport: Transport, cluster: Cluster) -> int | None:
+    result = transport.run(["head", "-n", "1", f"{cluster.data_dir}/postmaster.pid"], check=False)
+    return int(result.stdout.strip()) if result.exit_status == 0 and result.stdout.strip().isdigit() else None
+
+
+def psql(transport: Transport, cluster: Cluster, sql: str, database: str = "postgres") -> str:
+    argv = [cluster.tool("psql"), "-h", cluster.socket_dir, "-p", str(cluster.port), "-U", PG_USER, "-d", database]
+    return pg_as_postgres(transport, [*argv, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql]).strip()
+
+
+def pid_alive(transport: Transport, pid: int) -> bool:
+    return transport.run(["kill", "-0", str(pid)], check=False).exit_status == 0
+
+
+def stop(transport: Transport, cluster: Cluster) -> None:
+    """Stop fast, then immediate; then check the postmaster PID ourselves and kill it if needed.
+
+    After an I/O error pg_ctl may report failure although postgres exited (it cannot remove
+    postmaster.pid), or the reverse; only the PID tells the truth.
+    """
+    pid = cluster.postmaster_pid or _postmaster_pid(transport, cluster)
+    if pid is None or not pid_alive(transport, pid):
+        return
+    ctl = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-w"]
+    for mode, timeout in (("fast", STOP_TIMEOUT_S), ("immediate", 60)):
+        transport.run(
+            as_user(PG_USER, [*ctl, "-t", str(timeout), "-m", mode, "stop"]), cwd="/", check=False, timeout=timeout + 30
+        )
+        if not pid_alive(transport, pid):
+            return
+    transport.run(["kill", "-KILL", str(pid)], check=False)
+    deadline = time.monotonic() + 30
+    while pid_alive(transport, pid):
+        if time.monotonic() > deadline:
+            raise LabError(f"postmaster {pid} survived SIGKILL")
+        time.sleep(0.2)
+
+
+@contextmanager
+def throwaway_cluster(
+    transport: Transport,
+    bin_dir: str,
+    base_dir: str,
+    settings: Mapping[str, str],
+    client_addresses: Sequence[str] = (),
+    own_pids: list[int] | None = None,
+) -> Iterator[Cluster]:
+    """initdb + configure + start; always stop. The postmaster's PID is added to own_pids."""
+    cluster = initdb(transport, bin_dir, base_dir)
+    try:
+        configure(transport, cluster, settings, client_addresses)
+        start(transport, cluster)
+        if own_pids is not None and cluster.postmaster_pid:
+            own_pids.append(cluster.postmaster_pid)
+        yield cluster
+    finally:
+        stop(transport, cluster)

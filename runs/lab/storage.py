@@ -1,0 +1,456 @@
+"""The storage under test: safety checks, mkfs, mount and a reliable unmount.
+
+`prepared_storage` is the setup/cleanup pair a run uses: it refuses to format a device
+unless every safety check holds, makes the filesystem, mounts it with validated options,
+and on the way out — on every path, error or cancel — unmounts it again.
+"""
+
+import json
+import re
+import shlex
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from runs.lab.errors import CommandFailed, InvalidOption, LabError, SafetyCheckFailed
+from runs.lab.transport import Transport
+
+MOUNT_ROOT = "/mnt/benchlab"
+BLOCK_FILESYSTEMS = ("ext4", "xfs", "btrfs")
+FILESYSTEMS = (*BLOCK_FILESYSTEMS, "tmpfs", "directory")
+
+_N = r"\d+"
+_SIZE = r"\d+[kKmMgG]?"
+_ATIME = {"noatime": "", "relatime": "", "strictatime": "", "nodiratime": "", "lazytime": "", "nolazytime": ""}
+# Mount options each filesystem may be given: name -> regex for its value ("" = takes no value).
+# xfs barrier/nobarrier are listed on purpose: old kernels took them, and when this one does
+# not, the user should see the kernel's own reason rather than ours.
+MOUNT_OPTIONS: dict[str, dict[str, str]] = {
+    "ext4": _ATIME
+    | {
+        "data": "ordered|writeback|journal",
+        "barrier": "0|1|",
+        "nobarrier": "",
+        "commit": _N,
+        "journal_async_commit": "",
+        "journal_checksum": "",
+        "nojournal_checksum": "",
+        "delalloc": "",
+        "nodelalloc": "",
+        "discard": "",
+        "nodiscard": "",
+        "dioread_nolock": "",
+        "dioread_lock": "",
+        "auto_da_alloc": "",
+        "noauto_da_alloc": "",
+        "stripe": _N,
+        "inode_readahead_blks": _N,
+        "min_batch_time": _N,
+        "max_batch_time": _N,
+        "init_itable": _N + "|",
+        "noinit_itable": "",
+        "errors": "remount-ro|continue|panic",
+    },
+    "xfs": _ATIME
+    | {
+        "logbufs": _N,
+        "logbsize": _SIZE,
+        "allocsize": _SIZE,
+        "inode64": "",
+        "inode32": "",
+        "largeio": "",
+        "nolargeio": "",
+        "discard": "",
+        "nodiscard": "",
+        "swalloc": "",
+        "noalign": "",
+        "wsync": "",
+        "barrier": "",
+        "nobarrier": "",
+    },
+    "btrfs": _ATIME
+    | {
+        "nodatacow": "",
+        "datacow": "",
+        "nodatasum": "",
+        "datasum": "",
+        "compress": r"(zlib|lzo|zstd)(:\d+)?|no|",
+        "compress-force": r"(zlib|lzo|zstd)(:\d+)?",
+        "ssd": "",
+        "nossd": "",
+        "ssd_spread": "",
+        "nossd_spread": "",
+        "discard": "sync|async|",
+        "nodiscard": "",
+        "autodefrag": "",
+        "noautodefrag": "",
+        "commit": _N,
+        "space_cache": "v1|v2|",
+        "nospace_cache": "",
+        "barrier": "",
+        "nobarrier": "",
+        "flushoncommit": "",
+        "noflushoncommit": "",
+        "max_inline": _SIZE,
+        "thread_pool": _N,
+    },
+    "tmpfs": _ATIME
+    | {
+        "size": _SIZE + "|" + r"\d+%",
+        "nr_inodes": _SIZE,
+        "mode": "[0-7]{3,4}",
+        "huge": "never|always|within_size|advise",
+    },
+    "directory": {},
+}
+
+# mkfs options: flag -> regex for its value. Destructive-by-design flags are not here.
+MKFS_OPTIONS: dict[str, dict[str, str]] = {
+    "ext4": {
+        "-b": "1024|2048|4096|65536",
+        "-I": "128|256|512|1024",
+        "-i": _N,
+        "-m": r"\d{1,2}(\.\d+)?",
+        "-J": r"size=\d+",
+        "-O": r"\^?[a-z_0-9]+(,\^?[a-z_0-9]+)*",
+        "-E": r"[a-z_]+(=[\d]+)?(,[a-z_]+(=[\d]+)?)*",
+        "-N": _N,
+    },
+    "xfs": {
+        "-b": r"size=\d+[kK]?",
+        "-s": r"size=\d+[kK]?",
+        "-i": r"size=\d+[kK]?",
+        "-l": r"(size=\d+[kKmMgG]?|version=2|lazy-count=[01]|sunit=\d+|su=\d+[kK]?)(,.+)?",
+        "-d": r"(agcount|agsize|su|sw|sunit|swidth)=\d+[kKmMgG]?(,.+)?",
+        "-m": r"(crc|finobt|reflink|rmapbt|bigtime)=[01](,(crc|finobt|reflink|rmapbt|bigtime)=[01])*",
+        "-n": r"size=\d+[kK]?",
+    },
+    "btrfs": {
+        "-n": r"\d+[kK]?",
+        "-s": r"\d+[kK]?",
+        "-d": "single|dup|raid0|raid1",
+        "-m": "single|dup|raid0|raid1",
+        "-O": r"\^?[a-z_\-0-9]+(,\^?[a-z_\-0-9]+)*",
+        "-R": r"\^?[a-z_\-0-9]+(,\^?[a-z_\-0-9]+)*",
+    },
+}
+# Always non-interactive; quiet where the tool allows it.
+MKFS_COMMAND = {"ext4": ["mkfs.ext4", "-F", "-q"], "xfs": ["mkfs.xfs", "-f", "-q"], "btrfs": ["mkfs.btrfs", "-f", "-q"]}
+
+
+@dataclass(frozen=True)
+class DeviceIdentity:
+    """What the inventory records about a device (the lab layer does not read the database)."""
+
+    path: str
+    wipe_allowed: bool = False
+    serial: str = ""
+    size_bytes: int | None = None
+
+    @property
+    def is_directory(self) -> bool:
+        return not self.path.startswith("/dev/")
+
+
+@dataclass(frozen=True)
+class FilesystemSpec:
+    fstype: str
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+
+
+@dataclass
+class PreparedStorage:
+    mountpoint: str
+    fstype: str
+    device_node: str | None  # /dev/loop3 etc.; None for directories and tmpfs
+    mount_options: str  # as /proc/mounts shows them
+    mkfs_command: str = ""
+    # PIDs of processes benchlab started that use the mount: the only ones it may stop.
+    own_pids: list[int] = field(default_factory=list)
+
+
+def parse_mount_options(fstype: str, text: str) -> tuple[str, ...]:
+    """Validate comma-separated mount options against the filesystem's allow-list."""
+    if fstype not in MOUNT_OPTIONS:
+        raise InvalidOption(f"unknown filesystem {fstype!r}; choose one of {', '.join(FILESYSTEMS)}")
+    allowed = MOUNT_OPTIONS[fstype]
+    options = tuple(option.strip() for option in text.split(",") if option.strip())
+    for option in options:
+        name, _, value = option.partition("=")
+        if name not in allowed:
+            raise InvalidOption(f"mount option {name!r} is not allowed for {fstype}")
+        if not re.fullmatch(allowed[name], value):
+            raise InvalidOption(f"mount option {option!r} has a bad value for {fstype}")
+    return options
+
+
+def parse_mkfs_options(fstype: str, text: str) -> tuple[str, ...]:
+    """Validate mkfs options ("-b 4096 -O ^has_journal") against the filesystem's allow-list."""
+    words = shlex.split(text)
+    if not words:
+        return ()
+    if fstype not in MKFS_OPTIONS:
+        raise InvalidOption(f"{fstype} takes no mkfs options")
+    allowed = MKFS_OPTIONS[fstype]
+    if len(words) % 2:
+        raise InvalidOption(f"mkfs options must be flag/value pairs, got {text!r}")
+    for flag, value in zip(words[::2], words[1::2], strict=True):
+        if flag not in allowed:
+            raise InvalidOption(f"mkfs option {flag} is not allowed for {fstype}")
+        if not re.fullmatch(allowed[flag], value):
+            raise InvalidOption(f"mkfs option {flag} {value!r} has a bad value for {fstype}")
+    return tuple(words)
+
+
+# ---- safety checks ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _BlockFacts:
+    node: str
+    lsblk: dict[str, object]
+    fstab: str
+    swaps: str
+    system_sources: list[str]  # what /, /boot, /boot/efi are mounted from
+    ids: set[str]  # UUID=…, LABEL=…, PARTUUID=… of the device and its partitions
+
+
+def _tree(device: dict[str, object]) -> Iterator[dict[str, object]]:
+    yield device
+    for child in device.get("children", []) or []:  # type: ignore[attr-defined]
+        yield from _tree(child)
+
+
+def _resolve(transport: Transport, path: str) -> str:
+    return transport.run(["readlink", "-f", path]).stdout.strip()
+
+
+def _gather_block_facts(transport: Transport, identity: DeviceIdentity) -> _BlockFacts:
+    exists = transport.run(["test", "-b", identity.path], check=False)
+    if exists.exit_status != 0:
+        raise SafetyCheckFailed("identity", f"{identity.path} is not a block device on this host")
+    node = _resolve(transport, identity.path)
+    columns = "NAME,PATH,SIZE,SERIAL,MODEL,TYPE,MOUNTPOINTS,FSTYPE,UUID,LABEL,PARTUUID"
+    tree = json.loads(transport.run(["lsblk", "-J", "-b", "-o", columns, node]).stdout)["blockdevices"][0]
+    ids = set()
+    for part in _tree(tree):
+        for key in ("uuid", "label", "partuuid"):
+            if part.get(key):
+                ids.add(f"{key.upper()}={part[key]}")
+    system_sources = []
+    for target in ("/", "/boot", "/boot/efi"):
+        found = transport.run(["findmnt", "-n", "-o", "SOURCE", "--target", target], check=False).stdout.strip()
+        if found.startswith("/dev/"):
+            system_sources.append(_resolve(transport, re.sub(r"\[.*\]$", "", found)))
+    return _BlockFacts(
+        node=node,
+        lsblk=tree,
+        fstab=transport.run(["cat", "/etc/fstab"], check=False).stdout,
+        swaps=transport.run(["cat", "/proc/swaps"], check=False).stdout,
+        system_sources=system_sources,
+        ids=ids,
+    )
+
+
+def _check_identity(identity: DeviceIdentity, facts: _BlockFacts) -> None:
+    if not identity.serial and identity.size_bytes is None:
+        raise SafetyCheckFailed("identity", "the inventory records neither serial nor size for this device")
+    serial = str(facts.lsblk.get("serial") or "")
+    if identity.serial and serial != identity.serial:
+        raise SafetyCheckFailed(
+            "identity", f"{facts.node} has serial {serial!r}, the inventory says {identity.serial!r}"
+        )
+    size = int(str(facts.lsblk.get("size") or 0))
+    if identity.size_bytes is not None and size != identity.size_bytes:
+        raise SafetyCheckFailed("identity", f"{facts.node} has {size} bytes, the inventory says {identity.size_bytes}")
+
+
+def _check_not_in_use(transport: Transport, facts: _BlockFacts) -> None:
+    for part in _tree(facts.lsblk):
+        mounts = [m for m in part.get("mountpoints", []) or [] if m]  # type: ignore[attr-defined]
+        if mounts:
+            raise SafetyCheckFailed("not mounted", f"{part['path']} is mounted at {', '.join(mounts)}")
+        holders = transport.run(["ls", f"/sys/class/block/{part['name']}/holders"], check=False).stdout.split()
+        if holders:
+            raise SafetyCheckFailed("no holders", f"{part['path']} is held by {', '.join(holders)}")
+
+
+def _check_not_system(transport: Transport, facts: _BlockFacts) -> None:
+    paths = {str(part["path"]) for part in _tree(facts.lsblk)}
+    for source in facts.system_sources:
+        if source in paths:
+            raise SafetyCheckFailed("not a system device", f"{source} holds the root or boot filesystem")
+    for line in facts.swaps.splitlines()[1:]:
+        swap = line.split()[0] if line.split() else ""
+        if swap in paths or (swap.startswith("/dev/") and _resolve(transport, swap) in paths):
+            raise SafetyCheckFailed("not a system device", f"{swap} is in use as swap")
+
+
+def _check_not_in_fstab(transport: Transport, identity: DeviceIdentity, facts: _BlockFacts) -> None:
+    paths = {str(part["path"]) for part in _tree(facts.lsblk)}
+    for line in facts.fstab.splitlines():
+        fields = line.split()
+        if not fields or fields[0].startswith("#"):
+            continue
+        source = fields[0]
+        listed = source in facts.ids or source == identity.path
+        if not listed and source.startswith("/dev/"):
+            listed = _resolve(transport, source) in paths
+        if listed:
+            raise SafetyCheckFailed("not in /etc/fstab", f"/etc/fstab mounts it: {line.strip()}")
+
+
+def device_assert_wipeable(transport: Transport, identity: DeviceIdentity) -> str:
+    """Refuse (SafetyCheckFailed naming the check) unless the device may be formatted.
+
+    Returns the device node the stable path resolves to.
+    """
+    if not identity.wipe_allowed:
+        raise SafetyCheckFailed("wipe allowed", f"the inventory does not allow wiping {identity.path}")
+    facts = _gather_block_facts(transport, identity)
+    _check_identity(identity, facts)
+    _check_not_in_use(transport, facts)
+    _check_not_in_fstab(transport, identity, facts)
+    _check_not_system(transport, facts)
+    return facts.node
+
+
+# ---- mkfs, mount, unmount -----------------------------------------------------------------
+
+
+def _kernel_log_cursor(transport: Transport) -> float:
+    lines = transport.run(["dmesg"], check=False).stdout.splitlines()
+    return _dmesg_time(lines[-1]) if lines else 0.0
+
+
+def _dmesg_time(line: str) -> float:
+    match = re.match(r"\[\s*(\d+\.\d+)\]", line)
+    return float(match.group(1)) if match else 0.0
+
+
+def _kernel_reason(transport: Transport, since: float, fstype: str, node: str) -> str:
+    """The kernel's own words about a failed mount, from the log lines written since `since`."""
+    device = node.rsplit("/", 1)[-1]
+    lines = [line for line in transport.run(["dmesg"], check=False).stdout.splitlines() if _dmesg_time(line) > since]
+    relevant = [
+        re.sub(r"^\[\s*\d+\.\d+\]\s*", "", line)
+        for line in lines
+        if device in line or fstype.lower() in line.lower() or "parameter" in line.lower()
+    ]
+    return "; ".join(relevant[-5:])
+
+
+def mount_filesystem(transport: Transport, source: str, mountpoint: str, fstype: str, options: Sequence[str]) -> str:
+    """Mount and return the options as /proc/mounts shows them (not as requested)."""
+    transport.run(["mkdir", "-p", mountpoint])
+    cursor = _kernel_log_cursor(transport)
+    argv = ["mount", "-t", fstype, *(["-o", ",".join(options)] if options else []), source, mountpoint]
+    result = transport.run(argv, check=False)
+    if result.exit_status != 0:
+        time.sleep(0.2)  # let the kernel's message reach the log
+        reason = _kernel_reason(transport, cursor, fstype, source)
+        message = result.stderr.strip() + (f" — kernel: {reason}" if reason else "")
+        raise CommandFailed(" ".join(argv), result.exit_status, result.stdout, message, transport.label)
+    return mounted_options(transport, mountpoint)
+
+
+def mounted_options(transport: Transport, mountpoint: str) -> str:
+    for line in transport.run(["cat", "/proc/mounts"]).stdout.splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[1] == mountpoint:
+            return fields[3]
+    raise LabError(f"{mountpoint} is not in /proc/mounts after mounting")
+
+
+def is_mounted(transport: Transport, mountpoint: str) -> bool:
+    return transport.run(["mountpoint", "-q", mountpoint], check=False).exit_status == 0
+
+
+def stop_own_processes(transport: Transport, pids: Sequence[int], grace_seconds: float = 10.0) -> None:
+    """SIGTERM then SIGKILL the given PIDs (ours), never anything found by name."""
+    alive = [pid for pid in pids if transport.run(["kill", "-0", str(pid)], check=False).exit_status == 0]
+    if not alive:
+        return
+    transport.run(["kill", "-TERM", *map(str, alive)], check=False)
+    deadline = time.monotonic() + grace_seconds
+    while time.monotonic() < deadline:
+        alive = [pid for pid in alive if transport.run(["kill", "-0", str(pid)], check=False).exit_status == 0]
+        if not alive:
+            return
+        time.sleep(0.5)
+    transport.run(["kill", "-KILL", *map(str, alive)], check=False)
+
+
+def unmount_reliably(
+    transport: Transport, mountpoint: str, own_pids: Sequence[int] = (), attempts: int = 20, pause: float = 0.5
+) -> None:
+    """Unmount, retrying while busy; if still busy, stop our own processes and retry."""
+    for attempt in range(attempts):
+        if not is_mounted(transport, mountpoint):
+            break
+        result = transport.run(["umount", mountpoint], check=False)
+        if result.exit_status == 0:
+            break
+        if attempt == attempts // 2 and own_pids:
+            stop_own_processes(transport, own_pids)
+        time.sleep(pause)
+    else:
+        users = transport.run(["fuser", "-vm", mountpoint], check=False)
+        raise LabError(f"cannot unmount {mountpoint}: still busy\n{users.stderr.strip()}")
+    transport.run(["rmdir", mountpoint], check=False)
+
+
+def mountpoint_for(run_key: str, identity: DeviceIdentity) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", run_key):
+        raise InvalidOption(f"bad run key {run_key!r}")
+    base = identity.path.rstrip("/") if identity.is_directory else MOUNT_ROOT
+    return f"{base}/benchlab-{run_key}"
+
+
+@contextmanager
+def prepared_storage(
+    transport: Transport, identity: DeviceIdentity, filesystem: FilesystemSpec, run_key: str
+) -> Iterator[PreparedStorage]:
+    """Setup: check, mkfs, mount. Cleanup (always): unmount, remove the mountpoint."""
+    mountpoint = mountpoint_for(run_key, identity)
+    fstype = filesystem.fstype
+    if fstype not in FILESYSTEMS:
+        raise InvalidOption(f"unknown filesystem {fstype!r}")
+    parse_mount_options(fstype, ",".join(filesystem.mount_options))
+
+    if fstype == "directory":
+        if not identity.is_directory:
+            raise InvalidOption(f"{identity.path} is a block device; pick a filesystem to create on it")
+        transport.run(["mkdir", "-p", "-m", "0755", mountpoint])
+        storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options="")
+        try:
+            yield storage
+        finally:
+            stop_own_processes(transport, storage.own_pids)
+            transport.run(["rm", "-rf", "--one-file-system", mountpoint], check=False)
+        return
+
+    if fstype == "tmpfs":
+        options = mount_filesystem(transport, "tmpfs", mountpoint, "tmpfs", filesystem.mount_options)
+        storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options=options)
+    else:
+        if identity.is_directory:
+            raise InvalidOption(f"{identity.path} is a directory; {fstype} needs a block device")
+        parse_mkfs_options(fstype, shlex.join(filesystem.mkfs_options))
+        node = device_assert_wipeable(transport, identity)
+        mkfs = [*MKFS_COMMAND[fstype], *filesystem.mkfs_options, node]
+        transport.run(mkfs, timeout=600)
+        options = mount_filesystem(transport, node, mountpoint, fstype, filesystem.mount_options)
+        storage = PreparedStorage(
+            mountpoint=mountpoint,
+            fstype=fstype,
+            device_node=node,
+            mount_options=options,
+            mkfs_command=shlex.join(mkfs),
+        )
+    try:
+        yield storage
+    finally:
+        unmount_reliably(transport, mountpoint, storage.own_pids)

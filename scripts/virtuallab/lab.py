@@ -1,0 +1,360 @@
+"""A virtual lab on one machine: SSH hosts in network namespaces, each with its own disks.
+
+Every host is a network namespace on a private bridge, running its own sshd inside
+`unshare --uts --pid --mount` (its own hostname, process table and mounts; killing that
+sshd ends the whole "host"). Each host gets three disks, all loop devices:
+  ssd  an image file on the machine's disk,
+  hdd  an image inside a FUSE filesystem that delays every I/O (delayfs.c), which can
+       also be told to fail with EIO,
+  ram  an image in /dev/shm.
+A stable name for each disk is linked at /dev/disk/by-id/benchlab-lab<ID>-<host>-<disk>.
+
+Everything made is recorded in <var>/lab/<ID>/state.json and undone by `down`, which
+touches only what that file names (loop devices are checked against their image first).
+Keys survive `down`, so the inventory's pinned host keys stay valid across restarts.
+Standard library only: this runs as root before any virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+PROJECT = HERE.parent.parent
+DISKS = ("ssd", "hdd", "ram")
+BY_ID = Path("/dev/disk/by-id")
+
+
+@dataclass
+class Disk:
+    kind: str
+    image: str
+    loop: str
+    link: str
+    size_bytes: int
+
+
+@dataclass
+class LabHost:
+    name: str
+    namespace: str
+    address: str
+    veth: str
+    state_dir: str
+    host_key_pub: str
+    sshd_pid: int = 0  # the `unshare --kill-child` process that holds the host's namespaces
+    delayfs_pid: int = 0
+    delayfs_mount: str = ""
+    hdd_fail_file: str = ""
+    disks: dict[str, Disk] = field(default_factory=dict)
+
+
+@dataclass
+class Lab:
+    lab_id: int
+    bridge: str
+    subnet: str
+    client_key: str
+    hosts: list[LabHost] = field(default_factory=list)
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @classmethod
+    def load(cls, path: Path) -> Lab:
+        raw = json.loads(path.read_text())
+        hosts = []
+        for host in raw.pop("hosts"):
+            disks = {kind: Disk(**disk) for kind, disk in host.pop("disks").items()}
+            hosts.append(LabHost(**host, disks=disks))
+        return cls(**raw, hosts=hosts)
+
+
+def sh(*argv: str, check: bool = True, capture: bool = True) -> str:
+    result = subprocess.run(argv, check=False, capture_output=capture, text=True)
+    if check and result.returncode != 0:
+        raise SystemExit(f"lab: `{' '.join(argv)}` failed ({result.returncode}): {result.stderr.strip()}")
+    return result.stdout.strip() if capture else ""
+
+
+def var_dir() -> Path:
+    return Path(os.environ.get("BENCHLAB_VAR_DIR", PROJECT / "var"))
+
+
+def lab_dir(lab_id: int) -> Path:
+    return var_dir() / "lab" / str(lab_id)
+
+
+def pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours is dead for our purposes.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def stop_pid(pid: int, timeout: float = 20.0) -> None:
+    if not pid_alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if pid_alive(pid):
+        os.kill(pid, signal.SIGKILL)
+        while pid_alive(pid):
+            time.sleep(0.05)
+
+
+def ensure_key(path: Path, comment: str) -> str:
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path))
+    return " ".join(path.with_suffix(".pub").read_text().split()[:2])
+
+
+def build_delayfs(state: Path) -> Path:
+    binary = state.parent / "delayfs"
+    source = HERE / "delayfs.c"
+    if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        flags = sh("pkg-config", "fuse3", "--cflags", "--libs").split()
+        sh("gcc", "-O2", "-Wall", "-Wextra", "-o", str(binary), str(source), *flags)
+    return binary
+
+
+def wait_for(predicate: object, what: str, timeout: float = 20.0) -> None:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"lab: timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def port_open(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def attach_loop(image: Path, link: Path, kind: str, size: int) -> Disk:
+    loop = sh("losetup", "--find", "--show", str(image))
+    BY_ID.mkdir(parents=True, exist_ok=True)
+    link.unlink(missing_ok=True)
+    link.symlink_to(loop)
+    return Disk(kind=kind, image=str(image), loop=loop, link=str(link), size_bytes=size)
+
+
+def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_ms: int) -> LabHost:
+    name = f"lab{index}"
+    host_dir = state / name
+    host_dir.mkdir(parents=True, exist_ok=True)
+    host = LabHost(
+        name=name,
+        namespace=f"blab{lab.lab_id}-{name}",
+        address=f"10.200.{lab.lab_id}.{10 + index}",
+        veth=f"blab{lab.lab_id}h{index}",
+        state_dir=str(host_dir),
+        host_key_pub=ensure_key(host_dir / "ssh_host_ed25519_key", f"{name}-host-key"),
+    )
+    lab.hosts.append(host)
+
+    # Network: a namespace with one veth into the lab bridge; no default route out.
+    sh("ip", "netns", "add", host.namespace)
+    sh("ip", "link", "add", host.veth, "type", "veth", "peer", "name", "eth0", "netns", host.namespace)
+    sh("ip", "link", "set", host.veth, "master", lab.bridge, "up")
+    sh("ip", "-n", host.namespace, "addr", "add", f"{host.address}/24", "dev", "eth0")
+    sh("ip", "-n", host.namespace, "link", "set", "eth0", "up")
+    sh("ip", "-n", host.namespace, "link", "set", "lo", "up")
+
+    # sshd, with its own hostname, PID namespace and mount namespace.
+    client_pub = Path(lab.client_key).with_suffix(".pub").read_text()
+    (host_dir / "authorized_keys").write_text(client_pub)
+    config = host_dir / "sshd_config"
+    config.write_text(
+        f"ListenAddress {host.address}\nPort 22\nHostKey {host_dir}/ssh_host_ed25519_key\n"
+        f"PidFile {host_dir}/sshd.pid\nAuthorizedKeysFile {host_dir}/authorized_keys\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "UsePAM no\nStrictModes no\nSubsystem sftp internal-sftp\nClientAliveInterval 5\n"
+        "MaxStartups 100\nMaxSessions 100\nLogLevel INFO\n"
+    )
+    Path("/run/sshd").mkdir(exist_ok=True)
+    with (host_dir / "sshd.log").open("ab") as log:
+        process = subprocess.Popen(
+            ["ip", "netns", "exec", host.namespace,
+             "unshare", "--uts", "--pid", "--mount-proc", "--propagation", "private", "--kill-child",
+             "sh", "-c", 'hostname "$0" && exec /usr/sbin/sshd -D -e -f "$1"', name, str(config)],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    host.sshd_pid = process.pid
+    wait_for(lambda: port_open(host.address, 22), f"sshd of {name} at {host.address}:22")
+
+    # Disks.
+    images = state / "images"
+    images.mkdir(exist_ok=True)
+    link_prefix = f"benchlab-lab{lab.lab_id}-{name}"
+
+    ssd_image = images / f"{name}-ssd.img"
+    sh("truncate", "-s", str(sizes["ssd"]), str(ssd_image))
+    host.disks["ssd"] = attach_loop(ssd_image, BY_ID / f"{link_prefix}-ssd", "ssd", sizes["ssd"])
+
+    backing, mount = host_dir / "hdd-backing", host_dir / "hdd-mount"
+    backing.mkdir(exist_ok=True)
+    mount.mkdir(exist_ok=True)
+    host.hdd_fail_file = str(host_dir / "hdd.fail")
+    Path(host.hdd_fail_file).unlink(missing_ok=True)
+    with (host_dir / "delayfs.log").open("ab") as log:
+        delayfs = subprocess.Popen(
+            [str(build_delayfs(state)), str(backing), str(mount), "-f",
+             "--delay-ms", str(delay_ms), "--control", host.hdd_fail_file],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+    host.delayfs_pid, host.delayfs_mount = delayfs.pid, str(mount)
+    wait_for(lambda: os.path.ismount(mount), f"delayfs of {name}")
+    hdd_image = mount / "hdd.img"
+    sh("truncate", "-s", str(sizes["hdd"]), str(hdd_image))
+    host.disks["hdd"] = attach_loop(hdd_image, BY_ID / f"{link_prefix}-hdd", "hdd", sizes["hdd"])
+
+    ram_image = Path("/dev/shm") / f"{link_prefix}-ram.img"  # noqa: S108 - RAM-backed on purpose
+    sh("truncate", "-s", str(sizes["ram"]), str(ram_image))
+    host.disks["ram"] = attach_loop(ram_image, BY_ID / f"{link_prefix}-ram", "ram", sizes["ram"])
+    return host
+
+
+def up(lab_id: int, host_count: int, sizes: dict[str, int], delay_ms: int) -> Lab:
+    state = lab_dir(lab_id)
+    state_file = state / "state.json"
+    if state_file.exists():
+        raise SystemExit(f"lab {lab_id} is already up (state in {state_file}); run `scripts/lab down` first")
+    state.mkdir(parents=True, exist_ok=True)
+    lab = Lab(
+        lab_id=lab_id,
+        bridge=f"blab{lab_id}",
+        subnet=f"10.200.{lab_id}.0/24",
+        client_key=str(state / "client_ed25519"),
+    )
+    ensure_key(Path(lab.client_key), "benchlab-workers")
+    try:
+        sh("ip", "link", "add", lab.bridge, "type", "bridge")
+        lab.save(state_file)
+        sh("ip", "addr", "add", f"10.200.{lab_id}.1/24", "dev", lab.bridge)
+        sh("ip", "link", "set", lab.bridge, "up")
+        for index in range(1, host_count + 1):
+            start_host(lab, index, state, sizes, delay_ms)
+            lab.save(state_file)
+    except BaseException:
+        lab.save(state_file)
+        down(lab_id)
+        raise
+    return lab
+
+
+def detach_loop(disk: Disk) -> None:
+    backing = Path(f"/sys/block/{Path(disk.loop).name}/loop/backing_file")
+    if not backing.exists():
+        return
+    if backing.read_text().strip() != disk.image:
+        print(f"lab: {disk.loop} now belongs to {backing.read_text().strip()}, not ours; leaving it")
+        return
+    for _ in range(100):  # a mount in a namespace that just died is released asynchronously
+        if subprocess.run(["losetup", "-d", disk.loop], capture_output=True).returncode == 0:
+            break
+        time.sleep(0.1)
+    else:
+        print(f"lab: could not detach {disk.loop}")
+    # `losetup -d` on a busy device only sets autoclear; wait for it to go.
+    for _ in range(100):
+        if not backing.exists():
+            return
+        time.sleep(0.1)
+
+
+def down(lab_id: int) -> None:
+    state = lab_dir(lab_id)
+    state_file = state / "state.json"
+    if not state_file.exists():
+        print(f"lab {lab_id} is not up")
+        return
+    lab = Lab.load(state_file)
+    for host in lab.hosts:
+        # Ends every process of the host (sshd is PID 1 of its namespace) and so its mounts.
+        stop_pid(host.sshd_pid)
+    for host in lab.hosts:
+        for disk in host.disks.values():
+            detach_loop(disk)
+            link = Path(disk.link)
+            if link.is_symlink() and os.readlink(link) == disk.loop:
+                link.unlink()
+        if host.delayfs_mount and os.path.ismount(host.delayfs_mount):
+            sh("fusermount3", "-u", host.delayfs_mount, check=False)
+        stop_pid(host.delayfs_pid)
+        ram = host.disks.get("ram")
+        if ram:
+            Path(ram.image).unlink(missing_ok=True)
+        if host.hdd_fail_file:
+            Path(host.hdd_fail_file).unlink(missing_ok=True)
+        sh("ip", "link", "del", host.veth, check=False)
+        sh("ip", "netns", "del", host.namespace, check=False)
+    sh("ip", "link", "del", lab.bridge, check=False)
+    shutil.rmtree(state / "images", ignore_errors=True)
+    for host in lab.hosts:
+        shutil.rmtree(Path(host.state_dir) / "hdd-backing", ignore_errors=True)
+    for directory in (BY_ID, BY_ID.parent):
+        try:
+            directory.rmdir()  # only when empty: other links are not ours
+        except OSError:
+            pass
+    state_file.unlink()
+    print(f"lab {lab_id} is down")
+
+
+def status(lab_id: int) -> dict[str, object]:
+    state_file = lab_dir(lab_id) / "state.json"
+    if not state_file.exists():
+        return {"lab_id": lab_id, "up": False}
+    lab = Lab.load(state_file)
+    hosts = []
+    for host in lab.hosts:
+        disks = {
+            kind: asdict(disk) | {"attached": Path(f"/sys/block/{Path(disk.loop).name}/loop").exists()}
+            for kind, disk in host.disks.items()
+        }
+        hosts.append(
+            asdict(host)
+            | {
+                "sshd_alive": pid_alive(host.sshd_pid),
+                "ssh_reachable": port_open(host.address, 22),
+                "delayfs_alive": pid_alive(host.delayfs_pid),
+                "hdd_failing": bool(host.hdd_fail_file) and Path(host.hdd_fail_file).exists(),
+                "disks": disks,
+            }
+        )
+    return asdict(lab) | {"up": True, "hosts": hosts}
+
+
+def set_hdd_failing(lab_id: int, host_name: str, failing: bool) -> None:
+    lab = Lab.load(lab_dir(lab_id) / "state.json")
+    host = next((h for h in lab.hosts if h.name == host_name), None)
+    if host is None:
+        raise SystemExit(f"lab: no host {host_name!r} in lab {lab_id}")
+    control = Path(host.hdd_fail_file)
+    if failing:
+        control.touch()
+    else:
+        control.unlink(missing_ok=True)
