@@ -1,15 +1,21 @@
 """The hardware inventory in the Django admin (the "admin" group's workplace)."""
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.core.exceptions import ValidationError
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import filesizeformat
+from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
 from runs.admin_forms import HostAdminForm
+from runs.lab.errors import LabError
+from runs.lab.transport import fetch_host_key
 from runs.models import Device, Host, PgInstall
+from runs.services.probe import host_probe
 from runs.ssh_keys import parse_host_keys
 
 admin.site.site_header = "benchlab inventory"
@@ -51,7 +57,7 @@ class HostAdmin(admin.ModelAdmin):
     list_filter = ["transport", "enabled", "serves_postgres", "runs_clients", "distribution"]
     search_fields = ["name", "address", "hostname", "cpu_model", "notes"]
     inlines = [DeviceInline, PgInstallInline]
-    actions = ["enable_hosts", "disable_hosts"]
+    actions = ["probe_now", "pin_host_keys", "enable_hosts", "disable_hosts"]
     readonly_fields = [
         "host_key_fingerprints",
         "stored_private_key",
@@ -123,6 +129,63 @@ class HostAdmin(admin.ModelAdmin):
     def stored_private_key(self, host: Host) -> str:
         # Only the public fingerprint: the key itself is never decrypted for display.
         return f"stored, encrypted ({host.private_key_fingerprint})" if host.has_stored_private_key else "none"
+
+    @admin.action(description="Probe now (hardware, disks, PostgreSQL installs)")
+    def probe_now(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
+        for host in queryset:
+            try:
+                facts = host_probe(host=host)
+            except (LabError, ValidationError) as exc:
+                self.message_user(request, f"{host.name}: probe failed: {exc}", messages.ERROR)
+                continue
+            installs = ", ".join(f"{pg.version} ({pg.block_size // 1024} kB)" for pg in facts.pg_installs) or "none"
+            self.message_user(
+                request,
+                f"{host.name}: {facts.cpu_cores} cores, {facts.distribution}, kernel {facts.kernel}, "
+                f"{len(facts.block_devices)} block devices, PostgreSQL installs: {installs}.",
+                messages.SUCCESS,
+            )
+
+    @admin.action(description="Fetch and pin host keys…")
+    def pin_host_keys(self, request: HttpRequest, queryset: QuerySet[Host]) -> TemplateResponse | None:
+        ssh_hosts = queryset.filter(transport=Host.Transport.SSH)
+        if request.POST.get("confirm") == "yes":
+            for host in ssh_hosts:
+                self._pin_shown_key(request, host, request.POST.get(f"fingerprint-{host.pk}", ""))
+            return None
+        offered = []
+        for host in ssh_hosts:
+            try:
+                line, fingerprint = fetch_host_key(host.address, host.ssh_port)
+            except LabError as exc:
+                self.message_user(request, f"{host.name}: {exc}", messages.ERROR)
+                continue
+            pinned = parse_host_keys(host.host_keys) if host.host_keys else []
+            offered.append((host, line, fingerprint, pinned))
+        if not offered:
+            return None
+        context = self.admin_site.each_context(request) | {
+            "offered": offered,
+            "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/runs/host/pin_host_keys.html", context)
+
+    def _pin_shown_key(self, request: HttpRequest, host: Host, shown: str) -> None:
+        # Fetched again: pin only the key whose fingerprint the admin was shown and approved.
+        try:
+            line, fingerprint = fetch_host_key(host.address, host.ssh_port)
+        except LabError as exc:
+            self.message_user(request, f"{host.name}: {exc}", messages.ERROR)
+            return
+        if fingerprint != shown:
+            self.message_user(
+                request, f"{host.name}: the host now offers {fingerprint}, not {shown}; nothing pinned.", messages.ERROR
+            )
+            return
+        host.host_keys = line
+        host.save(update_fields=["host_keys", "updated_at"])
+        self.message_user(request, f"{host.name}: pinned {line.split()[0]} {fingerprint}.", messages.SUCCESS)
 
     @admin.action(description="Enable the selected hosts")
     def enable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:

@@ -64,7 +64,7 @@ class PgStatsSnapshot:
 
 
 def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str) -> PgStatsSnapshot:
-    if not DATABASE_NAME.match(database):
+    if not DATABASE_NAME.fullmatch(database):
         raise InvalidOption(f"bad database name {database!r}")
     # The name is checked above; psql -c takes no bind parameters.
     sql = f"""SELECT json_build_object(

@@ -15,8 +15,8 @@ from runs.lab.transport import Transport, as_user
 
 BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
 QUERY_MODES = ("simple", "extended", "prepared")
-_INIT_STEPS = re.compile(r"^[dtgGvpf]+$")
-DATABASE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+_INIT_STEPS = re.compile(r"[dtgGvpf]+")  # used with fullmatch: `$` would allow a trailing newline
+DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Connection:
     user: str = "postgres"
 
     def args(self) -> list[str]:
-        if not DATABASE_NAME.match(self.database):
+        if not DATABASE_NAME.fullmatch(self.database):
             raise InvalidOption(f"bad database name {self.database!r}")
         return ["-h", self.host, "-p", str(self.port), "-U", self.user]
 
@@ -44,7 +44,7 @@ class InitOptions:
     def validate(self) -> None:
         if not 1 <= self.scale <= 100_000:
             raise InvalidOption("scale must be between 1 and 100000")
-        if self.init_steps and not _INIT_STEPS.match(self.init_steps):
+        if self.init_steps and not _INIT_STEPS.fullmatch(self.init_steps):
             raise InvalidOption("init steps (-I) may contain only d, t, g, G, v, p, f")
 
 
@@ -85,6 +85,10 @@ class RunOptions:
             raise InvalidOption("the rate limit must be positive")
         if self.latency_limit_ms is not None and self.latency_limit_ms <= 0:
             raise InvalidOption("the latency limit must be positive")
+        if self.progress_interval_s < 1 or self.aggregate_interval_s < 1:
+            raise InvalidOption("progress and aggregate intervals must be at least 1 s")
+        if self.duration_s is not None and self.duration_s % self.aggregate_interval_s:
+            raise InvalidOption("the duration must be a multiple of the aggregate interval (pgbench requires it)")
 
 
 def create_database_command(bin_dir: str, connection: Connection) -> list[str]:

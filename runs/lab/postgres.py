@@ -19,9 +19,11 @@ PG_USER = "postgres"
 PORT_RANGE = range(54320, 54999)
 START_TIMEOUT_S = 300  # initdb'd clusters on a slow disk take long for the first checkpoint
 STOP_TIMEOUT_S = 180  # the shutdown checkpoint on the "HDD" took 10-40 s in the lab
-_SETTING_NAME = re.compile(r"^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$")
+_SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
 # Set by benchlab itself; a user's override of these would break the run, not tune it.
-RESERVED_SETTINGS = {"port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file"}
+RESERVED_SETTINGS = {"port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file", "ident_file"}
+# Directives, not settings: an included file could set the reserved ones again.
+INCLUDE_DIRECTIVES = {"include", "include_if_exists", "include_dir", "config_file"}
 
 
 @dataclass
@@ -57,24 +59,34 @@ class Cluster:
         }
 
 
+def _split_value(raw_value: str, number: int) -> str:
+    """The value of a postgresql.conf line: a quoted string ('' escapes) or a bare word;
+    a `#` starts a comment only outside quotes."""
+    value = raw_value.strip()
+    if value.startswith("'"):
+        match = re.match(r"'((?:[^']|'')*)'\s*(#.*)?$", value)
+        if not match:
+            raise InvalidOption(f"setting line {number}: unterminated or malformed quoted value {value!r}")
+        return match.group(1).replace("''", "'")
+    return value.split("#", 1)[0].strip()
+
+
 def parse_settings(text: str) -> dict[str, str]:
     """`key = value` lines (comments and blank lines allowed) into validated settings."""
     settings: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
+        line = raw.strip()
+        if not line or line.startswith("#"):
             continue
-        key, sep, value = line.partition("=")
-        key, value = key.strip(), value.strip()
+        key, sep, raw_value = line.partition("=")
+        key = key.strip()
         if not sep or not key:
-            raise InvalidOption(f"setting line {number}: expected 'name = value', got {raw.strip()!r}")
-        if not _SETTING_NAME.match(key):
+            raise InvalidOption(f"setting line {number}: expected 'name = value', got {line!r}")
+        if not _SETTING_NAME.fullmatch(key):
             raise InvalidOption(f"setting line {number}: {key!r} is not a PostgreSQL setting name")
-        if key in RESERVED_SETTINGS:
-            raise InvalidOption(f"setting line {number}: benchlab sets {key} itself")
-        if len(value) >= 2 and value[0] == value[-1] == "'":
-            value = value[1:-1].replace("''", "'")
-        settings[key] = value
+        if key in RESERVED_SETTINGS or key in INCLUDE_DIRECTIVES:
+            raise InvalidOption(f"setting line {number}: {key} cannot be set here (benchlab sets it or it reads files)")
+        settings[key] = _split_value(raw_value, number)
     return settings
 
 

@@ -47,21 +47,34 @@ def _out(transport: Transport, argv: list[str]) -> str:
     return transport.run(argv, check=False).stdout.strip()
 
 
-def _cpu(transport: Transport, facts: HostFacts) -> None:
-    cpuinfo = _out(transport, ["cat", "/proc/cpuinfo"])
-    model = re.search(r"^model name\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+# Fixed shell snippets (no user text): each gathers what would otherwise take many round trips.
+_SYSTEM = 'hostname; uname -r; nproc --all; echo "==cpuinfo"; cat /proc/cpuinfo; echo "==meminfo"; cat /proc/meminfo; echo "==os-release"; cat /etc/os-release'  # noqa: E501
+_HOLDERS = 'for d in /sys/class/block/*/holders; do n=${d%/holders}; echo "${n##*/}:" $(ls "$d"); done'
+_BY_ID = 'for l in /dev/disk/by-id/*; do [ -L "$l" ] && echo "$l $(readlink -f "$l")"; done; true'
+_TOOLS = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done; true'
+_PG_DIRS = f"for d in {PG_BIN_GLOBS}; do [ -x $d/postgres ] && echo $d; done; true"
+# block_size and wal_block_size are compiled in; `postgres -C` reads them without a cluster.
+_PG_SIZES = (
+    'set -e; s=$(mktemp -d); trap \'rm -rf "$s"\' EXIT; mkdir -m 0700 "$s/data"; touch "$s/postgresql.conf"; '
+    'for p in block_size wal_block_size; do "$1/postgres" -D "$s/data" --config-file="$s/postgresql.conf" -C $p; done'
+)
+
+
+def _sections(text: str) -> dict[str, str]:
+    parts = re.split(r"^==(\S+)$", text, flags=re.MULTILINE)
+    return {"head": parts[0], **dict(zip(parts[1::2], parts[2::2], strict=True))}
+
+
+def _system(transport: Transport, facts: HostFacts) -> None:
+    sections = _sections(_out(transport, ["sh", "-c", _SYSTEM]))
+    head = sections["head"].split()
+    facts.hostname, facts.kernel = [*head, "", ""][:2]
+    facts.cpu_cores = int(head[2]) if len(head) > 2 and head[2].isdigit() else None
+    model = re.search(r"^model name\s*:\s*(.+)$", sections.get("cpuinfo", ""), re.MULTILINE)
     facts.cpu_model = model.group(1).strip() if model else ""
-    cores = _out(transport, ["nproc", "--all"])
-    facts.cpu_cores = int(cores) if cores.isdigit() else None
-    meminfo = re.search(r"^MemTotal:\s*(\d+) kB", _out(transport, ["cat", "/proc/meminfo"]), re.MULTILINE)
-    facts.memory_bytes = int(meminfo.group(1)) * 1024 if meminfo else None
-
-
-def _os(transport: Transport, facts: HostFacts) -> None:
-    facts.hostname = _out(transport, ["hostname"])
-    facts.kernel = _out(transport, ["uname", "-r"])
-    release = _out(transport, ["cat", "/etc/os-release"])
-    pretty = re.search(r'^PRETTY_NAME="?([^"\n]+)"?$', release, re.MULTILINE)
+    memory = re.search(r"^MemTotal:\s*(\d+) kB", sections.get("meminfo", ""), re.MULTILINE)
+    facts.memory_bytes = int(memory.group(1)) * 1024 if memory else None
+    pretty = re.search(r'^PRETTY_NAME="?([^"\n]+)"?$', sections.get("os-release", ""), re.MULTILINE)
     facts.distribution = pretty.group(1) if pretty else ""
 
 
@@ -69,55 +82,31 @@ def _disks(transport: Transport, facts: HostFacts) -> None:
     columns = "NAME,PATH,SIZE,ROTA,MODEL,SERIAL,TYPE,MOUNTPOINTS,FSTYPE"
     listing = _out(transport, ["lsblk", "-J", "-b", "-o", columns])
     devices = json.loads(listing)["blockdevices"] if listing else []
+    holders = {}
+    for line in _out(transport, ["sh", "-c", _HOLDERS]).splitlines():
+        name, _, held_by = line.partition(":")
+        holders[name] = held_by.split()
     for device in devices:
-        name = device["name"]
-        holders = _out(transport, ["ls", f"/sys/class/block/{name}/holders"]).split()
-        device["holders"] = holders
+        device["holders"] = holders.get(device["name"], [])
     facts.block_devices = devices
-    links = _out(transport, ["find", "/dev/disk/by-id", "-maxdepth", "1", "-type", "l"]).split()
-    for link in links:
-        facts.by_id[link] = _out(transport, ["readlink", "-f", link])
+    for line in _out(transport, ["sh", "-c", _BY_ID]).splitlines():
+        link, _, node = line.partition(" ")
+        facts.by_id[link] = node
 
 
 def _pg_installs(transport: Transport, facts: HostFacts) -> None:
-    # A fixed glob, expanded by the host's shell: no user text in it.
-    found = _out(transport, ["sh", "-c", f"for d in {PG_BIN_GLOBS}; do [ -x $d/postgres ] && echo $d; done"])
-    for bin_dir in found.split():
+    for bin_dir in _out(transport, ["sh", "-c", _PG_DIRS]).split():
         version = re.search(r"(\d+(?:\.\d+)*)", _out(transport, [f"{bin_dir}/postgres", "--version"]))
-        sizes = _compiled_block_sizes(transport, bin_dir)
-        if version and sizes:
-            facts.pg_installs.append(PgInstallFacts(bin_dir, version.group(1), *sizes))
-
-
-def _compiled_block_sizes(transport: Transport, bin_dir: str) -> tuple[int, int] | None:
-    """block_size and wal_block_size are compiled in; `postgres -C` reads them without a cluster."""
-    scratch = _out(transport, as_user("postgres", ["mktemp", "-d"]))
-    if not scratch:
-        return None
-    try:
-        transport.run(as_user("postgres", ["mkdir", "-m", "0700", f"{scratch}/data"]), cwd="/")
-        transport.run(as_user("postgres", ["touch", f"{scratch}/postgresql.conf"]), cwd="/")
-        sizes = []
-        for name in ("block_size", "wal_block_size"):
-            argv = [f"{bin_dir}/postgres", "-D", f"{scratch}/data", f"--config-file={scratch}/postgresql.conf", "-C"]
-            value = transport.run(as_user("postgres", [*argv, name]), cwd="/", check=False).stdout.strip()
-            if not value.isdigit():
-                return None
-            sizes.append(int(value))
-        return sizes[0], sizes[1]
-    finally:
-        transport.run(["rm", "-rf", "--", scratch], check=False)
+        sizes = _out(transport, as_user("postgres", ["sh", "-c", _PG_SIZES, "sh", bin_dir])).split()
+        if version and len(sizes) == 2 and all(size.isdigit() for size in sizes):
+            facts.pg_installs.append(PgInstallFacts(bin_dir, version.group(1), int(sizes[0]), int(sizes[1])))
 
 
 def _tools(transport: Transport, facts: HostFacts) -> None:
-    for name in (*MKFS_PROGRAMS, *TOOLS):
-        present = transport.run(["sh", "-c", 'command -v "$1"', "sh", name], check=False).exit_status == 0
-        if name in MKFS_PROGRAMS:
-            if present:
-                facts.mkfs_programs.append(name.removeprefix("mkfs."))
-        else:
-            facts.tools[name] = present
-    if facts.tools.get("pgbench"):
+    present = set(_out(transport, ["sh", "-c", _TOOLS, "sh", *MKFS_PROGRAMS, *TOOLS]).split())
+    facts.mkfs_programs = [name.removeprefix("mkfs.") for name in MKFS_PROGRAMS if name in present]
+    facts.tools = {name: name in present for name in TOOLS}
+    if facts.tools["pgbench"]:
         facts.pgbench_version = _out(transport, ["pgbench", "--version"])
     elif facts.pg_installs:
         facts.pgbench_version = _out(transport, [f"{facts.pg_installs[-1].bin_dir}/pgbench", "--version"])
@@ -125,8 +114,7 @@ def _tools(transport: Transport, facts: HostFacts) -> None:
 
 def probe_host(transport: Transport) -> HostFacts:
     facts = HostFacts()
-    _os(transport, facts)
-    _cpu(transport, facts)
+    _system(transport, facts)
     _disks(transport, facts)
     _pg_installs(transport, facts)
     _tools(transport, facts)

@@ -105,6 +105,12 @@ MOUNT_OPTIONS: dict[str, dict[str, str]] = {
     "directory": {},
 }
 
+
+def _suboptions(one: str) -> str:
+    """A comma-separated list of `one`."""
+    return rf"({one})(,({one}))*"
+
+
 # mkfs options: flag -> regex for its value. Destructive-by-design flags are not here.
 MKFS_OPTIONS: dict[str, dict[str, str]] = {
     "ext4": {
@@ -121,8 +127,9 @@ MKFS_OPTIONS: dict[str, dict[str, str]] = {
         "-b": r"size=\d+[kK]?",
         "-s": r"size=\d+[kK]?",
         "-i": r"size=\d+[kK]?",
-        "-l": r"(size=\d+[kKmMgG]?|version=2|lazy-count=[01]|sunit=\d+|su=\d+[kK]?)(,.+)?",
-        "-d": r"(agcount|agsize|su|sw|sunit|swidth)=\d+[kKmMgG]?(,.+)?",
+        # Sub-options from fixed lists only: logdev=, name=, file= would point mkfs at another device.
+        "-l": _suboptions(r"size=\d+[kKmMgG]?|version=2|lazy-count=[01]|sunit=\d+|su=\d+[kK]?"),
+        "-d": _suboptions(r"(agcount|agsize|su|sw|sunit|swidth)=\d+[kKmMgG]?"),
         "-m": r"(crc|finobt|reflink|rmapbt|bigtime)=[01](,(crc|finobt|reflink|rmapbt|bigtime)=[01])*",
         "-n": r"size=\d+[kK]?",
     },
@@ -188,7 +195,10 @@ def parse_mount_options(fstype: str, text: str) -> tuple[str, ...]:
 
 def parse_mkfs_options(fstype: str, text: str) -> tuple[str, ...]:
     """Validate mkfs options ("-b 4096 -O ^has_journal") against the filesystem's allow-list."""
-    words = shlex.split(text)
+    try:
+        words = shlex.split(text)
+    except ValueError as exc:
+        raise InvalidOption(f"mkfs options {text!r} cannot be read: {exc}") from exc
     if not words:
         return ()
     if fstype not in MKFS_OPTIONS:
@@ -232,13 +242,20 @@ def _gather_block_facts(transport: Transport, identity: DeviceIdentity) -> _Bloc
     if exists.exit_status != 0:
         raise SafetyCheckFailed("identity", f"{identity.path} is not a block device on this host")
     node = _resolve(transport, identity.path)
-    columns = "NAME,PATH,SIZE,SERIAL,MODEL,TYPE,MOUNTPOINTS,FSTYPE,UUID,LABEL,PARTUUID"
+    columns = "NAME,KNAME,PATH,SIZE,SERIAL,MODEL,TYPE,MOUNTPOINTS,FSTYPE,UUID,LABEL,PARTUUID,PARTLABEL"
     tree = json.loads(transport.run(["lsblk", "-J", "-b", "-o", columns, node]).stdout)["blockdevices"][0]
     ids = set()
     for part in _tree(tree):
-        for key in ("uuid", "label", "partuuid"):
+        for key in ("uuid", "label", "partuuid", "partlabel"):
             if part.get(key):
                 ids.add(f"{key.upper()}={part[key]}")
+        # lsblk knows labels and UUIDs only from udev; ask the device itself too.
+        probed = transport.run(["blkid", "-p", "-o", "export", str(part["path"])], check=False).stdout
+        for line in probed.splitlines():
+            key, _, value = line.partition("=")
+            key = {"PART_ENTRY_UUID": "PARTUUID", "PART_ENTRY_NAME": "PARTLABEL"}.get(key, key)
+            if key in ("UUID", "LABEL", "PARTUUID", "PARTLABEL") and value:
+                ids.add(f"{key}={value}")
     system_sources = []
     for target in ("/", "/boot", "/boot/efi"):
         found = transport.run(["findmnt", "-n", "-o", "SOURCE", "--target", target], check=False).stdout.strip()
@@ -278,7 +295,9 @@ def _check_not_in_use(transport: Transport, facts: _BlockFacts) -> None:
 
 
 def _check_not_system(transport: Transport, facts: _BlockFacts) -> None:
+    # Both names: / on LVM is mounted from /dev/dm-N, which lsblk calls /dev/mapper/….
     paths = {str(part["path"]) for part in _tree(facts.lsblk)}
+    paths |= {f"/dev/{part['kname']}" for part in _tree(facts.lsblk) if part.get("kname")}
     for source in facts.system_sources:
         if source in paths:
             raise SafetyCheckFailed("not a system device", f"{source} holds the root or boot filesystem")
@@ -310,10 +329,11 @@ def device_assert_wipeable(transport: Transport, identity: DeviceIdentity) -> st
     if not identity.wipe_allowed:
         raise SafetyCheckFailed("wipe allowed", f"the inventory does not allow wiping {identity.path}")
     facts = _gather_block_facts(transport, identity)
+    # The most telling reason first: a system disk is also mounted, but "system" says more.
     _check_identity(identity, facts)
-    _check_not_in_use(transport, facts)
-    _check_not_in_fstab(transport, identity, facts)
     _check_not_system(transport, facts)
+    _check_not_in_fstab(transport, identity, facts)
+    _check_not_in_use(transport, facts)
     return facts.node
 
 

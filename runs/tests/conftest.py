@@ -13,6 +13,7 @@ from django.test import Client
 
 from runs.roles import ADMIN, OPERATOR, VIEWER
 from runs.tests.factories import make_user
+from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
 from runs.tests.workers import CeleryWorker, start_celery_worker
 
 # The cast: every role, plus a user who has an account but no role at all.
@@ -49,3 +50,14 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
         yield worker
     finally:
         worker.stop()
+
+
+@pytest.fixture(scope="session")
+def virtual_lab() -> Iterator[VirtualLab]:
+    """Two SSH hosts with an SSD, an HDD and a RAM disk each (scripts/lab), for the whole session."""
+    lab = start_lab()
+    try:
+        yield lab
+    finally:
+        left = stop_lab(lab)
+        assert not left, f"the virtual lab left things behind: {left}"

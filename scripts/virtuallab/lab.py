@@ -107,10 +107,10 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def stop_pid(pid: int, timeout: float = 20.0) -> None:
+def stop_pid(pid: int, timeout: float = 20.0, first_signal: int = signal.SIGTERM) -> None:
     if not pid_alive(pid):
         return
-    os.kill(pid, signal.SIGTERM)
+    os.kill(pid, first_signal)
     deadline = time.monotonic() + timeout
     while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -294,7 +294,8 @@ def down(lab_id: int) -> None:
     lab = Lab.load(state_file)
     for host in lab.hosts:
         # Ends every process of the host (sshd is PID 1 of its namespace) and so its mounts.
-        stop_pid(host.sshd_pid)
+        # unshare ignores SIGTERM while it waits; SIGKILL makes --kill-child end the namespace.
+        stop_pid(host.sshd_pid, first_signal=signal.SIGKILL)
     for host in lab.hosts:
         for disk in host.disks.values():
             detach_loop(disk)

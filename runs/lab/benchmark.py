@@ -1,0 +1,215 @@
+"""One benchmark on one lab host, start to finish: the lab layer's pieces in order.
+
+storage (check, mkfs, mount) → throw-away cluster (initdb, settings, start) → `pgbench -i`
+→ detached `pgbench` followed line by line, with iostat/vmstat and PostgreSQL statistics
+around it → results → cleanup, which runs on every path because each stage is a context
+manager. An observer hears about steps and progress as they happen.
+"""
+
+import logging
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runs.lab.follow import Follower
+from runs.lab.metrics import OsMetrics, PgStatsDelta, iostat_device, os_metrics, pg_stats_delta, pg_stats_snapshot
+from runs.lab.parse_pgbench import (
+    AggregateInterval,
+    PgbenchSummary,
+    ProgressSample,
+    merge_aggregate_intervals,
+    parse_aggregate_log,
+    parse_progress_line,
+    parse_summary,
+)
+from runs.lab.pgbench import (
+    Connection,
+    Detached,
+    InitOptions,
+    RunOptions,
+    create_database_command,
+    init_command,
+    run_command,
+    start_detached,
+    wait_for_exit,
+)
+from runs.lab.postgres import PG_USER, throwaway_cluster
+from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
+from runs.lab.transport import Transport, as_user
+
+log = logging.getLogger(__name__)
+RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test
+
+
+class Step:
+    PREPARING_STORAGE = "preparing storage"
+    INITIALIZING_DATABASE = "initializing database"
+    MEASURING = "measuring"
+    COLLECTING = "collecting"
+    CLEANING_UP = "cleaning up"
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    device: DeviceIdentity
+    filesystem: FilesystemSpec
+    pg_bin_dir: str
+    init: InitOptions
+    run: RunOptions
+    run_key: str  # unique per run: names the mountpoint and the run directory
+    pg_settings: Mapping[str, str] = field(default_factory=dict)
+    database: str = "bench"
+
+
+@dataclass
+class BenchmarkResult:
+    storage: PreparedStorage
+    pg_version: str = ""
+    pg_settings: list[dict[str, str | None]] = field(default_factory=list)
+    pg_non_default_settings: dict[str, str] = field(default_factory=dict)
+    init_command: str = ""
+    init_output: str = ""
+    command: str = ""
+    exit_status: int | None = None
+    progress: list[ProgressSample] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    summary: PgbenchSummary | None = None
+    aggregate: list[AggregateInterval] = field(default_factory=list)
+    os: OsMetrics = field(default_factory=OsMetrics)
+    pg_stats: PgStatsDelta | None = None
+    run_dir: str = ""
+
+
+class Observer(Protocol):
+    def step(self, name: str) -> None: ...
+
+    def line(self, stream: str, text: str) -> None: ...
+
+    def progress(self, sample: ProgressSample) -> None: ...
+
+    def started(self, process: Detached) -> None: ...
+
+
+class SilentObserver:
+    def step(self, name: str) -> None:
+        log.info("step: %s", name)
+
+    def line(self, stream: str, text: str) -> None:
+        pass
+
+    def progress(self, sample: ProgressSample) -> None:
+        pass
+
+    def started(self, process: Detached) -> None:
+        pass
+
+
+def run_dir_for(run_key: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", run_key):
+        raise ValueError(f"bad run key {run_key!r}")
+    return f"{RUNS_ROOT}/{run_key}"
+
+
+def _as_postgres(transport: Transport, argv: list[str], timeout: float, on_line: Callable[[str], None]) -> str:
+    result = transport.run(as_user(PG_USER, argv), cwd="/", timeout=timeout, on_stderr=on_line, on_stdout=on_line)
+    return result.stdout + result.stderr
+
+
+def run_benchmark(
+    transport: Transport,
+    connect: Callable[[], Transport],
+    spec: BenchmarkSpec,
+    observer: Observer | None = None,
+    measure_timeout_s: float | None = None,
+) -> BenchmarkResult:
+    """Run the whole benchmark; cleanup (stop PostgreSQL, unmount) happens on every path.
+
+    `connect` opens a fresh connection to the same host: the follower reconnects with it
+    when the connection is lost mid-run.
+    """
+    observer = observer or SilentObserver()
+    # Refuse a bad specification before anything touches the host.
+    spec.init.validate()
+    spec.run.validate()
+    run_dir = run_dir_for(spec.run_key)
+    with ExitStack() as cleanup:
+        try:
+            return _run_stages(transport, connect, spec, observer, cleanup, run_dir, measure_timeout_s)
+        finally:
+            # Runs before the stages' own cleanups unwind (unmount, stop PostgreSQL).
+            observer.step(Step.CLEANING_UP)
+
+
+def _run_stages(
+    transport: Transport,
+    connect: Callable[[], Transport],
+    spec: BenchmarkSpec,
+    observer: Observer,
+    cleanup: ExitStack,
+    run_dir: str,
+    measure_timeout_s: float | None,
+) -> BenchmarkResult:
+    observer.step(Step.PREPARING_STORAGE)
+    storage = cleanup.enter_context(prepared_storage(transport, spec.device, spec.filesystem, spec.run_key))
+    result = BenchmarkResult(storage=storage, run_dir=run_dir)
+
+    observer.step(Step.INITIALIZING_DATABASE)
+    cluster = cleanup.enter_context(
+        throwaway_cluster(
+            transport, spec.pg_bin_dir, f"{storage.mountpoint}/postgres", spec.pg_settings, own_pids=storage.own_pids
+        )
+    )
+    result.pg_version, result.pg_settings = cluster.version, cluster.settings
+    result.pg_non_default_settings = cluster.non_default_settings
+    transport.run(["mkdir", "-p", run_dir])
+    transport.run(["chown", f"{PG_USER}:", run_dir])
+    connection = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database)
+    _as_postgres(transport, create_database_command(spec.pg_bin_dir, connection), 60, lambda _: None)
+    init = init_command(spec.pg_bin_dir, connection, spec.init)
+    result.init_command = shlex.join(init)
+    result.init_output = _as_postgres(transport, init, 3600, lambda text: observer.line("init", text))
+
+    script_path = None
+    if spec.run.custom_script is not None:
+        script_path = f"{run_dir}/custom.sql"
+        transport.write_file(script_path, spec.run.custom_script.encode())
+    command = run_command(spec.pg_bin_dir, connection, spec.run, run_dir, script_path)
+    result.command = shlex.join(command)
+
+    observer.step(Step.MEASURING)
+    before = pg_stats_snapshot(transport, cluster, spec.database)
+    device = iostat_device(transport, storage.device_node, storage.mountpoint)
+    with os_metrics(transport, run_dir, device) as metrics:
+        process = start_detached(transport, command, run_dir, "pgbench", user=PG_USER)
+        storage.own_pids.append(process.pid)
+        observer.started(process)
+
+        def on_stderr(text: str) -> None:
+            observer.line("pgbench", text)
+            sample = parse_progress_line(text)
+            if sample is not None:
+                result.progress.append(sample)
+                observer.progress(sample)
+
+        Follower(connect, process, "stderr", on_stderr).follow()
+        timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
+        result.exit_status = wait_for_exit(transport, process, timeout)
+
+    observer.step(Step.COLLECTING)
+    after = pg_stats_snapshot(transport, cluster, spec.database)
+    result.pg_stats = pg_stats_delta(before, after)
+    result.os = metrics
+    result.stdout = transport.read_file(process.path("stdout")).decode(errors="replace")
+    result.stderr = transport.read_file(process.path("stderr")).decode(errors="replace")
+    result.summary = parse_summary(result.stdout, result.stderr)
+    logs = transport.run(["sh", "-c", 'cat "$1"/pgbench_log.*', "sh", run_dir], check=False).stdout
+    result.aggregate = merge_aggregate_intervals(parse_aggregate_log(logs))
+    return result
+
+
+def remove_run_dir(transport: Transport, run_key: str) -> None:
+    transport.run(["rm", "-rf", "--", run_dir_for(run_key)], check=False)

@@ -1,0 +1,67 @@
+"""Probe a host and store what it is: facts on the Host, its PostgreSQL installs, and the
+identity of its devices where the inventory has none yet (never overwriting a recorded one:
+the safety checks compare against it)."""
+
+from dataclasses import asdict
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs.lab.probe import HostFacts, probe_host
+from runs.lab.transport import Transport
+from runs.models import Device, Host, PgInstall
+from runs.services.lab_access import host_connect
+
+
+def host_probe(*, host: Host, transport: Transport | None = None) -> HostFacts:
+    connection = transport or host_connect(host)
+    try:
+        facts = probe_host(connection)
+    finally:
+        if transport is None:
+            connection.close()
+    host_store_facts(host=host, facts=facts)
+    return facts
+
+
+@transaction.atomic
+def host_store_facts(*, host: Host, facts: HostFacts) -> None:
+    host.hostname = facts.hostname
+    host.cpu_model = facts.cpu_model
+    host.cpu_cores = facts.cpu_cores
+    host.memory_bytes = facts.memory_bytes
+    host.kernel = facts.kernel
+    host.distribution = facts.distribution
+    host.facts = asdict(facts)
+    host.probed_at = timezone.now()
+    host.save()
+    for install in facts.pg_installs:
+        PgInstall.objects.update_or_create(
+            host=host,
+            bin_dir=install.bin_dir,
+            defaults={
+                "version": install.version,
+                "block_size": install.block_size,
+                "wal_block_size": install.wal_block_size,
+            },
+        )
+    _fill_device_identities(host, facts)
+
+
+def _fill_device_identities(host: Host, facts: HostFacts) -> None:
+    by_path = {str(d.get("path")): d for d in facts.block_devices}
+    for device in Device.objects.filter(host=host):
+        node = facts.by_id.get(device.path, device.path)
+        found = by_path.get(node)
+        if found is None:
+            continue
+        changed = []
+        if device.capacity_bytes is None and found.get("size") is not None:
+            device.capacity_bytes = int(str(found["size"]))
+            changed.append("capacity_bytes")
+        for field in ("model", "serial"):
+            if not getattr(device, field) and found.get(field):
+                setattr(device, field, str(found[field]).strip())
+                changed.append(field)
+        if changed:
+            device.save(update_fields=[*changed, "updated_at"])

@@ -1,0 +1,216 @@
+"""The lab layer against the virtual lab: real sshd hosts, real loop devices and filesystems,
+a real FUSE-delayed "HDD", real PostgreSQL 15 and pgbench. Nothing here is faked."""
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from runs.lab.benchmark import BenchmarkResult, BenchmarkSpec, remove_run_dir, run_benchmark
+from runs.lab.errors import CommandFailed, HostKeyRefused
+from runs.lab.parse_pgbench import ProgressSample
+from runs.lab.pgbench import Detached, InitOptions, RunOptions
+from runs.lab.storage import FilesystemSpec, is_mounted, prepared_storage
+from runs.lab.transport import SSHTransport
+from runs.tests.virtual_lab import PG_BIN, VirtualLab
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
+    transport = virtual_lab.connect("lab1")
+    yield transport
+    transport.close()
+
+
+def benchmark(
+    lab: VirtualLab, host: str, disk: str, filesystem: FilesystemSpec, run_key: str, seconds: int = 5
+) -> BenchmarkResult:
+    transport = lab.connect(host)
+    spec = BenchmarkSpec(
+        device=lab.disk(host, disk),
+        filesystem=filesystem,
+        pg_bin_dir=PG_BIN,
+        init=InitOptions(scale=2),
+        run=RunOptions(clients=2, threads=1, duration_s=seconds),
+        run_key=run_key,
+        pg_settings={"shared_buffers": "32MB"},
+    )
+    try:
+        return run_benchmark(transport, lambda: lab.connect(host), spec)
+    finally:
+        remove_run_dir(transport, run_key)
+        transport.close()
+
+
+def assert_nothing_left(transport: SSHTransport, result: BenchmarkResult) -> None:
+    storage = result.storage
+    assert not is_mounted(transport, storage.mountpoint)
+    assert transport.run(["test", "-e", storage.mountpoint], check=False).exit_status != 0, "mountpoint left"
+    for pid in storage.own_pids:  # the postmaster and pgbench's wrapper
+        assert transport.run(["kill", "-0", str(pid)], check=False).exit_status != 0, f"process {pid} left"
+    sockets = transport.run(["ss", "-Hxl"]).stdout
+    assert storage.mountpoint not in sockets, "a unix socket of the cluster is still listening"
+    mounts = transport.run(["cat", "/proc/mounts"]).stdout
+    assert storage.device_node is None or storage.device_node not in mounts
+
+
+@pytest.mark.parametrize(
+    "fstype, options, shown",
+    [
+        ("ext4", ("noatime", "data=writeback", "barrier=0"), ["noatime", "data=writeback", "nobarrier"]),
+        ("xfs", ("noatime", "logbufs=8", "logbsize=256k"), ["noatime", "logbufs=8", "logbsize=256k"]),
+        ("btrfs", ("nodatacow", "noatime"), ["nodatacow", "nodatasum", "noatime"]),
+    ],
+)
+def test_a_full_benchmark_runs_on_each_filesystem_and_leaves_nothing_behind(
+    virtual_lab: VirtualLab, lab1: SSHTransport, fstype: str, options: tuple[str, ...], shown: list[str]
+) -> None:
+    result = benchmark(virtual_lab, "lab1", "ssd", FilesystemSpec(fstype, mount_options=options), f"fs-{fstype}")
+
+    assert result.exit_status == 0, result.stderr
+    assert len(result.progress) >= 4
+    assert all(sample.tps > 0 for sample in result.progress)
+    assert result.summary is not None and result.summary.tps is not None and result.summary.tps > 0
+    assert result.summary.clients == 2 and result.summary.duration_s == 5
+    # Options as the kernel applied them (barrier=0 shows as nobarrier; nodatacow implies nodatasum).
+    for option in shown:
+        assert option in result.storage.mount_options.split(","), result.storage.mount_options
+    assert result.pg_version.startswith("PostgreSQL 15")
+    assert result.pg_non_default_settings["shared_buffers"] == "4096"  # 32MB in 8 kB pages
+    assert result.os.vmstat and result.os.iostat
+    assert result.pg_stats is not None and result.pg_stats.transactions_committed > 0
+    assert result.aggregate and sum(i.count for i in result.aggregate) > 0
+    assert_nothing_left(lab1, result)
+
+
+def test_the_hdd_is_slower_than_the_ssd(virtual_lab: VirtualLab) -> None:
+    ext4 = FilesystemSpec("ext4", mount_options=("noatime",))
+    hdd = benchmark(virtual_lab, "lab2", "hdd", ext4, "hdd-vs-ssd-hdd")
+    ssd = benchmark(virtual_lab, "lab2", "ssd", ext4, "hdd-vs-ssd-ssd")
+
+    assert hdd.summary is not None and ssd.summary is not None
+    assert hdd.summary.tps is not None and ssd.summary.tps is not None
+    assert hdd.summary.tps < ssd.summary.tps / 2, (hdd.summary.tps, ssd.summary.tps)
+    # The delayed disk shows what a disk under load looks like.
+    assert max(sample.util_pct or 0 for sample in hdd.os.iostat) > 50
+
+
+def test_a_mount_option_the_kernel_rejects_carries_the_kernels_reason(
+    virtual_lab: VirtualLab, lab1: SSHTransport
+) -> None:
+    spec = FilesystemSpec("xfs", mount_options=("nobarrier",))
+
+    with pytest.raises(CommandFailed) as failure, prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), spec, "rej"):
+        pytest.fail("mounted although the kernel rejects nobarrier for xfs")
+
+    assert "xfs: Unknown parameter 'nobarrier'" in str(failure.value)
+    assert "wrong fs type" in str(failure.value)  # mount's own words are kept too
+    assert not is_mounted(lab1, "/mnt/benchlab/benchlab-rej")
+
+
+def test_it_refuses_an_unknown_host_key(virtual_lab: VirtualLab) -> None:
+    with pytest.raises(HostKeyRefused, match="UNKNOWN: it offered ssh-ed25519 SHA256:"):
+        SSHTransport(virtual_lab.target("lab1", host_keys=[]))
+
+
+def test_it_refuses_a_changed_host_key(virtual_lab: VirtualLab) -> None:
+    lab2_key = virtual_lab.host("lab2")["host_key_pub"]
+
+    with pytest.raises(HostKeyRefused, match="CHANGED") as refused:
+        SSHTransport(virtual_lab.target("lab1", host_keys=[lab2_key]))
+
+    assert refused.value.pinned and refused.value.offered not in refused.value.pinned
+
+
+class Recorder:
+    """An observer that keeps every pgbench line it is told about."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.samples = 0
+        self.steps: list[str] = []
+
+    def step(self, name: str) -> None:
+        self.steps.append(name)
+
+    def line(self, stream: str, text: str) -> None:
+        if stream == "pgbench":
+            self.lines.append(text)
+
+    def progress(self, sample: ProgressSample) -> None:
+        self.samples += 1
+
+    def started(self, process: Detached) -> None:
+        pass
+
+
+def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(virtual_lab: VirtualLab) -> None:
+    """The follower's SSH connection is killed on the host; pgbench goes on, the follower resumes."""
+    follower_connections: list[SSHTransport] = []
+
+    def connect() -> SSHTransport:  # run_benchmark calls this only for the follower
+        follower_connections.append(virtual_lab.connect("lab2"))
+        return follower_connections[-1]
+
+    recorder = Recorder()
+    killed: list[str] = []
+
+    def kill_the_followers_session() -> None:
+        deadline = time.monotonic() + 120
+        while recorder.samples < 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # The sshd process serving that connection is the parent of any command run on it.
+        sshd_pid = follower_connections[0].run(["sh", "-c", "echo $PPID"]).stdout.strip()
+        other = virtual_lab.connect("lab2")
+        other.run(["kill", "-KILL", sshd_pid])
+        other.close()
+        killed.append(sshd_pid)
+
+    killer = threading.Thread(target=kill_the_followers_session)
+    killer.start()
+    transport = virtual_lab.connect("lab2")
+    spec = BenchmarkSpec(
+        device=virtual_lab.disk("lab2", "ram"),
+        filesystem=FilesystemSpec("ext4"),
+        pg_bin_dir=PG_BIN,
+        init=InitOptions(scale=1),
+        run=RunOptions(clients=1, duration_s=10),
+        run_key="killed-session",
+    )
+    try:
+        result = run_benchmark(transport, connect, spec, recorder)
+    finally:
+        killer.join()
+        remove_run_dir(transport, "killed-session")
+        transport.close()
+
+    assert killed, "the session was never killed"
+    assert len(follower_connections) >= 2, "the follower did not reconnect"
+    assert result.exit_status == 0
+    assert result.summary is not None and result.summary.duration_s == 10
+    assert recorder.lines == result.stderr.splitlines()  # every line once, in order
+    assert len(result.progress) >= 9
+
+
+def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
+    recorder = Recorder()
+    transport = virtual_lab.connect("lab1")
+    spec = BenchmarkSpec(
+        device=virtual_lab.disk("lab1", "ram"),
+        filesystem=FilesystemSpec("ext4"),
+        pg_bin_dir=PG_BIN,
+        init=InitOptions(scale=1),
+        run=RunOptions(builtin="select-only", clients=1, duration_s=None, transactions=200),
+        run_key="steps",
+    )
+    try:
+        result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec, recorder)
+    finally:
+        remove_run_dir(transport, "steps")
+        transport.close()
+
+    assert recorder.steps == ["preparing storage", "initializing database", "measuring", "collecting", "cleaning up"]
+    assert result.summary is not None and result.summary.transactions_processed == 200

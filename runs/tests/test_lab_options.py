@@ -1,0 +1,585 @@
+"""User-given options the lab layer validates before anything touches a lab machine.
+
+mount and mkfs options, run keys, pgbench command lines, PostgreSQL settings, and the
+pg_stat deltas computed from two snapshots. Pure functions: no host, no network.
+Where a test says "BUG", the expectation is what the tool (pgbench, PostgreSQL, mkfs.xfs)
+itself accepts or refuses, and the message says where the lab layer differs.
+"""
+
+from collections.abc import Callable
+
+import pytest
+
+from runs.lab.errors import InvalidOption
+from runs.lab.metrics import PgStatsDelta, PgStatsSnapshot, pg_stats_delta
+from runs.lab.pgbench import Connection, InitOptions, RunOptions, init_command, run_command
+from runs.lab.postgres import RESERVED_SETTINGS, parse_settings
+from runs.lab.storage import DeviceIdentity, mountpoint_for, parse_mkfs_options, parse_mount_options
+
+Parse = Callable[[str, str], tuple[str, ...]]
+
+
+def refusal(parse: Parse, fstype: str, text: str, why: str = "") -> str:
+    """The InvalidOption message for a refused option text; fails the test if it was accepted."""
+    try:
+        accepted = parse(fstype, text)
+    except InvalidOption as exc:
+        return str(exc)
+    raise AssertionError(f"{parse.__name__}({fstype!r}, {text!r}) accepted {accepted!r}{why}")
+
+
+# --- mount options -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fstype", "text", "expected"),
+    [
+        ("ext4", "noatime,data=writeback,barrier=0", ("noatime", "data=writeback", "barrier=0")),
+        ("ext4", "nobarrier", ("nobarrier",)),
+        ("ext4", "commit=60", ("commit=60",)),
+        ("ext4", " noatime , commit=5 ,", ("noatime", "commit=5")),
+        ("btrfs", "nodatacow", ("nodatacow",)),
+        ("btrfs", "compress=zstd:3,noatime", ("compress=zstd:3", "noatime")),
+        ("xfs", "logbufs=8,logbsize=256k", ("logbufs=8", "logbsize=256k")),
+        ("tmpfs", "size=512m", ("size=512m",)),
+        ("tmpfs", "size=50%,mode=0755", ("size=50%", "mode=0755")),
+        ("ext4", "", ()),
+        ("directory", "", ()),
+    ],
+)
+def test_it_accepts_mount_options_the_filesystem_knows(fstype: str, text: str, expected: tuple[str, ...]) -> None:
+    assert parse_mount_options(fstype, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("fstype", "text", "named"),
+    [
+        ("ext4", "noatime,turbo", "'turbo'"),
+        ("ext4", "data=fast", "'data=fast'"),
+        ("ext4", "commit=abc", "'commit=abc'"),
+        ("ext4", "noatime=1", "'noatime=1'"),
+        ("ext4", "nodatacow", "'nodatacow'"),
+        ("xfs", "data=writeback", "'data'"),
+        ("btrfs", "compress=gzip", "'compress=gzip'"),
+        ("tmpfs", "size=lots", "'size=lots'"),
+        ("tmpfs", "nobarrier", "'nobarrier'"),
+        ("directory", "noatime", "'noatime'"),
+    ],
+)
+def test_it_refuses_a_mount_option_naming_it(fstype: str, text: str, named: str) -> None:
+    message = refusal(parse_mount_options, fstype, text)
+
+    assert named in message
+    assert fstype in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "noatime;rm -rf /",
+        "$(reboot)",
+        "noatime,`reboot`",
+        "commit=5|reboot",
+        "commit=5 && reboot",
+        "data=writeback\nreboot",
+    ],
+)
+def test_it_refuses_mount_options_with_shell_metacharacters(text: str) -> None:
+    message = refusal(parse_mount_options, "ext4", text)
+
+    assert "ext4" in message
+
+
+def test_it_refuses_mount_options_for_an_unknown_filesystem() -> None:
+    message = refusal(parse_mount_options, "zfs", "noatime")
+
+    assert "'zfs'" in message
+
+
+# --- mkfs options --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fstype", "text", "expected"),
+    [
+        ("ext4", "-b 4096", ("-b", "4096")),
+        ("ext4", "-b 4096 -O ^has_journal -m 0", ("-b", "4096", "-O", "^has_journal", "-m", "0")),
+        ("ext4", "-E lazy_itable_init=0,lazy_journal_init=0", ("-E", "lazy_itable_init=0,lazy_journal_init=0")),
+        ("xfs", "-b size=4096", ("-b", "size=4096")),
+        ("xfs", "-m crc=1,reflink=0", ("-m", "crc=1,reflink=0")),
+        ("btrfs", "-n 16k", ("-n", "16k")),
+        ("btrfs", "-d single -m dup", ("-d", "single", "-m", "dup")),
+        ("ext4", "", ()),
+        ("tmpfs", "   ", ()),
+    ],
+)
+def test_it_accepts_mkfs_options_the_filesystem_knows(fstype: str, text: str, expected: tuple[str, ...]) -> None:
+    assert parse_mkfs_options(fstype, text) == expected
+
+
+@pytest.mark.parametrize(
+    ("fstype", "text", "named"),
+    [
+        ("ext4", "-b", "flag/value pairs"),
+        ("ext4", "-b 4096 -m", "flag/value pairs"),
+        ("ext4", "-F yes", "-F"),
+        ("ext4", "-c 1", "-c"),
+        ("xfs", "-f 1", "-f"),
+        ("ext4", "-b 3000", "-b '3000'"),
+        ("ext4", "-m 100", "-m '100'"),
+        ("xfs", "-b 4096", "-b '4096'"),
+        ("btrfs", "-d raid5", "-d 'raid5'"),
+        ("btrfs", "-n huge", "-n 'huge'"),
+        ("tmpfs", "-b 4096", "tmpfs takes no mkfs options"),
+        ("directory", "-b 4096", "directory takes no mkfs options"),
+    ],
+)
+def test_it_refuses_mkfs_options_naming_them(fstype: str, text: str, named: str) -> None:
+    assert named in refusal(parse_mkfs_options, fstype, text)
+
+
+@pytest.mark.parametrize(
+    ("fstype", "text"),
+    [
+        ("ext4", "-b '4096; reboot'"),
+        ("ext4", "-b 4096;reboot"),
+        ("ext4", "-b $(reboot)"),
+        ("ext4", "-O '^has_journal && reboot'"),
+        ("ext4", "-E 'stride=4,`reboot`'"),
+        ("btrfs", "-O 'no-holes|reboot'"),
+        ("xfs", "-b size=4096k;reboot"),
+        ("xfs", "-l 'size=64m,$(reboot)'"),
+        ("xfs", "-d 'su=64k,`reboot`'"),
+    ],
+)
+def test_it_refuses_mkfs_options_with_shell_metacharacters(fstype: str, text: str) -> None:
+    bug = ""
+    if text.startswith(("-l ", "-d ")) and fstype == "xfs":
+        bug = (
+            " — BUG runs/lab/storage.py MKFS_OPTIONS['xfs']['-l'] and ['-d'] end in '(,.+)?', which accepts"
+            " any text at all after the first comma"
+        )
+    refusal(parse_mkfs_options, fstype, text, why=bug)
+
+
+@pytest.mark.parametrize("text", ["-l size=64m,logdev=/dev/sdc", "-d agcount=4,name=/dev/sda"])
+def test_it_refuses_xfs_mkfs_options_that_name_another_device(text: str) -> None:
+    refusal(
+        parse_mkfs_options,
+        "xfs",
+        text,
+        why=(
+            " — BUG runs/lab/storage.py MKFS_OPTIONS['xfs'] ('-l'/'-d' regexes end in '(,.+)?'): mkfs.xfs would"
+            " write to a device (logdev=/name=) that device_assert_wipeable never checked"
+        ),
+    )
+
+
+def test_it_refuses_mkfs_options_with_an_unbalanced_quote_as_an_invalid_option() -> None:
+    try:
+        message = refusal(parse_mkfs_options, "ext4", '-b "4096')
+    except ValueError as exc:
+        raise AssertionError(
+            "BUG runs/lab/storage.py parse_mkfs_options: shlex.split's ValueError "
+            f"({exc}) escapes instead of InvalidOption, so the user sees a crash, not a refusal"
+        ) from exc
+    assert "mkfs" in message
+
+
+# --- mountpoints ---------------------------------------------------------------------------------
+
+
+def test_it_mounts_block_devices_under_the_benchlab_root() -> None:
+    identity = DeviceIdentity(path="/dev/disk/by-id/nvme-Samsung_SSD_980_PRO_1TB_S5GXNX0R123456")
+
+    assert mountpoint_for("r42-3", identity) == "/mnt/benchlab/benchlab-r42-3"
+
+
+@pytest.mark.parametrize("path", ["/srv/bench", "/srv/bench/"])
+def test_it_uses_a_subdirectory_of_a_directory_device(path: str) -> None:
+    assert mountpoint_for("r42.3_a", DeviceIdentity(path=path)) == "/srv/bench/benchlab-r42.3_a"
+
+
+@pytest.mark.parametrize("run_key", ["../x", "a b", "", "x/y", "a;b", "$(id)", "r1\n"])
+def test_it_refuses_a_bad_run_key(run_key: str) -> None:
+    with pytest.raises(InvalidOption) as info:
+        mountpoint_for(run_key, DeviceIdentity(path="/dev/sdb"))
+
+    assert repr(run_key) in str(info.value)
+
+
+# --- pgbench -------------------------------------------------------------------------------------
+
+BIN = "/usr/lib/postgresql/17/bin"
+SOCKET = Connection(host="/mnt/benchlab/benchlab-r1/pg/socket", port=54321)
+SOCKET_ARGS = ["-h", "/mnt/benchlab/benchlab-r1/pg/socket", "-p", "54321", "-U", "postgres"]
+RUN_DIR = "/mnt/benchlab/benchlab-r1/run"
+LOG_ARGS = ["--progress=1", "--aggregate-interval=1", "-l", f"--log-prefix={RUN_DIR}/pgbench_log"]
+
+
+def test_it_builds_the_init_command_with_every_option() -> None:
+    options = InitOptions(scale=100, init_steps="dtgvp", foreign_keys=True, unlogged_tables=True)
+
+    assert init_command(BIN, SOCKET, options) == [
+        f"{BIN}/pgbench",
+        "-i",
+        "-s",
+        "100",
+        *SOCKET_ARGS,
+        "-I",
+        "dtgvp",
+        "--foreign-keys",
+        "--unlogged-tables",
+        "bench",
+    ]
+
+
+def test_it_builds_a_plain_init_command() -> None:
+    connection = Connection(host="10.0.0.7", port=5432, database="tpcb", user="bench")
+
+    assert init_command(BIN, connection, InitOptions(scale=1)) == [
+        f"{BIN}/pgbench",
+        "-i",
+        "-s",
+        "1",
+        "-h",
+        "10.0.0.7",
+        "-p",
+        "5432",
+        "-U",
+        "bench",
+        "tpcb",
+    ]
+
+
+def test_it_builds_a_rate_limited_tpcb_run() -> None:
+    options = RunOptions(
+        builtin="tpcb-like",
+        clients=16,
+        threads=4,
+        duration_s=300,
+        query_mode="prepared",
+        rate_tps=500.0,
+        latency_limit_ms=2.5,
+    )
+
+    assert run_command(BIN, SOCKET, options, RUN_DIR) == [
+        f"{BIN}/pgbench",
+        *SOCKET_ARGS,
+        "-b",
+        "tpcb-like",
+        "-c",
+        "16",
+        "-j",
+        "4",
+        "-M",
+        "prepared",
+        "-T",
+        "300",
+        "-R",
+        "500",
+        "--latency-limit=2.5",
+        *LOG_ARGS,
+        "bench",
+    ]
+
+
+def test_it_builds_a_select_only_run_by_transaction_count() -> None:
+    options = RunOptions(builtin="select-only", clients=8, threads=8, duration_s=None, transactions=10_000)
+
+    assert run_command(BIN, SOCKET, options, RUN_DIR) == [
+        f"{BIN}/pgbench",
+        *SOCKET_ARGS,
+        "-b",
+        "select-only",
+        "-c",
+        "8",
+        "-j",
+        "8",
+        "-M",
+        "simple",
+        "-t",
+        "10000",
+        *LOG_ARGS,
+        "bench",
+    ]
+
+
+def test_it_runs_a_custom_script_from_its_path_on_the_host() -> None:
+    options = RunOptions(builtin=None, custom_script="\\set aid random(1, 100000)\nSELECT 1;\n", clients=4, threads=2)
+
+    assert run_command(BIN, SOCKET, options, RUN_DIR, script_path=f"{RUN_DIR}/custom.sql") == [
+        f"{BIN}/pgbench",
+        *SOCKET_ARGS,
+        "-f",
+        f"{RUN_DIR}/custom.sql",
+        "-c",
+        "4",
+        "-j",
+        "2",
+        "-M",
+        "simple",
+        "-T",
+        "60",
+        *LOG_ARGS,
+        "bench",
+    ]
+
+
+def test_it_refuses_a_custom_script_without_its_path() -> None:
+    options = RunOptions(builtin=None, custom_script="SELECT 1;")
+
+    with pytest.raises(InvalidOption, match="path"):
+        run_command(BIN, SOCKET, options, RUN_DIR)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (RunOptions(clients=2, threads=4), "threads cannot exceed clients"),
+        (RunOptions(duration_s=60, transactions=1000), "either a duration"),
+        (RunOptions(duration_s=None, transactions=None), "either a duration"),
+        (RunOptions(builtin="tpcc"), "unknown builtin workload 'tpcc'"),
+        (RunOptions(query_mode="fast"), "query mode"),
+        (RunOptions(builtin=None, custom_script=" \n\t"), "custom script is empty"),
+        (RunOptions(builtin=None, custom_script=None), "either a builtin workload or a custom script"),
+        (RunOptions(builtin="tpcb-like", custom_script="SELECT 1;"), "either a builtin workload or a custom script"),
+        (RunOptions(clients=0, threads=0), "at least 1"),
+        (RunOptions(duration_s=0), "duration must be at least 1"),
+        (RunOptions(duration_s=None, transactions=0), "transactions per client must be at least 1"),
+        (RunOptions(rate_tps=0), "rate limit must be positive"),
+        (RunOptions(latency_limit_ms=-1), "latency limit must be positive"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else None,
+)
+def test_it_refuses_bad_run_options(options: RunOptions, message: str) -> None:
+    with pytest.raises(InvalidOption, match=message):
+        options.validate()
+    with pytest.raises(InvalidOption, match=message):
+        run_command(BIN, SOCKET, options, RUN_DIR, script_path=f"{RUN_DIR}/custom.sql")
+
+
+@pytest.mark.parametrize(
+    ("options", "pgbench_says"),
+    [
+        (RunOptions(progress_interval_s=0), "-P/--progress must be in range 1..2147483647"),
+        (RunOptions(aggregate_interval_s=0), "--aggregate-interval must be in range 1..2147483647"),
+        (
+            RunOptions(duration_s=45, aggregate_interval_s=10),
+            "duration (45) must be a multiple of aggregation interval",
+        ),
+    ],
+    ids=["progress-0", "aggregate-0", "duration-not-a-multiple-of-aggregate"],
+)
+def test_it_refuses_run_options_pgbench_would_refuse(options: RunOptions, pgbench_says: str) -> None:
+    try:
+        options.validate()
+    except InvalidOption:
+        return
+    raise AssertionError(
+        "BUG runs/lab/pgbench.py RunOptions.validate does not check progress_interval_s / aggregate_interval_s:"
+        f" {options} passes, but pgbench 15 then refuses it with {pgbench_says!r} — after mkfs, initdb and"
+        " pgbench -i have already run"
+    )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (InitOptions(scale=0), "scale must be between 1 and 100000"),
+        (InitOptions(scale=100_001), "scale must be between 1 and 100000"),
+        (InitOptions(scale=1, init_steps="dtx"), "init steps"),
+        (InitOptions(scale=1, init_steps="dt;reboot"), "init steps"),
+        (InitOptions(scale=1, init_steps="dtgvp\n"), "init steps"),
+    ],
+    ids=["scale-0", "scale-100001", "unknown-step", "metacharacters", "trailing-newline"],
+)
+def test_it_refuses_bad_init_options(options: InitOptions, message: str) -> None:
+    bug = ""
+    if options.init_steps.endswith("\n"):
+        bug = (
+            " — BUG runs/lab/pgbench.py _INIT_STEPS uses re.match with '$', which also matches before a"
+            " trailing newline (use fullmatch or \\Z); pgbench then fails: unrecognized initialization step"
+        )
+    try:
+        options.validate()
+    except InvalidOption as exc:
+        assert message in str(exc)
+    else:
+        raise AssertionError(f"{options} was accepted{bug}")
+    with pytest.raises(InvalidOption, match=message):
+        init_command(BIN, SOCKET, options)
+
+
+@pytest.mark.parametrize("database", ["Bench", "1bench", "bench; drop", "bench-1", "", "bench\n"])
+def test_it_refuses_a_bad_database_name(database: str) -> None:
+    connection = Connection(host="/tmp", port=5432, database=database)
+    bug = (
+        " — BUG runs/lab/pgbench.py DATABASE_NAME is used with re.match and ends in '$', which also matches"
+        " before a trailing newline (use fullmatch or \\Z)"
+        if database.endswith("\n")
+        else ""
+    )
+    for build in (
+        lambda: init_command(BIN, connection, InitOptions(scale=1)),
+        lambda: run_command(BIN, connection, RunOptions(), RUN_DIR),
+    ):
+        try:
+            argv = build()
+        except InvalidOption as exc:
+            assert "bad database name" in str(exc)
+        else:
+            raise AssertionError(f"database {database!r} was accepted: {argv}{bug}")
+
+
+# --- PostgreSQL settings -------------------------------------------------------------------------
+
+
+def test_it_reads_settings_with_comments_and_blank_lines() -> None:
+    text = (
+        "# tuning for the NVMe box\n"
+        "shared_buffers = 8GB\n"
+        "\n"
+        "   work_mem=64MB   # per sort\n"
+        "synchronous_commit = off\n"
+        "auto_explain.log_min_duration = 0\n"
+        "max_wal_size = 4GB\n"
+        "max_wal_size = 16GB\n"
+    )
+
+    assert parse_settings(text) == {
+        "shared_buffers": "8GB",
+        "work_mem": "64MB",
+        "synchronous_commit": "off",
+        "auto_explain.log_min_duration": "0",
+        "max_wal_size": "16GB",
+    }
+
+
+def test_it_unquotes_values_and_their_doubled_quotes() -> None:
+    text = "log_line_prefix = '%m [%p] '\napplication_name = 'it''s a ''test'''\nsearch_path = ''\n"
+
+    assert parse_settings(text) == {
+        "log_line_prefix": "%m [%p] ",
+        "application_name": "it's a 'test'",
+        "search_path": "",
+    }
+
+
+def test_it_keeps_a_hash_inside_a_quoted_value() -> None:
+    settings = parse_settings("log_line_prefix = '%m # %p '  # with a comment\n")
+
+    assert settings == {"log_line_prefix": "%m # %p "}, (
+        f"got {settings!r} — BUG runs/lab/postgres.py parse_settings: raw.split('#', 1) cuts a quoted value at"
+        " its '#' (postgresql.conf allows '#' inside quotes), leaving a stray opening quote in the value"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(RESERVED_SETTINGS))
+def test_it_refuses_settings_benchlab_sets_itself(name: str) -> None:
+    with pytest.raises(InvalidOption) as info:
+        parse_settings(f"work_mem = 64MB\n{name} = '5432'\n")
+
+    assert "line 2" in str(info.value)
+    assert name in str(info.value)
+
+
+@pytest.mark.parametrize("directive", ["include", "include_if_exists", "include_dir"])
+def test_it_refuses_include_directives(directive: str) -> None:
+    try:
+        settings = parse_settings(f"{directive} = '/etc/postgresql/override.conf'\n")
+    except InvalidOption as exc:
+        assert "line 1" in str(exc)
+    else:
+        raise AssertionError(
+            f"got {settings!r} — BUG runs/lab/postgres.py parse_settings/RESERVED_SETTINGS: "
+            f"'{directive} = ...' is a postgresql.conf directive, not a setting; configure() writes it after"
+            " benchlab's own lines, so the included file can set port, listen_addresses, data_directory... "
+            "and undo every reserved setting"
+        )
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "fragment"),
+    [
+        ("shared_buffers = 1GB\nwork_mem 64MB\n", 2, "expected 'name = value'"),
+        ("# a comment\n\n= 5\n", 3, "expected 'name = value'"),
+        ("Shared_Buffers = 1GB\n", 1, "not a PostgreSQL setting name"),
+        ("a = 1\nshared-buffers = 1GB\n", 2, "not a PostgreSQL setting name"),
+        ("a = 1\nb = 2\n1abc = 2\n", 3, "not a PostgreSQL setting name"),
+        ("work mem = 1\n", 1, "not a PostgreSQL setting name"),
+        ("a.b.c = 1\n", 1, "not a PostgreSQL setting name"),
+        ("x = 1\nwork_mem;reboot = 1\n", 2, "not a PostgreSQL setting name"),
+    ],
+)
+def test_it_refuses_malformed_setting_lines_naming_the_line(text: str, line: int, fragment: str) -> None:
+    with pytest.raises(InvalidOption) as info:
+        parse_settings(text)
+
+    assert f"line {line}:" in str(info.value)
+    assert fragment in str(info.value)
+
+
+# --- pg_stat deltas ------------------------------------------------------------------------------
+
+BEFORE = PgStatsSnapshot(
+    database={"datname": "bench", "blks_hit": 1_000, "blks_read": 200, "xact_commit": 50, "xact_rollback": 1},
+    bgwriter={
+        "checkpoints_timed": 3,
+        "checkpoints_req": 1,
+        "buffers_checkpoint": 500,
+        "buffers_clean": 20,
+        "buffers_backend": 30,
+        "buffers_backend_fsync": 0,
+        "buffers_alloc": 9_999,
+    },
+)
+AFTER = PgStatsSnapshot(
+    database={"datname": "bench", "blks_hit": 10_000, "blks_read": 1_200, "xact_commit": 30_050, "xact_rollback": 4},
+    bgwriter={
+        "checkpoints_timed": 5,
+        "checkpoints_req": 4,
+        "buffers_checkpoint": 12_500,
+        "buffers_clean": 320,
+        "buffers_backend": 2_030,
+        "buffers_backend_fsync": 2,
+        "buffers_alloc": 20_000,
+    },
+)
+
+
+def test_it_computes_the_difference_of_two_pg_stats_snapshots() -> None:
+    delta = pg_stats_delta(BEFORE, AFTER)
+
+    assert delta == PgStatsDelta(
+        blocks_hit=9_000,
+        blocks_read=1_000,
+        transactions_committed=30_000,
+        transactions_rolled_back=3,
+        checkpoints_timed=2,
+        checkpoints_requested=3,
+        buffers_checkpoint=12_000,
+        buffers_clean=300,
+        buffers_backend=2_000,
+        buffers_backend_fsync=2,
+    )
+    assert delta.cache_hit_ratio == pytest.approx(0.9)
+    assert delta.checkpoints == 5
+    assert delta.buffers_written == 14_300
+
+
+def test_it_has_no_cache_hit_ratio_without_block_accesses() -> None:
+    delta = pg_stats_delta(BEFORE, BEFORE)
+
+    assert delta.cache_hit_ratio is None
+    assert (delta.checkpoints, delta.buffers_written, delta.transactions_committed) == (0, 0, 0)
+
+
+def test_it_counts_missing_and_null_counters_as_zero() -> None:
+    empty = PgStatsSnapshot(database={}, bgwriter={})
+    nulls = PgStatsSnapshot(database={"blks_hit": None, "blks_read": 10}, bgwriter={"checkpoints_timed": None})
+
+    delta = pg_stats_delta(empty, nulls)
+
+    assert (delta.blocks_hit, delta.blocks_read, delta.checkpoints_timed) == (0, 10, 0)
+    assert delta.cache_hit_ratio == 0.0

@@ -1,0 +1,95 @@
+"""The virtual lab for integration tests: brought up once per test session by scripts/lab
+with a lab number of its own, and checked to have left nothing behind when it goes down."""
+
+import json
+import os
+import random
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from runs.lab.storage import DeviceIdentity
+from runs.lab.transport import SSHTarget, SSHTransport
+
+ROOT = Path(settings.BASE_DIR)
+LAB_SCRIPT = ROOT / "scripts" / "lab"
+PG_BIN = "/usr/lib/postgresql/15/bin"
+
+
+def lab_command(lab_id: int, *args: str) -> str:
+    result = subprocess.run([str(LAB_SCRIPT), "--id", str(lab_id), *args], capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f"scripts/lab {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout
+
+
+@dataclass
+class VirtualLab:
+    lab_id: int
+    state: dict[str, Any]
+
+    def host(self, name: str) -> dict[str, Any]:
+        return next(h for h in self.state["hosts"] if h["name"] == name)
+
+    def target(self, name: str, **changes: Any) -> SSHTarget:
+        host = self.host(name)
+        fields: dict[str, Any] = {
+            "address": host["address"],
+            "host_keys": [host["host_key_pub"]],
+            "private_key_path": self.state["client_key"],
+        }
+        return SSHTarget(**(fields | changes))
+
+    def connect(self, name: str) -> SSHTransport:
+        return SSHTransport(self.target(name))
+
+    def disk(self, host: str, kind: str, **changes: Any) -> DeviceIdentity:
+        disk = self.host(host)["disks"][kind]
+        fields: dict[str, Any] = {"path": disk["link"], "wipe_allowed": True, "size_bytes": disk["size_bytes"]}
+        return DeviceIdentity(**(fields | changes))
+
+
+def free_lab_id() -> int:
+    lab_root = Path(settings.VAR_DIR) / "lab"
+    candidates = [n for n in range(100, 200) if not (lab_root / str(n) / "state.json").exists()]
+    for lab_id in random.sample(candidates, len(candidates)):
+        if not Path(f"/sys/class/net/blab{lab_id}").exists():
+            return lab_id
+    raise RuntimeError("no free lab number")
+
+
+def start_lab() -> VirtualLab:
+    lab_id = free_lab_id()
+    lab_command(lab_id, "up", "--hosts", "2", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "512M")
+    return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
+
+
+def leftovers(lab: VirtualLab) -> list[str]:
+    """Everything of this lab that is still on the machine after `down` (should be nothing)."""
+    found = []
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    found += [f"namespace {line.split()[0]}" for line in namespaces.splitlines() if f"blab{lab.lab_id}-" in line]
+    if Path(f"/sys/class/net/blab{lab.lab_id}").exists():
+        found.append(f"bridge blab{lab.lab_id}")
+    listing = subprocess.run(["losetup", "-J"], capture_output=True, text=True).stdout
+    loops = json.loads(listing or '{"loopdevices": []}')
+    images = {disk["image"] for host in lab.state["hosts"] for disk in host["disks"].values()}
+    found += [f"loop device {d['name']}" for d in loops["loopdevices"] if d.get("back-file") in images]
+    mounts = Path("/proc/mounts").read_text()
+    found += [f"mount {line.split()[1]}" for line in mounts.splitlines() if f"/lab/{lab.lab_id}/" in line]
+    for host in lab.state["hosts"]:
+        for pid in (host["sshd_pid"], host["delayfs_pid"]):
+            if Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]:
+                found.append(f"process {pid}")
+        for disk in host["disks"].values():
+            if os.path.lexists(disk["link"]):
+                found.append(f"link {disk['link']}")
+    return found
+
+
+def stop_lab(lab: VirtualLab) -> list[str]:
+    lab_command(lab.lab_id, "down")
+    return leftovers(lab)
