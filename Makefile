@@ -9,6 +9,7 @@ PY := $(VENV)/bin/python
 
 run: setup
 	scripts/prepare
+	scripts/lab-ensure
 	scripts/serve
 
 test: setup $(VENV)/.dev-deps
