@@ -1,0 +1,126 @@
+"""Smaller lab-layer behaviours on the virtual lab: SSH quoting, files and timeouts; tmpfs and
+directory storage; unmounting a busy mount; PostgreSQL's own complaints; client hosts."""
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from runs.lab.errors import CommandFailed, CommandTimeout, InvalidOption
+from runs.lab.postgres import parse_settings, psql, throwaway_cluster
+from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted, prepared_storage
+from runs.lab.transport import SSHTransport
+from runs.tests.virtual_lab import PG_BIN, VirtualLab
+
+pytestmark = pytest.mark.lab
+HOSTILE = ["a b", "it's", '"quoted"', "$(touch /tmp/pwned)", "`id`", "x; rm -rf /nonexistent", "*", "new\nline", ""]
+
+
+@pytest.fixture
+def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
+    transport = virtual_lab.connect("lab1")
+    yield transport
+    transport.close()
+
+
+def test_arguments_reach_the_remote_program_unchanged(lab1: SSHTransport) -> None:
+    result = lab1.run(["printf", "%s\\0", *HOSTILE])
+
+    assert result.stdout.split("\0")[:-1] == HOSTILE
+    assert lab1.run(["test", "-e", "/tmp/pwned"], check=False).exit_status == 1
+
+
+def test_a_remote_command_runs_in_the_given_directory_and_reads_stdin(lab1: SSHTransport) -> None:
+    assert lab1.run(["pwd"], cwd="/var/tmp").stdout.strip() == "/var/tmp"
+    assert lab1.run(["tr", "a-z", "A-Z"], stdin=b"pgbench\n").stdout == "PGBENCH\n"
+
+
+def test_files_go_up_and_come_back_over_sftp(lab1: SSHTransport, tmp_path: Path) -> None:
+    local = tmp_path / "up.bin"
+    local.write_bytes(bytes(range(256)) * 100)
+
+    lab1.upload(local, "/tmp/benchlab-sftp-test")
+    lab1.download("/tmp/benchlab-sftp-test", tmp_path / "down.bin")
+    lab1.run(["rm", "/tmp/benchlab-sftp-test"])
+
+    assert (tmp_path / "down.bin").read_bytes() == local.read_bytes()
+
+
+def test_a_remote_command_that_takes_too_long_times_out(lab1: SSHTransport) -> None:
+    with pytest.raises(CommandTimeout, match="did not finish within 1 s"):
+        lab1.run(["sleep", "30"], timeout=1)
+    assert lab1.run(["true"]).exit_status == 0  # the connection is still usable
+
+
+@pytest.mark.parametrize(
+    "filesystem", [FilesystemSpec("tmpfs", mount_options=("size=256m",)), FilesystemSpec("directory")]
+)
+def test_tmpfs_and_directory_storage_need_no_mkfs_and_are_cleaned_up(
+    lab1: SSHTransport, filesystem: FilesystemSpec
+) -> None:
+    device = DeviceIdentity(path="/var/tmp/benchlab-dir-device")  # not wipeable: nothing is formatted
+    lab1.run(["mkdir", "-p", device.path])
+    try:
+        with prepared_storage(lab1, device, filesystem, f"no-mkfs-{filesystem.fstype}") as storage:
+            lab1.run(["touch", f"{storage.mountpoint}/file"])
+            if filesystem.fstype == "tmpfs":
+                assert "size=262144k" in storage.mount_options
+                assert is_mounted(lab1, storage.mountpoint)
+        assert lab1.run(["test", "-e", storage.mountpoint], check=False).exit_status == 1
+    finally:
+        lab1.run(["rmdir", device.path])
+
+
+def test_a_block_filesystem_on_a_directory_device_is_refused(lab1: SSHTransport) -> None:
+    with pytest.raises(InvalidOption, match="needs a block device"):
+        with prepared_storage(lab1, DeviceIdentity(path="/var/tmp"), FilesystemSpec("ext4"), "nope"):
+            pass
+
+
+def test_a_busy_mount_is_unmounted_after_stopping_our_own_process(virtual_lab: VirtualLab, lab1: SSHTransport) -> None:
+    with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "busy") as storage:
+        started = lab1.run(
+            ["sh", "-c", 'cd "$1" && setsid sleep 600 >/dev/null 2>&1 & echo $!', "sh", storage.mountpoint]
+        )
+        pid = int(started.stdout.strip())
+        storage.own_pids.append(pid)
+
+    assert not is_mounted(lab1, storage.mountpoint)
+    assert lab1.run(["kill", "-0", str(pid)], check=False).exit_status != 0
+
+
+def test_a_bad_postgresql_setting_fails_with_postgresqls_own_message(
+    virtual_lab: VirtualLab, lab1: SSHTransport
+) -> None:
+    with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "badconf") as storage:
+        with pytest.raises(CommandFailed) as failure:
+            with throwaway_cluster(lab1, PG_BIN, f"{storage.mountpoint}/pg", parse_settings("shared_buffers = lots")):
+                pass
+
+    assert 'invalid value for parameter "shared_buffers": "lots"' in str(failure.value)
+
+
+def test_a_client_host_reaches_the_cluster_over_tcp(virtual_lab: VirtualLab, lab1: SSHTransport) -> None:
+    lab2 = virtual_lab.connect("lab2")
+    client = virtual_lab.host("lab2")["address"]
+    try:
+        with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "tcp") as storage:
+            with throwaway_cluster(lab1, PG_BIN, f"{storage.mountpoint}/pg", {}, [client], storage.own_pids) as cluster:
+                server = virtual_lab.host("lab1")["address"]
+                query = [f"{PG_BIN}/psql", "-h", server, "-p", str(cluster.port), "-U", "postgres", "-d", "postgres"]
+                answer = lab2.run([*query, "-AtXc", "SELECT inet_client_addr()"])
+                assert answer.stdout.strip() == client
+                assert psql(lab1, cluster, "SHOW listen_addresses") == "*"
+    finally:
+        lab2.close()
+
+
+def test_the_lab_layer_imports_nothing_from_django() -> None:
+    for module in Path(__file__).resolve().parents[1].joinpath("lab").glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            for name in names:
+                assert not name.startswith(("django", "runs.models", "runs.services")), f"{module.name} imports {name}"
