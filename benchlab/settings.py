@@ -139,4 +139,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # paramiko logs every connection at INFO; failures reach us as exceptions anyway.
+    "loggers": {"paramiko": {"level": "WARNING"}},
 }

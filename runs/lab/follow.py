@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 
 from runs.lab.errors import ConnectFailed, ConnectionLost, LabError
-from runs.lab.pgbench import Detached
+from runs.lab.pgbench import Detached, cancel
 from runs.lab.transport import Transport
 
 log = logging.getLogger(__name__)
@@ -51,6 +51,14 @@ class Follower:
                 log.warning("reconnecting to follow %s: %s", self.path, exc)
                 time.sleep(pause)
                 pause = min(pause * 2, 5.0)
+
+    def cancel(self) -> None:
+        """Stop the followed command (its whole session); `follow` then returns once it has exited."""
+        transport = self._reconnect()
+        try:
+            cancel(transport, self.process)
+        finally:
+            transport.close()
 
     def follow(self) -> int:
         """Deliver every line until the command has exited; return the final offset."""

@@ -2,12 +2,13 @@
 directory storage; unmounting a busy mount; PostgreSQL's own complaints; client hosts."""
 
 import ast
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from runs.lab.errors import CommandFailed, CommandTimeout, InvalidOption
+from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, InvalidOption
 from runs.lab.postgres import parse_settings, psql, throwaway_cluster
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted, prepared_storage
 from runs.lab.transport import SSHTransport
@@ -45,6 +46,13 @@ def test_files_go_up_and_come_back_over_sftp(lab1: SSHTransport, tmp_path: Path)
     lab1.run(["rm", "/tmp/benchlab-sftp-test"])
 
     assert (tmp_path / "down.bin").read_bytes() == local.read_bytes()
+
+
+def test_connecting_where_nothing_listens_fails_within_the_timeout(virtual_lab: VirtualLab) -> None:
+    began = time.monotonic()
+    with pytest.raises(ConnectFailed, match="cannot connect"):
+        SSHTransport(virtual_lab.target("lab1", port=2222, connect_timeout=3))
+    assert time.monotonic() - began < 5
 
 
 def test_a_remote_command_that_takes_too_long_times_out(lab1: SSHTransport) -> None:

@@ -203,7 +203,13 @@ def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
         filesystem=FilesystemSpec("ext4"),
         pg_bin_dir=PG_BIN,
         init=InitOptions(scale=1),
-        run=RunOptions(builtin="select-only", clients=1, duration_s=None, transactions=200),
+        run=RunOptions(
+            builtin=None,
+            custom_script="\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
+            clients=1,
+            duration_s=None,
+            transactions=200,
+        ),
         run_key="steps",
     )
     try:
@@ -214,3 +220,4 @@ def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
 
     assert recorder.steps == ["preparing storage", "initializing database", "measuring", "collecting", "cleaning up"]
     assert result.summary is not None and result.summary.transactions_processed == 200
+    assert "-f /var/lib/benchlab/runs/steps/custom.sql" in result.command

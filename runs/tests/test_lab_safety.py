@@ -14,8 +14,9 @@ import pytest
 
 from runs.lab.benchmark import BenchmarkSpec, remove_run_dir, run_benchmark
 from runs.lab.errors import CommandFailed, SafetyCheckFailed
+from runs.lab.follow import Follower
 from runs.lab.parse_pgbench import ProgressSample
-from runs.lab.pgbench import Detached, InitOptions, RunOptions, cancel, is_running
+from runs.lab.pgbench import Detached, InitOptions, RunOptions, is_running
 from runs.lab.probe import probe_host
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted, prepared_storage
 from runs.lab.transport import SSHTransport
@@ -165,9 +166,8 @@ def test_cancel_stops_pgbench_and_the_run_still_cleans_up(virtual_lab: VirtualLa
     def canceller() -> None:
         while len(samples) < 2:
             time.sleep(0.1)
-        other = virtual_lab.connect("lab2")
-        cancel(other, started[0])
-        other.close()
+        # A second follower of the same run, as a worker that reattached would have.
+        Follower(lambda: virtual_lab.connect("lab2"), started[0], "stderr", lambda _: None).cancel()
 
     thread = threading.Thread(target=canceller, daemon=True)
     thread.start()
