@@ -38,7 +38,7 @@ from runs.lab.pgbench import (
 )
 from runs.lab.postgres import PG_USER, throwaway_cluster
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
-from runs.lab.transport import Transport, as_user
+from runs.lab.transport import Transport, as_user, clean_text
 
 log = logging.getLogger(__name__)
 RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test
@@ -115,7 +115,10 @@ def run_dir_for(run_key: str) -> str:
 
 
 def _as_postgres(transport: Transport, argv: list[str], timeout: float, on_line: Callable[[str], None]) -> str:
-    result = transport.run(as_user(PG_USER, argv), cwd="/", timeout=timeout, on_stderr=on_line, on_stdout=on_line)
+    def clean(line: str) -> None:
+        on_line(clean_text(line))
+
+    result = transport.run(as_user(PG_USER, argv), cwd="/", timeout=timeout, on_stderr=clean, on_stdout=clean)
     return result.stdout + result.stderr
 
 
@@ -183,12 +186,14 @@ def _run_stages(
     observer.step(Step.MEASURING)
     before = pg_stats_snapshot(transport, cluster, spec.database)
     device = iostat_device(transport, storage.device_node, storage.mountpoint)
-    with os_metrics(transport, run_dir, device) as metrics:
+    # A run with -t has no known length; its metrics stop after an hour at most.
+    metrics_seconds = (spec.run.duration_s or 3600) + 600
+    with os_metrics(transport, run_dir, device, metrics_seconds) as metrics:
         process = start_detached(transport, command, run_dir, "pgbench", user=PG_USER)
         storage.own_pids.append(process.pid)
         observer.started(process)
 
-        def on_stderr(text: str) -> None:
+        def on_stderr(text: str) -> None:  # the follower hands over clean text
             observer.line("pgbench", text)
             sample = parse_progress_line(text)
             if sample is not None:

@@ -9,9 +9,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from runs.lab.errors import ConnectFailed, ConnectionLost, LabError
-from runs.lab.pgbench import Detached, cancel
-from runs.lab.transport import Transport
+from runs.lab.errors import ConnectFailed, ConnectionLost, HostKeyRefused, LabError
+from runs.lab.pgbench import Detached, cancel, exit_status
+from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +36,9 @@ class Follower:
         self.transport: Transport | None = None
 
     def _deliver(self, line: str) -> None:
-        self.offset += len(line.encode()) + 1
-        self.on_line(line)
+        # Exact bytes, even for a line that is not valid UTF-8 (see transport.LineCallback).
+        self.offset += len(line.encode(errors="surrogateescape")) + 1
+        self.on_line(clean_text(line))
 
     def _reconnect(self) -> Transport:
         deadline = time.monotonic() + self.max_reconnect_s
@@ -45,6 +46,8 @@ class Follower:
         while True:
             try:
                 return self.connect()
+            except HostKeyRefused:
+                raise  # a changed key does not fix itself by waiting
             except ConnectFailed as exc:
                 if time.monotonic() > deadline:
                     raise LabError(f"gave up reconnecting to follow {self.path}: {exc}") from exc
@@ -65,9 +68,14 @@ class Follower:
         while True:
             if self.transport is None:
                 self.transport = self._reconnect()
-            # -s: how often tail checks whether the PID is still there.
-            argv = ["tail", f"--pid={self.process.pid}", "-s", "0.2", "-c", f"+{self.offset + 1}", "-F", self.path]
             try:
+                # Once the command has finished, read the rest and stop: its PID may belong to
+                # another process by now, and `tail --pid` would wait on that one.
+                if exit_status(self.transport, self.process) is not None:
+                    self.transport.run(["tail", "-c", f"+{self.offset + 1}", self.path], on_stdout=self._deliver)
+                    return self.offset
+                # -s: how often tail checks whether the PID is still there.
+                argv = ["tail", f"--pid={self.process.pid}", "-s", "0.2", "-c", f"+{self.offset + 1}", "-F", self.path]
                 self.transport.run(argv, timeout=None, on_stdout=self._deliver)
                 return self.offset
             except ConnectionLost as exc:

@@ -37,15 +37,21 @@ def iostat_device(transport: Transport, device_node: str | None, mountpoint: str
 
 
 @contextmanager
-def os_metrics(transport: Transport, run_dir: str, device: str | None) -> Iterator[OsMetrics]:
-    """iostat and vmstat every second while the block runs; parsed when it ends."""
+def os_metrics(transport: Transport, run_dir: str, device: str | None, max_seconds: int) -> Iterator[OsMetrics]:
+    """iostat and vmstat every second while the block runs; parsed when it ends.
+
+    Both stop by themselves after max_seconds, so a worker that dies mid-run leaves nothing
+    running for ever.
+    """
     metrics = OsMetrics()
     processes: list[Detached] = []
-    if device is not None:
-        iostat = ["env", "S_TIME_FORMAT=ISO", "iostat", "-dxyt", "1", device]
-        processes.append(start_detached(transport, iostat, run_dir, "iostat"))
-    processes.append(start_detached(transport, ["env", "TZ=UTC", "vmstat", "-nt", "1"], run_dir, "vmstat"))
+    count = str(max(max_seconds, 1))
     try:
+        if device is not None:
+            iostat = ["env", "S_TIME_FORMAT=ISO", "iostat", "-dxyt", device, "1", count]
+            processes.append(start_detached(transport, iostat, run_dir, "iostat"))
+        vmstat = ["env", "TZ=UTC", "vmstat", "-nt", "1", count]
+        processes.append(start_detached(transport, vmstat, run_dir, "vmstat"))
         yield metrics
     finally:
         for process in processes:

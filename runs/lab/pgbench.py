@@ -67,8 +67,12 @@ class RunOptions:
             raise InvalidOption("choose either a builtin workload or a custom script")
         if self.builtin is not None and self.builtin not in BUILTIN_SCRIPTS:
             raise InvalidOption(f"unknown builtin workload {self.builtin!r}")
-        if self.custom_script is not None and not self.custom_script.strip():
-            raise InvalidOption("the custom script is empty")
+        if self.custom_script is not None:
+            if not self.custom_script.strip():
+                raise InvalidOption("the custom script is empty")
+            # \shell and \setshell run commands on the host as postgres.
+            if re.search(r"^\s*\\(set)?shell\b", self.custom_script, re.MULTILINE):
+                raise InvalidOption("custom scripts may not use \\shell or \\setshell")
         if self.clients < 1 or self.threads < 1:
             raise InvalidOption("clients and threads must be at least 1")
         if self.threads > self.clients:

@@ -24,6 +24,24 @@ _SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
 RESERVED_SETTINGS = {"port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file", "ident_file"}
 # Directives, not settings: an included file could set the reserved ones again.
 INCLUDE_DIRECTIVES = {"include", "include_if_exists", "include_dir", "config_file"}
+# Settings that run commands or load code on the host, or write files outside the cluster:
+# a benchmark needs none of them, and a form must not become a way to run commands.
+UNSAFE_SETTINGS = {
+    "archive_command",
+    "archive_library",
+    "restore_command",
+    "archive_cleanup_command",
+    "recovery_end_command",
+    "ssl_passphrase_command",
+    "shared_preload_libraries",
+    "session_preload_libraries",
+    "local_preload_libraries",
+    "dynamic_library_path",
+    "external_pid_file",
+    "log_directory",
+    "unix_socket_group",
+    "unix_socket_permissions",
+}
 
 
 @dataclass
@@ -84,10 +102,24 @@ def parse_settings(text: str) -> dict[str, str]:
             raise InvalidOption(f"setting line {number}: expected 'name = value', got {line!r}")
         if not _SETTING_NAME.fullmatch(key):
             raise InvalidOption(f"setting line {number}: {key!r} is not a PostgreSQL setting name")
-        if key in RESERVED_SETTINGS or key in INCLUDE_DIRECTIVES:
-            raise InvalidOption(f"setting line {number}: {key} cannot be set here (benchlab sets it or it reads files)")
         settings[key] = _split_value(raw_value, number)
+        try:
+            check_setting(key, settings[key])
+        except InvalidOption as exc:
+            raise InvalidOption(f"setting line {number}: {exc}") from exc
     return settings
+
+
+def check_setting(key: str, value: str) -> None:
+    """Refuse a setting benchlab must not write into postgresql.conf."""
+    if not _SETTING_NAME.fullmatch(key):
+        raise InvalidOption(f"{key!r} is not a PostgreSQL setting name")
+    if key in RESERVED_SETTINGS:
+        raise InvalidOption(f"{key} is set by benchlab itself")
+    if key in INCLUDE_DIRECTIVES or key in UNSAFE_SETTINGS:
+        raise InvalidOption(f"{key} cannot be set from benchlab (it reads files or runs commands on the host)")
+    if any(ch in value for ch in "\n\r\0"):
+        raise InvalidOption(f"the value of {key} spans lines")
 
 
 def _quote(value: str) -> str:
@@ -127,6 +159,8 @@ def configure(
     transport: Transport, cluster: Cluster, settings: Mapping[str, str], client_addresses: Sequence[str] = ()
 ) -> None:
     """Write benchlab's settings and the user's overrides; open pg_hba to the client hosts."""
+    for key, value in settings.items():
+        check_setting(key, value)  # also when the caller did not come through parse_settings
     cluster.port = free_port(transport)
     lines = [
         "# benchlab",

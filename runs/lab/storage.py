@@ -50,7 +50,7 @@ MOUNT_OPTIONS: dict[str, dict[str, str]] = {
         "max_batch_time": _N,
         "init_itable": _N + "|",
         "noinit_itable": "",
-        "errors": "remount-ro|continue|panic",
+        "errors": "remount-ro|continue",  # not panic: with a failing disk it would stop the whole machine
     },
     "xfs": _ATIME
     | {
@@ -289,7 +289,13 @@ def _check_not_in_use(transport: Transport, facts: _BlockFacts) -> None:
         mounts = [m for m in part.get("mountpoints", []) or [] if m]  # type: ignore[attr-defined]
         if mounts:
             raise SafetyCheckFailed("not mounted", f"{part['path']} is mounted at {', '.join(mounts)}")
-        holders = transport.run(["ls", f"/sys/class/block/{part['name']}/holders"], check=False).stdout.split()
+        # By kernel name (a /dev/mapper/x device is dm-N in sysfs); unreadable counts as held.
+        listing = transport.run(["ls", f"/sys/class/block/{part.get('kname') or part['name']}/holders"], check=False)
+        if listing.exit_status != 0:
+            raise SafetyCheckFailed(
+                "no holders", f"cannot read the holders of {part['path']}: {listing.stderr.strip()}"
+            )
+        holders = listing.stdout.split()
         if holders:
             raise SafetyCheckFailed("no holders", f"{part['path']} is held by {', '.join(holders)}")
 
@@ -388,19 +394,23 @@ def is_mounted(transport: Transport, mountpoint: str) -> bool:
     return transport.run(["mountpoint", "-q", mountpoint], check=False).exit_status == 0
 
 
+def _signal_own(transport: Transport, pid: int, signal_name: str) -> bool:
+    """Signal the process group `pid` leads (pgbench's wrapper and pg_ctl's postmaster both lead
+    one), or the single process if it leads none. True if something was there to signal."""
+    if transport.run(["kill", f"-{signal_name}", "--", f"-{pid}"], check=False).exit_status == 0:
+        return True
+    return transport.run(["kill", f"-{signal_name}", str(pid)], check=False).exit_status == 0
+
+
 def stop_own_processes(transport: Transport, pids: Sequence[int], grace_seconds: float = 10.0) -> None:
-    """SIGTERM then SIGKILL the given PIDs (ours), never anything found by name."""
-    alive = [pid for pid in pids if transport.run(["kill", "-0", str(pid)], check=False).exit_status == 0]
-    if not alive:
-        return
-    transport.run(["kill", "-TERM", *map(str, alive)], check=False)
+    """SIGTERM then SIGKILL the given PIDs (ours) and their groups, never anything found by name."""
+    alive = [pid for pid in pids if _signal_own(transport, pid, "TERM")]
     deadline = time.monotonic() + grace_seconds
-    while time.monotonic() < deadline:
-        alive = [pid for pid in alive if transport.run(["kill", "-0", str(pid)], check=False).exit_status == 0]
-        if not alive:
-            return
+    while alive and time.monotonic() < deadline:
         time.sleep(0.5)
-    transport.run(["kill", "-KILL", *map(str, alive)], check=False)
+        alive = [pid for pid in alive if _signal_own(transport, pid, "0")]
+    for pid in alive:
+        _signal_own(transport, pid, "KILL")
 
 
 def unmount_reliably(
@@ -453,8 +463,7 @@ def prepared_storage(
         return
 
     if fstype == "tmpfs":
-        options = mount_filesystem(transport, "tmpfs", mountpoint, "tmpfs", filesystem.mount_options)
-        storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options=options)
+        source, node, mkfs_command = "tmpfs", None, ""
     else:
         if identity.is_directory:
             raise InvalidOption(f"{identity.path} is a directory; {fstype} needs a block device")
@@ -462,15 +471,13 @@ def prepared_storage(
         node = device_assert_wipeable(transport, identity)
         mkfs = [*MKFS_COMMAND[fstype], *filesystem.mkfs_options, node]
         transport.run(mkfs, timeout=600)
-        options = mount_filesystem(transport, node, mountpoint, fstype, filesystem.mount_options)
-        storage = PreparedStorage(
-            mountpoint=mountpoint,
-            fstype=fstype,
-            device_node=node,
-            mount_options=options,
-            mkfs_command=shlex.join(mkfs),
-        )
+        source, mkfs_command = node, shlex.join(mkfs)
+    storage = PreparedStorage(
+        mountpoint=mountpoint, fstype=fstype, device_node=node, mount_options="", mkfs_command=mkfs_command
+    )
     try:
+        # Inside the try: a mount that succeeded but could not be read back is still undone.
+        storage.mount_options = mount_filesystem(transport, source, mountpoint, fstype, filesystem.mount_options)
         yield storage
     finally:
         unmount_reliably(transport, mountpoint, storage.own_pids)

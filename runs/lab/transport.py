@@ -25,7 +25,16 @@ import paramiko
 
 from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused
 
+# Lines are decoded with "surrogateescape": line.encode(errors="surrogateescape") gives back the
+# exact bytes (the follower counts them), and clean_text() makes a line safe to store.
 LineCallback = Callable[[str], None]
+
+
+def clean_text(line: str) -> str:
+    """A callback's line with undecodable bytes shown as U+FFFD."""
+    return line.encode(errors="surrogateescape").decode(errors="replace")
+
+
 DEFAULT_TIMEOUT = 120.0
 _READ_CHUNK = 65536
 
@@ -99,11 +108,11 @@ class _LineSplitter:
         self.pending += chunk
         *lines, self.pending = self.pending.split(b"\n")
         for line in lines:
-            self.callback(line.decode(errors="replace"))
+            self.callback(line.decode(errors="surrogateescape"))
 
     def finish(self) -> str:
         if self.callback is not None and self.pending:
-            self.callback(self.pending.decode(errors="replace"))
+            self.callback(self.pending.decode(errors="surrogateescape"))
             self.pending = b""
         return self.collected.getvalue().decode(errors="replace")
 
@@ -201,8 +210,12 @@ class SSHTransport:
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(target.keepalive_interval)
+        sock = transport.sock
         # Without it, every channel open waits out a delayed ACK (~40 ms).
-        transport.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
+        # paramiko's keep-alive expects no answer; this makes a dead peer fail the connection
+        # after a minute instead of after TCP's own retransmission timeout (15 min or more).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 60_000)  # type: ignore[union-attr]
         return client
 
     def _transport(self) -> paramiko.Transport:
@@ -228,41 +241,52 @@ class SSHTransport:
         on_stderr: LineCallback | None = None,
     ) -> CommandResult:
         command = command_line(argv, cwd)
+        # Closing a channel does not stop the remote command, so the host enforces the time
+        # limit itself (coreutils timeout, whose exit status 124 means it fired); our own
+        # deadline is a little later, for a host that stops answering altogether.
+        remote = command if timeout is None else command_line(["timeout", "-k", "5", f"{timeout:g}s", *argv], cwd)
         try:
             channel = self._transport().open_session(timeout=self.target.connect_timeout)
-            channel.exec_command(command)
+            channel.exec_command(remote)
             if stdin:
                 channel.sendall(stdin)
             channel.shutdown_write()
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionLost(f"lost the SSH connection to {self.label}: {exc}") from exc
         out, err = _LineSplitter(on_stdout), _LineSplitter(on_stderr)
-        deadline = None if timeout is None else time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout + 15
         try:
             with selectors.DefaultSelector() as selector:
                 selector.register(channel, selectors.EVENT_READ)
-                while True:
+                while not (channel.exit_status_ready() and channel.eof_received):
                     if deadline is not None and time.monotonic() > deadline:
                         raise CommandTimeout(command, timeout or 0, self.label)
                     # Short: the exit status arrives without waking the selector.
                     selector.select(timeout=0.01)
-                    drained = False
-                    while channel.recv_ready():
-                        out.feed(channel.recv(_READ_CHUNK))
-                        drained = True
-                    while channel.recv_stderr_ready():
-                        err.feed(channel.recv_stderr(_READ_CHUNK))
-                        drained = True
-                    if channel.exit_status_ready() and not drained and channel.eof_received:
-                        break
-                    if not drained and not self.is_connected:
+                    if not self._drain(channel, out, err) and not self.is_connected:
                         raise ConnectionLost(f"lost the SSH connection to {self.label} while running `{command}`")
+                self._drain(channel, out, err)  # what arrived together with the exit status
             status = channel.recv_exit_status()
         except (OSError, EOFError, paramiko.SSHException) as exc:
             raise ConnectionLost(f"lost the SSH connection to {self.label}: {exc}") from exc
         finally:
             channel.close()
+        if status == -1:  # the channel closed without an exit status: the session was killed
+            raise ConnectionLost(f"the SSH session on {self.label} ended without an exit status for `{command}`")
+        if timeout is not None and status == 124:
+            raise CommandTimeout(command, timeout, self.label)
         return _finish(self.label, command, status, out, err, check)
+
+    @staticmethod
+    def _drain(channel: paramiko.Channel, out: _LineSplitter, err: _LineSplitter) -> bool:
+        drained = False
+        while channel.recv_ready():
+            out.feed(channel.recv(_READ_CHUNK))
+            drained = True
+        while channel.recv_stderr_ready():
+            err.feed(channel.recv_stderr(_READ_CHUNK))
+            drained = True
+        return drained
 
     def _sftp(self) -> paramiko.SFTPClient:
         try:

@@ -55,10 +55,17 @@ def test_connecting_where_nothing_listens_fails_within_the_timeout(virtual_lab: 
     assert time.monotonic() - began < 5
 
 
-def test_a_remote_command_that_takes_too_long_times_out(lab1: SSHTransport) -> None:
+def test_a_remote_command_that_takes_too_long_times_out_and_is_stopped_on_the_host(lab1: SSHTransport) -> None:
+    pid_file = "/tmp/benchlab-timeout-test.pid"
     with pytest.raises(CommandTimeout, match="did not finish within 1 s"):
-        lab1.run(["sleep", "30"], timeout=1)
-    assert lab1.run(["true"]).exit_status == 0  # the connection is still usable
+        lab1.run(["sh", "-c", 'echo $$ > "$1"; exec sleep 30', "sh", pid_file], timeout=1)
+
+    pid = lab1.run(["cat", pid_file]).stdout.strip()
+    lab1.run(["rm", pid_file])
+    deadline = time.monotonic() + 10
+    while lab1.run(["kill", "-0", pid], check=False).exit_status == 0:
+        assert time.monotonic() < deadline, "the timed-out command still runs on the host"
+        time.sleep(0.2)
 
 
 @pytest.mark.parametrize(

@@ -45,6 +45,25 @@ def benchmark(
         transport.close()
 
 
+def host_processes(transport: SSHTransport) -> dict[str, str]:
+    """PID -> command of every process on the host (each lab host has its own PID namespace)."""
+    # timeout=None: no `timeout` wrapper of our own in the listing.
+    listing = transport.run(["ps", "-e", "-o", "pid=,args="], timeout=None).stdout
+    return {line.split(None, 1)[0]: line.split(None, 1)[1] for line in listing.splitlines() if line.strip()}
+
+
+def assert_no_new_processes(transport: SSHTransport, before: dict[str, str]) -> None:
+    """Nothing the run started is still there (sshd sessions of closed connections may take a moment)."""
+    deadline = time.monotonic() + 10
+    while True:
+        new = {pid: args for pid, args in host_processes(transport).items() if pid not in before}
+        new = {pid: args for pid, args in new.items() if not args.startswith(("ps -e", "sshd: root"))}
+        if not new or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert not new, f"processes left on the host: {new}"
+
+
 def assert_nothing_left(transport: SSHTransport, result: BenchmarkResult) -> None:
     storage = result.storage
     assert not is_mounted(transport, storage.mountpoint)
@@ -68,6 +87,7 @@ def assert_nothing_left(transport: SSHTransport, result: BenchmarkResult) -> Non
 def test_a_full_benchmark_runs_on_each_filesystem_and_leaves_nothing_behind(
     virtual_lab: VirtualLab, lab1: SSHTransport, fstype: str, options: tuple[str, ...], shown: list[str]
 ) -> None:
+    before = host_processes(lab1)
     result = benchmark(virtual_lab, "lab1", "ssd", FilesystemSpec(fstype, mount_options=options), f"fs-{fstype}")
 
     assert result.exit_status == 0, result.stderr
@@ -84,6 +104,7 @@ def test_a_full_benchmark_runs_on_each_filesystem_and_leaves_nothing_behind(
     assert result.pg_stats is not None and result.pg_stats.transactions_committed > 0
     assert result.aggregate and sum(i.count for i in result.aggregate) > 0
     assert_nothing_left(lab1, result)
+    assert_no_new_processes(lab1, before)
 
 
 def test_the_hdd_is_slower_than_the_ssd(virtual_lab: VirtualLab) -> None:
@@ -163,7 +184,8 @@ def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(
         while recorder.samples < 3 and time.monotonic() < deadline:
             time.sleep(0.1)
         # The sshd process serving that connection is the parent of any command run on it.
-        sshd_pid = follower_connections[0].run(["sh", "-c", "echo $PPID"]).stdout.strip()
+        # (timeout=None: with a time limit the parent would be the host's `timeout` wrapper.)
+        sshd_pid = follower_connections[0].run(["sh", "-c", "echo $PPID"], timeout=None).stdout.strip()
         other = virtual_lab.connect("lab2")
         other.run(["kill", "-KILL", sshd_pid])
         other.close()

@@ -59,7 +59,7 @@ def test_probe_now_in_the_admin_stores_the_facts(virtual_lab: VirtualLab, client
 
     host.refresh_from_db()
     assert host.kernel and host.probed_at is not None
-    assert any(m.startswith(f"{host.name}: 2 cores") or "cores" in m for m in messages_of(response))
+    assert any(m.startswith(f"{host.name}: {host.cpu_cores} cores, Debian") for m in messages_of(response))
 
 
 def test_probe_now_reports_a_refused_host_key(virtual_lab: VirtualLab, client_for: ClientFactory) -> None:

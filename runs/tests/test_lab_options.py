@@ -2,8 +2,9 @@
 
 mount and mkfs options, run keys, pgbench command lines, PostgreSQL settings, and the
 pg_stat deltas computed from two snapshots. Pure functions: no host, no network.
-Where a test says "BUG", the expectation is what the tool (pgbench, PostgreSQL, mkfs.xfs)
-itself accepts or refuses, and the message says where the lab layer differs.
+Some tests guard bugs found and fixed while the lab layer was written; their messages say
+what the bug was, should it come back. The expectation is what the tool (pgbench,
+PostgreSQL, mkfs.xfs) itself accepts or refuses.
 """
 
 from collections.abc import Callable
@@ -13,7 +14,7 @@ import pytest
 from runs.lab.errors import InvalidOption
 from runs.lab.metrics import PgStatsDelta, PgStatsSnapshot, pg_stats_delta
 from runs.lab.pgbench import Connection, InitOptions, RunOptions, init_command, run_command
-from runs.lab.postgres import RESERVED_SETTINGS, parse_settings
+from runs.lab.postgres import RESERVED_SETTINGS, check_setting, parse_settings
 from runs.lab.storage import DeviceIdentity, mountpoint_for, parse_mkfs_options, parse_mount_options
 
 Parse = Callable[[str, str], tuple[str, ...]]
@@ -156,7 +157,7 @@ def test_it_refuses_mkfs_options_with_shell_metacharacters(fstype: str, text: st
     bug = ""
     if text.startswith(("-l ", "-d ")) and fstype == "xfs":
         bug = (
-            " — BUG runs/lab/storage.py MKFS_OPTIONS['xfs']['-l'] and ['-d'] end in '(,.+)?', which accepts"
+            " — regressed: runs/lab/storage.py MKFS_OPTIONS['xfs']['-l'] and ['-d'] end in '(,.+)?', which accepts"
             " any text at all after the first comma"
         )
     refusal(parse_mkfs_options, fstype, text, why=bug)
@@ -169,7 +170,7 @@ def test_it_refuses_xfs_mkfs_options_that_name_another_device(text: str) -> None
         "xfs",
         text,
         why=(
-            " — BUG runs/lab/storage.py MKFS_OPTIONS['xfs'] ('-l'/'-d' regexes end in '(,.+)?'): mkfs.xfs would"
+            " — regressed: runs/lab/storage.py MKFS_OPTIONS['xfs'] ('-l'/'-d' regexes end in '(,.+)?'): mkfs.xfs would"
             " write to a device (logdev=/name=) that device_assert_wipeable never checked"
         ),
     )
@@ -180,7 +181,7 @@ def test_it_refuses_mkfs_options_with_an_unbalanced_quote_as_an_invalid_option()
         message = refusal(parse_mkfs_options, "ext4", '-b "4096')
     except ValueError as exc:
         raise AssertionError(
-            "BUG runs/lab/storage.py parse_mkfs_options: shlex.split's ValueError "
+            "regressed: runs/lab/storage.py parse_mkfs_options: shlex.split's ValueError "
             f"({exc}) escapes instead of InvalidOption, so the user sees a crash, not a refusal"
         ) from exc
     assert "mkfs" in message
@@ -377,7 +378,7 @@ def test_it_refuses_run_options_pgbench_would_refuse(options: RunOptions, pgbenc
     except InvalidOption:
         return
     raise AssertionError(
-        "BUG runs/lab/pgbench.py RunOptions.validate does not check progress_interval_s / aggregate_interval_s:"
+        "regressed: runs/lab/pgbench.py RunOptions.validate does not check progress_interval_s / aggregate_interval_s:"
         f" {options} passes, but pgbench 15 then refuses it with {pgbench_says!r} — after mkfs, initdb and"
         " pgbench -i have already run"
     )
@@ -398,7 +399,7 @@ def test_it_refuses_bad_init_options(options: InitOptions, message: str) -> None
     bug = ""
     if options.init_steps.endswith("\n"):
         bug = (
-            " — BUG runs/lab/pgbench.py _INIT_STEPS uses re.match with '$', which also matches before a"
+            " — regressed: runs/lab/pgbench.py _INIT_STEPS uses re.match with '$', which also matches before a"
             " trailing newline (use fullmatch or \\Z); pgbench then fails: unrecognized initialization step"
         )
     try:
@@ -415,7 +416,7 @@ def test_it_refuses_bad_init_options(options: InitOptions, message: str) -> None
 def test_it_refuses_a_bad_database_name(database: str) -> None:
     connection = Connection(host="/tmp", port=5432, database=database)
     bug = (
-        " — BUG runs/lab/pgbench.py DATABASE_NAME is used with re.match and ends in '$', which also matches"
+        " — regressed: runs/lab/pgbench.py DATABASE_NAME is used with re.match and ends in '$', which also matches"
         " before a trailing newline (use fullmatch or \\Z)"
         if database.endswith("\n")
         else ""
@@ -470,7 +471,7 @@ def test_it_keeps_a_hash_inside_a_quoted_value() -> None:
     settings = parse_settings("log_line_prefix = '%m # %p '  # with a comment\n")
 
     assert settings == {"log_line_prefix": "%m # %p "}, (
-        f"got {settings!r} — BUG runs/lab/postgres.py parse_settings: raw.split('#', 1) cuts a quoted value at"
+        f"got {settings!r} — regressed: runs/lab/postgres.py parse_settings: raw.split('#', 1) cuts a quoted value at"
         " its '#' (postgresql.conf allows '#' inside quotes), leaving a stray opening quote in the value"
     )
 
@@ -492,7 +493,7 @@ def test_it_refuses_include_directives(directive: str) -> None:
         assert "line 1" in str(exc)
     else:
         raise AssertionError(
-            f"got {settings!r} — BUG runs/lab/postgres.py parse_settings/RESERVED_SETTINGS: "
+            f"got {settings!r} — regressed: runs/lab/postgres.py parse_settings/RESERVED_SETTINGS: "
             f"'{directive} = ...' is a postgresql.conf directive, not a setting; configure() writes it after"
             " benchlab's own lines, so the included file can set port, listen_addresses, data_directory... "
             "and undo every reserved setting"
@@ -583,3 +584,29 @@ def test_it_counts_missing_and_null_counters_as_zero() -> None:
 
     assert (delta.blocks_hit, delta.blocks_read, delta.checkpoints_timed) == (0, 10, 0)
     assert delta.cache_hit_ratio == 0.0
+
+
+@pytest.mark.parametrize(
+    "line", ["archive_command = 'cp %p /tmp'", "shared_preload_libraries = 'evil'", "ssl_passphrase_command = 'id'"]
+)
+def test_it_refuses_settings_that_run_commands_or_load_code_on_the_host(line: str) -> None:
+    with pytest.raises(InvalidOption, match="reads files or runs commands on the host"):
+        parse_settings(line)
+
+
+def test_configure_checks_settings_that_did_not_come_through_the_form() -> None:
+    with pytest.raises(InvalidOption, match="spans lines"):
+        check_setting("work_mem", "4MB'\nport = 1")
+    with pytest.raises(InvalidOption, match="not a PostgreSQL setting name"):
+        check_setting("work_mem\nport", "1")
+
+
+@pytest.mark.parametrize("script", ["\\shell rm -rf /\n", "SELECT 1;\n  \\setshell x echo 1\n"])
+def test_it_refuses_custom_scripts_that_run_shell_commands(script: str) -> None:
+    with pytest.raises(InvalidOption, match="may not use"):
+        RunOptions(builtin=None, custom_script=script).validate()
+
+
+def test_it_refuses_the_ext4_option_that_would_panic_the_kernel_on_a_disk_error() -> None:
+    with pytest.raises(InvalidOption, match="bad value"):
+        parse_mount_options("ext4", "errors=panic")

@@ -438,7 +438,7 @@ def test_it_refuses_a_device_listed_in_fstab_by_partlabel() -> None:
         assert failure.check == "not in /etc/fstab"
     else:
         raise AssertionError(
-            "BUG runs/lab/storage.py _gather_block_facts: ids hold only UUID=, LABEL= and PARTUUID= (lsblk is"
+            "regressed: runs/lab/storage.py _gather_block_facts: ids hold only UUID=, LABEL= and PARTUUID= (lsblk is"
             " not asked for PARTLABEL, blkid's PART_ENTRY_NAME is not mapped), so an fstab line with"
             " PARTLABEL= — which fstab(5) supports — naming a partition of the device is not seen"
         )

@@ -1,7 +1,7 @@
 """LocalTransport against real processes on this machine, and the shell quoting SSH relies on.
 
 Every command here is harmless (sh, printf, cat, sleep, pwd) and writes only under tmp_path.
-Tests marked "BUG" in their assertion message expose a defect in runs/lab/transport.py.
+Some tests guard bugs found and fixed in runs/lab/transport.py; their messages say what the bug was.
 """
 
 import gc
@@ -116,7 +116,7 @@ def test_it_returns_a_failed_status_for_a_missing_program_when_not_checking() ->
         result = LocalTransport().run(["benchlab-no-such-program"], check=False)
     except OSError as exc:
         raise AssertionError(
-            f"BUG runs/lab/transport.py LocalTransport.run: Popen's {type(exc).__name__} escapes for a missing"
+            f"regressed: runs/lab/transport.py LocalTransport.run: Popen's {type(exc).__name__} escapes for a missing"
             " program even with check=False; SSHTransport returns the shell's status 127 instead, so callers"
             " such as probe._out or unmount_reliably's `fuser` crash only on the local transport"
         ) from exc
@@ -130,7 +130,7 @@ def test_it_raises_a_lab_error_for_a_missing_program_when_checking() -> None:
         assert isinstance(exc, CommandFailed)
     except OSError as exc:
         raise AssertionError(
-            f"BUG runs/lab/transport.py LocalTransport.run: a missing program raises {type(exc).__name__},"
+            f"regressed: runs/lab/transport.py LocalTransport.run: a missing program raises {type(exc).__name__},"
             " not CommandFailed (a LabError) as the Transport protocol and SSHTransport do"
         ) from exc
     else:
@@ -200,7 +200,7 @@ def test_it_feeds_stdin_to_a_command_that_stops_reading_it() -> None:
         result = LocalTransport().run(["head", "-c", "5"], stdin=b"x" * 1_000_000, timeout=10)
     except BrokenPipeError as exc:
         raise AssertionError(
-            "BUG runs/lab/transport.py LocalTransport.run: process.stdin.write(stdin) raises BrokenPipeError"
+            "regressed: runs/lab/transport.py LocalTransport.run: process.stdin.write(stdin) raises BrokenPipeError"
             " when the command exits before reading all its input (here `head -c 5`); subprocess.communicate"
             " ignores EPIPE for this reason"
         ) from exc
@@ -221,7 +221,7 @@ def test_it_feeds_stdin_larger_than_a_pipe_to_a_command_that_echoes_it() -> None
         )
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(
-            "BUG runs/lab/transport.py LocalTransport.run: it writes all of stdin before reading any output,"
+            "regressed: runs/lab/transport.py LocalTransport.run: it writes all of stdin before reading any output,"
             " so `cat` with 1 MB of input fills the stdout pipe, blocks, and both wait forever — and the"
             " timeout (checked only in the read loop) never fires"
         ) from exc
@@ -278,7 +278,7 @@ def test_it_times_out_a_command_that_closed_its_output(tmp_path: Path) -> None:
         assert wait_until_gone(int((tmp_path / "shell.pid").read_text()))
         return
     raise AssertionError(
-        f"BUG runs/lab/transport.py LocalTransport.run: exited with {result.exit_status} after"
+        f"regressed: runs/lab/transport.py LocalTransport.run: exited with {result.exit_status} after"
         f" {time.monotonic() - started:.1f} s despite timeout=0.5 — once stdout and stderr are closed the read"
         " loop ends and process.wait() is called without the remaining timeout"
     )
@@ -295,7 +295,7 @@ def test_it_closes_its_pipes() -> None:
 
     leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert not leaks, (
-        f"BUG runs/lab/transport.py LocalTransport.run never closes process.stdout/stderr: {leaks}"
+        f"regressed: runs/lab/transport.py LocalTransport.run never closes process.stdout/stderr: {leaks}"
         " (two file descriptors per command until garbage collection)"
     )
 

@@ -4,6 +4,7 @@ with a lab number of its own, and checked to have left nothing behind when it go
 import json
 import os
 import random
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,7 +64,7 @@ def free_lab_id() -> int:
 
 def start_lab() -> VirtualLab:
     lab_id = free_lab_id()
-    lab_command(lab_id, "up", "--hosts", "2", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "512M")
+    lab_command(lab_id, "up", "--hosts", "2", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
     return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
 
 
@@ -92,4 +93,7 @@ def leftovers(lab: VirtualLab) -> list[str]:
 
 def stop_lab(lab: VirtualLab) -> list[str]:
     lab_command(lab.lab_id, "down")
-    return leftovers(lab)
+    left = leftovers(lab)
+    if not left:  # the keys `down` keeps for a lab that comes back; a test lab does not
+        shutil.rmtree(Path(settings.VAR_DIR) / "lab" / str(lab.lab_id))
+    return left
