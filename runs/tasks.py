@@ -4,8 +4,12 @@ import os
 import socket
 from typing import TypedDict
 
-from celery import shared_task
+from celery import Task, shared_task
 from django.db import connection
+
+from runs.services.execute import run_execute
+
+BUSY_RETRY_SECONDS = 3
 
 
 class WorkerSelfCheck(TypedDict):
@@ -21,3 +25,12 @@ def worker_self_check() -> WorkerSelfCheck:
         cursor.execute("SELECT current_database()")
         row = cursor.fetchone()
     return {"hostname": socket.gethostname(), "pid": os.getpid(), "database": row[0] if row else None}
+
+
+@shared_task(bind=True, name="runs.execute_run", max_retries=None, acks_late=True)
+def execute_run(self: Task, run_id: int) -> str:
+    """Run a queued run; while its hosts are busy with another run, try again a little later."""
+    outcome = run_execute(run_id=run_id)
+    if outcome == "busy":
+        raise self.retry(countdown=BUSY_RETRY_SECONDS)
+    return outcome

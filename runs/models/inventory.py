@@ -45,6 +45,11 @@ class Host(models.Model):
     runs_clients = models.BooleanField("runs pgbench clients", default=True)
     enabled = models.BooleanField(default=True, help_text="Disabled hosts take no new runs.")
     notes = models.TextField(blank=True)
+    # The run that has this host now. Set by a conditional UPDATE (runs.services.claims), so
+    # exactly one run at a time holds a host, across any number of workers and machines.
+    claimed_by = models.ForeignKey(
+        "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
+    )
 
     # Discovered by the probe.
     hostname = models.CharField(max_length=255, blank=True, editable=False)

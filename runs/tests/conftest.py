@@ -11,6 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from benchlab.celery import app as celery_app
 from runs.roles import ADMIN, OPERATOR, VIEWER
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
@@ -46,9 +47,13 @@ class ClientFactory:
 def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[CeleryWorker]:
     """A real `celery worker` process on its own queue, connected to the test database."""
     worker = start_celery_worker()
+    # Tasks sent by this test process go to that worker's queue only.
+    previous_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = worker.queue
     try:
         yield worker
     finally:
+        celery_app.conf.task_default_queue = previous_queue
         worker.stop()
 
 

@@ -11,7 +11,7 @@ def test_it_runs_a_task_in_a_real_worker_process_through_redis(celery_worker: Ce
 
     answer = result.get(timeout=30)
 
-    # The solo pool runs tasks in the worker's own process: a different PID from ours,
+    # The threads pool runs tasks in the worker's own process: a different PID from ours,
     # reading the test database through its own connection.
     assert answer["pid"] == celery_worker.pid
     assert str(answer["database"]).startswith("test_")

@@ -60,7 +60,7 @@ def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
     env = os.environ | {"DATABASE_URL": database_url_for_tests(), "REDIS_URL": settings.REDIS_URL}
     command = [
         sys.executable, "-m", "celery", "-A", "benchlab", "worker",
-        "--queues", queue, "--hostname", nodename, "--pool", "solo",
+        "--queues", queue, "--hostname", nodename, "--pool", "threads", "--concurrency", "4",
         "--without-mingle", "--without-gossip", "--loglevel", "INFO",
     ]  # fmt: skip
     with log_path.open("wb") as log:

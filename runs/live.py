@@ -1,0 +1,63 @@
+"""Live progress of runs: one event shape, one publisher, replayable from an id.
+
+Events go to a Redis stream per run (and state changes also to one stream for the run list).
+Stream ids are the event ids: a browser that reconnects sends the last id it saw
+(Last-Event-ID) and gets exactly the events after it, none twice.
+"""
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import redis
+from django.conf import settings
+
+MAX_EVENTS_PER_RUN = 200_000  # a week-long run at one sample a second, with room for log lines
+RUN_LIST_STREAM = "benchlab:runs"
+
+
+def run_stream(run_id: int) -> str:
+    return f"benchlab:run:{run_id}"
+
+
+@dataclass(frozen=True)
+class LiveEvent:
+    id: str
+    kind: str  # "state", "sample", "log"
+    data: dict[str, Any]
+
+
+@cache
+def _client(url: str) -> redis.Redis:
+    return redis.Redis.from_url(url)
+
+
+def client() -> redis.Redis:
+    return _client(settings.REDIS_URL)
+
+
+def publish(run_id: int, kind: str, data: dict[str, Any]) -> str:
+    payload: dict[Any, Any] = {"kind": kind, "data": json.dumps(data)}
+    event_id = client().xadd(run_stream(run_id), payload, maxlen=MAX_EVENTS_PER_RUN, approximate=True)
+    if kind == "state":
+        summary: dict[Any, Any] = {"kind": kind, "data": json.dumps(data | {"run": run_id})}
+        client().xadd(RUN_LIST_STREAM, summary, maxlen=10_000)
+    return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
+
+
+def _decode(entries: Any) -> list[LiveEvent]:
+    return [
+        LiveEvent(id=event_id.decode(), kind=fields[b"kind"].decode(), data=json.loads(fields[b"data"]))
+        for event_id, fields in entries
+    ]
+
+
+def events_after(stream: str, after: str = "0-0", count: int = 10_000) -> list[LiveEvent]:
+    """The events after `after` (exclusive), oldest first."""
+    return _decode(client().xrange(stream, min=f"({after}" if after != "0-0" else "-", count=count))
+
+
+def wait_for_events(stream: str, after: str, block_ms: int) -> list[LiveEvent]:
+    answer = client().xread({stream: after}, block=block_ms, count=10_000)
+    return _decode(answer[0][1]) if answer else []  # type: ignore[index]

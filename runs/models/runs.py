@@ -1,0 +1,181 @@
+"""Benchmark runs: what was asked (the specification, one column per field so runs can be
+filtered and compared field by field), what happened (states with timestamps, failures),
+and what came out (summary numbers, per-second samples, metrics, raw outputs).
+
+The environment a run saw is copied into the run when it runs, never read back from the
+inventory later: an edited host or device must not rewrite history.
+"""
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+from runs.models.inventory import Device, Host, PgInstall
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued", "queued"
+    PREPARING_STORAGE = "preparing_storage", "preparing storage"
+    INITIALIZING_DATABASE = "initializing_database", "initializing database"
+    WARMING_UP = "warming_up", "warming up"
+    MEASURING = "measuring", "measuring"
+    COLLECTING = "collecting", "collecting"
+    CLEANING_UP = "cleaning_up", "cleaning up"
+    DONE = "done", "done"
+    FAILED = "failed", "failed"
+    CANCELLED = "cancelled", "cancelled"
+
+
+ACTIVE_STATES = [
+    RunState.PREPARING_STORAGE,
+    RunState.INITIALIZING_DATABASE,
+    RunState.WARMING_UP,
+    RunState.MEASURING,
+    RunState.COLLECTING,
+    RunState.CLEANING_UP,
+]
+FINAL_STATES = [RunState.DONE, RunState.FAILED, RunState.CANCELLED]
+
+
+class Filesystem(models.TextChoices):
+    EXT4 = "ext4", "ext4"
+    XFS = "xfs", "xfs"
+    BTRFS = "btrfs", "btrfs"
+    TMPFS = "tmpfs", "tmpfs (RAM)"
+    DIRECTORY = "directory", "directory (no mkfs)"
+
+
+class Workload(models.TextChoices):
+    TPCB_LIKE = "tpcb-like", "TPC-B like (read/write)"
+    SIMPLE_UPDATE = "simple-update", "simple update (-N)"
+    SELECT_ONLY = "select-only", "select only (-S)"
+    CUSTOM = "custom", "custom script"
+
+
+class QueryMode(models.TextChoices):
+    SIMPLE = "simple", "simple"
+    EXTENDED = "extended", "extended"
+    PREPARED = "prepared", "prepared"
+
+
+class Run(models.Model):
+    # --- specification ---
+    server_host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="served_runs")
+    device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="runs")
+    filesystem = models.CharField(max_length=20, choices=Filesystem.choices, default=Filesystem.EXT4)
+    mkfs_options = models.CharField(max_length=200, blank=True)
+    mount_options = models.CharField(max_length=300, blank=True)
+    pg_install = models.ForeignKey(PgInstall, on_delete=models.PROTECT, related_name="runs")
+    pg_settings = models.TextField("PostgreSQL settings", blank=True, help_text="key = value lines")
+    workload = models.CharField(max_length=20, choices=Workload.choices, default=Workload.TPCB_LIKE)
+    custom_script = models.TextField(blank=True)
+    scale = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1), MaxValueValidator(100_000)])
+    clients = models.PositiveIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(10_000)])
+    threads = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(1_000)])
+    duration_s = models.PositiveIntegerField(
+        "duration (s)", default=60, validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 3600)]
+    )
+    warmup_s = models.PositiveIntegerField(
+        "warm-up (s)", default=0, help_text="Run before the measured duration and left out of the statistics."
+    )
+    query_mode = models.CharField(max_length=10, choices=QueryMode.choices, default=QueryMode.SIMPLE)
+    rate_limit_tps = models.FloatField("rate limit (tps)", null=True, blank=True, validators=[MinValueValidator(0.1)])
+    client_host = models.ForeignKey(
+        Host,
+        on_delete=models.PROTECT,
+        related_name="client_runs",
+        null=True,
+        blank=True,
+        help_text="Run pgbench on this host over TCP; empty: on the server itself.",
+    )
+
+    # --- what happened ---
+    state = models.CharField(max_length=30, choices=RunState.choices, default=RunState.QUEUED, db_index=True)
+    queued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="runs")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    failed_step = models.CharField(max_length=30, blank=True)
+    failed_command = models.TextField(blank=True)
+    failed_exit_status = models.IntegerField(null=True, blank=True)
+    failed_output = models.TextField(blank=True, help_text="The tail of the failed step's output.")
+    error = models.TextField(blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+
+    # --- what came out ---
+    environment = models.JSONField(default=dict, blank=True)
+    summary = models.JSONField(default=dict, blank=True)  # pgbench's summary, every field
+    tps = models.FloatField(null=True, blank=True)
+    latency_avg_ms = models.FloatField(null=True, blank=True)
+    latency_stddev_ms = models.FloatField(null=True, blank=True)
+    steady_tps_mean = models.FloatField(null=True, blank=True)
+    steady_tps_stddev = models.FloatField(null=True, blank=True)
+    failed_transactions = models.BigIntegerField(null=True, blank=True)
+    skipped_transactions = models.BigIntegerField(null=True, blank=True)
+    metrics = models.JSONField(default=dict, blank=True)  # iostat/vmstat series, pg_stat deltas
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["server_host", "state"]), models.Index(fields=["device", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.get_state_display()})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in FINAL_STATES
+
+    @property
+    def hosts(self) -> list[Host]:
+        return [self.server_host] + ([self.client_host] if self.client_host else [])
+
+
+class RunTransition(models.Model):
+    """Each state a run entered, and when."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="transitions")
+    state = models.CharField(max_length=30, choices=RunState.choices)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.state} at {self.at:%H:%M:%S}"
+
+
+class RunSample(models.Model):
+    """One second of a run, as pgbench's progress line reported it (the live series)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
+    second = models.PositiveIntegerField()  # elapsed seconds since pgbench started
+    tps = models.FloatField()
+    latency_ms = models.FloatField()
+    latency_stddev_ms = models.FloatField(null=True)
+    failed = models.IntegerField(null=True)
+    lag_ms = models.FloatField(null=True)
+    skipped = models.IntegerField(null=True)
+    warmup = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["run", "second"]
+        constraints = [models.UniqueConstraint(fields=["run", "second"], name="runsample_one_per_second")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} second {self.second}: {self.tps:.1f} tps"
+
+
+class RunArtifact(models.Model):
+    """A raw output of the run, downloadable as it was (pgbench stdout/stderr, logs, iostat…)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")
+    name = models.CharField(max_length=100)
+    content = models.TextField()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["run", "name"], name="runartifact_unique_name")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id}: {self.name}"

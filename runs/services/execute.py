@@ -1,0 +1,295 @@
+"""Execute one queued run on the lab: claim its hosts, drive runs/lab, store what comes out.
+
+Called by the Celery task. Cleanup on the lab host (stop PostgreSQL, unmount) is done by the
+lab layer on every path; this module makes sure the run ends in done, failed or cancelled
+and that its hosts are released whatever happens.
+"""
+
+import dataclasses
+import logging
+import socket
+import statistics
+from collections import deque
+from typing import Any
+
+from django.utils import timezone
+
+from runs import live
+from runs.lab.benchmark import BenchmarkResult, BenchmarkSpec, Step, remove_run_dir, run_benchmark
+from runs.lab.errors import CommandFailed, LabError, tail
+from runs.lab.parse_pgbench import ProgressSample
+from runs.lab.pgbench import Detached, InitOptions, RunOptions, cancel
+from runs.lab.postgres import parse_settings
+from runs.lab.probe import probe_host
+from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
+from runs.models import Run, RunArtifact, RunSample, RunState, Workload
+from runs.services.claims import run_claim_hosts, run_release_hosts
+from runs.services.lab_access import host_connect
+from runs.services.runs import run_transition
+
+log = logging.getLogger(__name__)
+LOG_TAIL_LINES = 200
+RESULT_FIELDS = (
+    "summary",
+    "tps",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "failed_transactions",
+    "skipped_transactions",
+    "steady_tps_mean",
+    "steady_tps_stddev",
+    "metrics",
+    "environment",
+)
+STEP_STATES = {
+    Step.PREPARING_STORAGE: RunState.PREPARING_STORAGE,
+    Step.INITIALIZING_DATABASE: RunState.INITIALIZING_DATABASE,
+    Step.MEASURING: RunState.MEASURING,
+    Step.COLLECTING: RunState.COLLECTING,
+    Step.CLEANING_UP: RunState.CLEANING_UP,
+}
+
+
+class RunCancelled(Exception):
+    pass
+
+
+def benchmark_spec(run: Run) -> BenchmarkSpec:
+    """The lab layer's view of a run (the lab layer never reads the database)."""
+    device = run.device
+    custom = run.workload == Workload.CUSTOM
+    return BenchmarkSpec(
+        device=DeviceIdentity(
+            path=device.path, wipe_allowed=device.wipe_allowed, serial=device.serial, size_bytes=device.capacity_bytes
+        ),
+        filesystem=FilesystemSpec(
+            fstype=run.filesystem,
+            mkfs_options=parse_mkfs_options(run.filesystem, run.mkfs_options) if run.mkfs_options else (),
+            mount_options=parse_mount_options(run.filesystem, run.mount_options),
+        ),
+        pg_bin_dir=run.pg_install.bin_dir,
+        pg_settings=parse_settings(run.pg_settings),
+        init=InitOptions(scale=run.scale),
+        run=RunOptions(
+            builtin=None if custom else run.workload,
+            custom_script=run.custom_script if custom else None,
+            clients=run.clients,
+            threads=run.threads,
+            duration_s=run.warmup_s + run.duration_s,  # one pgbench run; the warm-up is cut off afterwards
+            query_mode=run.query_mode,
+            rate_tps=run.rate_limit_tps,
+        ),
+        run_key=f"run-{run.pk}",
+    )
+
+
+class RunObserver:
+    """Turns the lab layer's steps and progress into states, samples and live events."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.process: Detached | None = None
+        self.cancelled = False
+        self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
+
+    def _check_cancel(self) -> None:
+        if Run.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+            self.cancelled = True
+
+    def step(self, name: str) -> None:
+        state = STEP_STATES[name]
+        if state == RunState.MEASURING and self.run.warmup_s:
+            state = RunState.WARMING_UP
+        if name != Step.CLEANING_UP:
+            self.current_step = state
+        run_transition(run=self.run, state=state)
+        self._check_cancel()
+        if self.cancelled and name != Step.CLEANING_UP:
+            raise RunCancelled()
+
+    def line(self, stream: str, text: str) -> None:
+        self.log_tail.append(text)
+        live.publish(self.run.pk, "log", {"stream": stream, "line": text})
+
+    def progress(self, sample: ProgressSample) -> None:
+        second = round(sample.elapsed_s)
+        warmup = second <= self.run.warmup_s
+        RunSample.objects.update_or_create(
+            run=self.run,
+            second=second,
+            defaults={
+                "tps": sample.tps,
+                "latency_ms": sample.latency_ms,
+                "latency_stddev_ms": sample.latency_stddev_ms,
+                "failed": sample.failed,
+                "lag_ms": sample.lag_ms,
+                "skipped": sample.skipped,
+                "warmup": warmup,
+            },
+        )
+        live.publish(
+            self.run.pk,
+            "sample",
+            {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup},
+        )
+        if not warmup and self.run.state == RunState.WARMING_UP:
+            self.current_step = RunState.MEASURING
+            run_transition(run=self.run, state=RunState.MEASURING)
+        self._check_cancel()
+        if self.cancelled and self.process is not None:
+            connection = host_connect(self.run.server_host)
+            try:
+                cancel(connection, self.process)
+            finally:
+                connection.close()
+
+    def started(self, process: Detached) -> None:
+        self.process = process
+
+
+def run_execute(*, run_id: int) -> str:
+    """Run it if its hosts are free: "busy" (try again later), or the state it ended in."""
+    run = Run.objects.select_related("server_host", "client_host", "device", "pg_install").get(pk=run_id)
+    if run.is_finished:
+        return run.state
+    if run.state != RunState.QUEUED:
+        # A worker died mid-run and the broker handed the task out again: the lab host may
+        # still hold its mount; say so instead of starting over on top of it.
+        run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
+        run_release_hosts(run=run)
+        return run.state
+    if not run_claim_hosts(run=run):
+        return "busy"
+    try:
+        run.started_at, run.worker = timezone.now(), socket.gethostname()
+        Run.objects.filter(pk=run.pk).update(started_at=run.started_at, worker=run.worker)
+        return _execute_claimed(run)
+    finally:
+        run_release_hosts(run=run)
+
+
+def _execute_claimed(run: Run) -> str:
+    observer = RunObserver(run)
+    try:
+        spec = benchmark_spec(run)
+        transport = host_connect(run.server_host)
+    except (LabError, ValueError) as exc:
+        _fail(run, observer, exc)
+        return run.state
+    try:
+        facts = probe_host(transport)
+        result = run_benchmark(transport, lambda: host_connect(run.server_host), spec, observer)
+    except RunCancelled:
+        run_transition(run=run, state=RunState.CANCELLED)
+        return run.state
+    except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
+        if observer.cancelled:
+            run_transition(run=run, state=RunState.CANCELLED)
+        else:
+            _fail(run, observer, exc)
+        return run.state
+    finally:
+        try:
+            remove_run_dir(transport, spec.run_key)
+        except LabError:
+            log.warning("could not remove the run directory of run %s", run.pk)
+        transport.close()
+    _store_results(run, result, facts.as_json(), observer)
+    if observer.cancelled:
+        run_transition(run=run, state=RunState.CANCELLED)
+    elif result.exit_status != 0:
+        run_transition(
+            run=run,
+            state=RunState.FAILED,
+            failed_step=RunState.MEASURING,
+            failed_command=result.command,
+            failed_exit_status=result.exit_status,
+            failed_output=tail(result.stderr),
+            error="pgbench failed",
+        )
+    else:
+        run_transition(run=run, state=RunState.DONE)
+    return run.state
+
+
+def _fail(run: Run, observer: RunObserver, exc: Exception) -> None:
+    fields: dict[str, Any] = {"failed_step": observer.current_step, "error": str(exc)}
+    if isinstance(exc, CommandFailed):
+        fields |= {
+            "failed_command": exc.command,
+            "failed_exit_status": exc.exit_status,
+            "failed_output": tail(exc.stderr or exc.stdout) or "\n".join(observer.log_tail),
+        }
+    else:
+        fields["failed_output"] = "\n".join(list(observer.log_tail)[-40:])
+    log.warning("run %s failed in %s: %s", run.pk, run.state, exc)
+    run_transition(run=run, state=RunState.FAILED, **fields)
+
+
+def _steady_state(run: Run) -> tuple[float | None, float | None]:
+    values = list(RunSample.objects.filter(run=run, warmup=False).values_list("tps", flat=True))
+    mean = statistics.fmean(values) if values else None
+    sd = statistics.stdev(values) if len(values) > 1 else None
+    return mean, sd
+
+
+def _store_results(run: Run, result: BenchmarkResult, host_facts: dict[str, Any], observer: RunObserver) -> None:
+    summary = result.summary
+    run.summary = dataclasses.asdict(summary) if summary else {}
+    run.tps = summary.tps if summary else None
+    run.latency_avg_ms = summary.latency_avg_ms if summary else None
+    run.latency_stddev_ms = summary.latency_stddev_ms if summary else None
+    run.failed_transactions = summary.failed if summary else None
+    run.skipped_transactions = summary.skipped if summary else None
+    run.steady_tps_mean, run.steady_tps_stddev = _steady_state(run)
+    stats = result.pg_stats
+    run.metrics = {
+        "iostat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in result.os.iostat],
+        "vmstat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in result.os.vmstat],
+        "pg_stats": dataclasses.asdict(stats) if stats else {},
+        "cache_hit_ratio": stats.cache_hit_ratio if stats else None,
+        "checkpoints": stats.checkpoints if stats else None,
+        "buffers_written": stats.buffers_written if stats else None,
+        "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
+    }
+    pg = run.pg_install
+    run.environment = {
+        "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
+        "device": {
+            "name": run.device.name,
+            "kind": run.device.kind,
+            "path": run.device.path,
+            "node": result.storage.device_node,
+            "model": run.device.model,
+            "serial": run.device.serial,
+            "capacity_bytes": run.device.capacity_bytes,
+        },
+        "filesystem": {
+            "type": run.filesystem,
+            "mkfs_command": result.storage.mkfs_command,
+            "mount_options_requested": run.mount_options,
+            "mount_options": result.storage.mount_options,
+        },
+        "postgresql": {
+            "version": result.pg_version,
+            "bin_dir": pg.bin_dir,
+            "block_size": pg.block_size,
+            "wal_block_size": pg.wal_block_size,
+            "non_default_settings": result.pg_non_default_settings,
+        },
+        "pgbench": {"version": host_facts.get("pgbench_version", ""), "command": result.command},
+        "init_command": result.init_command,
+    }
+    # Only the result fields: state and cancel_requested belong to other writers.
+    run.save(update_fields=[*RESULT_FIELDS])
+    artifacts = {
+        "pgbench.stdout.txt": result.stdout,
+        "pgbench.stderr.txt": result.stderr,
+        "pgbench-init.txt": result.init_output,
+        "iostat.txt": result.os.iostat_text,
+        "vmstat.txt": result.os.vmstat_text,
+    }
+    for name, content in artifacts.items():
+        RunArtifact.objects.update_or_create(run=run, name=name, defaults={"content": content})
+    live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})

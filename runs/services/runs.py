@@ -1,0 +1,70 @@
+"""Writes to runs: queue, move through states, cancel. Every state change is a conditional
+UPDATE (a finished run never changes again), recorded with its time and published live."""
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from runs import live
+from runs.models import FINAL_STATES, Run, RunState, RunTransition
+
+
+def run_enqueue(*, run: Run) -> Run:
+    """Save a new run as queued and hand it to a worker once the transaction commits."""
+    from runs.tasks import execute_run  # tasks import services; import here to avoid a cycle
+
+    with transaction.atomic():
+        run.state = RunState.QUEUED
+        run.save()
+        RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
+        # A worker must never look for a run that is not committed yet.
+        transaction.on_commit(lambda: execute_run.delay(run.pk))
+        transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
+    return run
+
+
+def _publish_state(run: Run, state: str, **extra: Any) -> None:
+    live.publish(
+        run.pk, "state", {"state": state, "label": RunState(state).label, "at": timezone.now().isoformat()} | extra
+    )
+
+
+def run_transition(*, run: Run, state: RunState, **fields: Any) -> bool:
+    """Move the run to `state` unless it has finished already; False if it had."""
+    now = timezone.now()
+    updates: dict[str, Any] = {"state": state, **fields}
+    if state in FINAL_STATES:
+        updates["finished_at"] = now
+    changed = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(**updates)
+    if not changed:
+        return False
+    for name, value in updates.items():
+        setattr(run, name, value)
+    RunTransition.objects.create(run=run, state=state, at=now)
+    _publish_state(run, state)
+    return True
+
+
+def run_cancel(*, run: Run) -> None:
+    """A queued run is cancelled at once; a running one is asked to stop, and its worker
+    stops pgbench and cleans up."""
+    if run_transition_if(run=run, from_state=RunState.QUEUED, to_state=RunState.CANCELLED):
+        return
+    Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
+    run.refresh_from_db(fields=["cancel_requested", "state"])
+    if not run.is_finished:
+        live.publish(run.pk, "log", {"line": "cancel requested"})
+
+
+def run_transition_if(*, run: Run, from_state: RunState, to_state: RunState) -> bool:
+    now = timezone.now()
+    updates: dict[str, Any] = {"state": to_state}
+    if to_state in FINAL_STATES:
+        updates["finished_at"] = now
+    if not Run.objects.filter(pk=run.pk, state=from_state).update(**updates):
+        return False
+    run.state = to_state
+    RunTransition.objects.create(run=run, state=to_state, at=now)
+    _publish_state(run, to_state)
+    return True

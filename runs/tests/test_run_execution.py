@@ -1,0 +1,136 @@
+"""Runs end to end through a real Celery worker on the virtual lab."""
+
+import time
+from collections.abc import Iterator
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from runs import live
+from runs.management.commands.lab_register import lab_host_name
+from runs.models import Host, Run, RunState
+from runs.services.runs import run_cancel, run_enqueue
+from runs.tests.factories import make_user
+from runs.tests.virtual_lab import PG_BIN, VirtualLab
+from runs.tests.workers import CeleryWorker
+
+pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+@pytest.fixture
+def lab_inventory(virtual_lab: VirtualLab) -> Iterator[dict[str, Host]]:
+    call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
+    yield {name: Host.objects.get(name=lab_host_name(virtual_lab.lab_id, name)) for name in ("lab1", "lab2")}
+
+
+def new_run(host: Host, user: User, **fields: object) -> Run:
+    defaults: dict[str, object] = {
+        "server_host": host,
+        "device": host.devices.get(name="ram"),
+        "pg_install": host.pg_installs.get(bin_dir=PG_BIN),
+        "filesystem": "ext4",
+        "mount_options": "noatime",
+        "scale": 1,
+        "clients": 2,
+        "threads": 1,
+        "duration_s": 4,
+        "warmup_s": 2,
+        "pg_settings": "shared_buffers = 32MB",
+        "queued_by": user,
+    }
+    return run_enqueue(run=Run(**(defaults | fields)))
+
+
+def wait_until_finished(run: Run, timeout: float = 180) -> Run:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run.refresh_from_db()
+        if run.is_finished:
+            return run
+        time.sleep(0.5)
+    raise AssertionError(f"run {run.pk} still {run.state} after {timeout} s")
+
+
+def wait_for_state(run: Run, state: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while Run.objects.get(pk=run.pk).state != state:
+        assert time.monotonic() < deadline, f"run {run.pk} never reached {state}"
+        time.sleep(0.2)
+
+
+def test_a_queued_run_goes_through_every_state_and_stores_its_results(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    run = wait_until_finished(new_run(lab_inventory["lab1"], make_user("otto", "operator")))
+
+    assert run.state == RunState.DONE, (run.error, run.failed_output)
+    states = list(run.transitions.values_list("state", flat=True))
+    assert states == ["queued", "preparing_storage", "initializing_database", "warming_up", "measuring",
+                      "collecting", "cleaning_up", "done"]  # fmt: skip
+    samples = list(run.samples.order_by("second"))
+    assert len(samples) >= 5
+    assert [s.warmup for s in samples[:2]] == [True, True] and not samples[-1].warmup
+    assert run.tps and run.tps > 0 and run.steady_tps_mean and run.steady_tps_mean > 0
+    assert run.summary["duration_s"] == 6  # warm-up and measured time in one pgbench run
+    assert "noatime" in run.environment["filesystem"]["mount_options"].split(",")
+    assert run.environment["postgresql"]["non_default_settings"]["shared_buffers"] == "4096"
+    assert run.environment["host"]["hostname"] == "lab1"
+    assert run.metrics["cache_hit_ratio"] is not None and run.metrics["vmstat"]
+    assert {a.name for a in run.artifacts.all()} >= {"pgbench.stdout.txt", "pgbench.stderr.txt"}
+    assert Host.objects.get(pk=run.server_host_id).claimed_by_id is None
+    events = live.events_after(live.run_stream(run.pk))
+    assert [e.data["second"] for e in events if e.kind == "sample"] == [s.second for s in samples]
+    assert [e.data["state"] for e in events if e.kind == "state"] == states
+
+
+def test_a_mount_the_kernel_rejects_fails_the_run_with_the_kernels_reason(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    run = new_run(lab_inventory["lab2"], make_user("otto", "operator"), filesystem="xfs", mount_options="nobarrier")
+
+    run = wait_until_finished(run)
+
+    assert run.state == RunState.FAILED
+    assert run.failed_step == RunState.PREPARING_STORAGE
+    assert run.failed_command.startswith("mount -t xfs -o nobarrier")
+    assert run.failed_exit_status == 32
+    assert "xfs: Unknown parameter 'nobarrier'" in run.failed_output
+
+
+def test_cancel_stops_a_running_run_and_frees_its_host(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    run = new_run(lab_inventory["lab2"], make_user("otto", "operator"), duration_s=120, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
+    time.sleep(2)
+
+    run_cancel(run=run)
+    run = wait_until_finished(run, timeout=90)
+
+    assert run.state == RunState.CANCELLED
+    assert Host.objects.get(pk=run.server_host_id).claimed_by_id is None
+    assert run.finished_at is not None and run.started_at is not None
+    assert (run.finished_at - run.started_at).total_seconds() < 90
+
+
+def test_runs_on_one_host_wait_for_each_other_and_other_hosts_run_in_parallel(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    otto = make_user("otto", "operator")
+    first = new_run(lab_inventory["lab1"], otto, warmup_s=0)
+    second = new_run(lab_inventory["lab1"], otto, warmup_s=0)
+    elsewhere = new_run(lab_inventory["lab2"], otto, warmup_s=0)
+
+    runs = [wait_until_finished(r) for r in (first, second, elsewhere)]
+
+    assert [r.state for r in runs] == [RunState.DONE] * 3
+    spans = {}
+    for run in runs:
+        assert run.started_at is not None and run.finished_at is not None
+        spans[run.pk] = (run.started_at, run.finished_at)
+    (_, earlier_end), (later_start, _) = sorted([spans[first.pk], spans[second.pk]])
+    assert later_start >= earlier_end, "two runs held lab1 at once"
+    (one_start, one_end), (other_start, other_end) = spans[first.pk], spans[elsewhere.pk]
+    assert one_start < other_end and other_start < one_end, "runs on different hosts did not overlap"
