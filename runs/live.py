@@ -14,11 +14,24 @@ import redis
 from django.conf import settings
 
 MAX_EVENTS_PER_RUN = 200_000  # a week-long run at one sample a second, with room for log lines
-RUN_LIST_STREAM = "benchlab:runs"
+
+
+def _prefix() -> str:
+    # Per database: the test suite's runs (test_benchlab) never mix with a real benchlab's.
+    return f"benchlab:{settings.DATABASES['default']['NAME']}"
+
+
+def run_list_stream() -> str:
+    return f"{_prefix()}:runs"
 
 
 def run_stream(run_id: int) -> str:
-    return f"benchlab:run:{run_id}"
+    return f"{_prefix()}:run:{run_id}"
+
+
+def reset_run_stream(run_id: int) -> None:
+    """A new run starts with an empty stream (ids restart when a database is recreated)."""
+    client().delete(run_stream(run_id))
 
 
 @dataclass(frozen=True)
@@ -42,7 +55,7 @@ def publish(run_id: int, kind: str, data: dict[str, Any]) -> str:
     event_id = client().xadd(run_stream(run_id), payload, maxlen=MAX_EVENTS_PER_RUN, approximate=True)
     if kind == "state":
         summary: dict[Any, Any] = {"kind": kind, "data": json.dumps(data | {"run": run_id})}
-        client().xadd(RUN_LIST_STREAM, summary, maxlen=10_000)
+        client().xadd(run_list_stream(), summary, maxlen=10_000)
     return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
 
 

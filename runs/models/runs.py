@@ -96,7 +96,7 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
-    failed_step = models.CharField(max_length=30, blank=True)
+    failed_step = models.CharField(max_length=30, blank=True, choices=RunState.choices)
     failed_command = models.TextField(blank=True)
     failed_exit_status = models.IntegerField(null=True, blank=True)
     failed_output = models.TextField(blank=True, help_text="The tail of the failed step's output.")

@@ -18,9 +18,11 @@ def run_enqueue(*, run: Run) -> Run:
         run.state = RunState.QUEUED
         run.save()
         RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
+        # In this order: an empty stream, "queued" first in it, then the worker may publish.
+        transaction.on_commit(lambda: live.reset_run_stream(run.pk))
+        transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
         # A worker must never look for a run that is not committed yet.
         transaction.on_commit(lambda: execute_run.delay(run.pk))
-        transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
     return run
 
 

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 
-from runs.models import Device, Host, PgInstall
+from runs.models import Device, Host, PgInstall, Run, RunArtifact, RunState
 
 
 def make_host(**fields: Any) -> Host:
@@ -33,3 +33,11 @@ def make_user(username: str, role: str | None = None, password: str | None = Non
     if role:
         user.groups.add(Group.objects.get(name=role))
     return user
+
+
+def make_run(host: Host, device: Device, pg: PgInstall, **fields: Any) -> Run:
+    """A finished run as the database holds it (no worker involved), with one raw output."""
+    defaults: dict[str, Any] = {"state": RunState.DONE, "scale": 1, "clients": 2, "threads": 1, "duration_s": 5}
+    run = Run.objects.create(server_host=host, device=device, pg_install=pg, **(defaults | fields))
+    RunArtifact.objects.create(run=run, name="pgbench.stdout.txt", content="tps = 123.4\n")
+    return run

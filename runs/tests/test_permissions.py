@@ -14,9 +14,9 @@ from django.contrib.contenttypes.models import ContentType
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from runs.models import Device, Host, PgInstall
+from runs.models import Device, Host, PgInstall, Run
 from runs.tests.conftest import ClientFactory
-from runs.tests.factories import make_device, make_host, make_pg_install, make_user
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 LOGIN, FORBIDDEN, NOT_FOUND, ALLOWED = "login", "forbidden", "not found", "allowed"
 ROLES = ["anonymous", "nora", "vera", "otto", "ada"]  # no role, viewer, operator, admin
@@ -29,6 +29,7 @@ class Objects:
     pg: PgInstall
     group: Group
     user: User
+    run: Run
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Row:
 
 
 PAGE = [LOGIN, FORBIDDEN, ALLOWED, ALLOWED, ALLOWED]  # viewers and up
+OPERATE = [LOGIN, FORBIDDEN, FORBIDDEN, ALLOWED, ALLOWED]  # operators and admins
 ADMIN = [LOGIN, FORBIDDEN, FORBIDDEN, FORBIDDEN, ALLOWED]  # the admin role only
 ADMIN_BUT_NOT_USERS = [LOGIN, FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN]  # superusers manage accounts
 SIGNED_IN = [LOGIN, ALLOWED, ALLOWED, ALLOWED, ALLOWED]
@@ -60,6 +62,14 @@ MATRIX: dict[str, Row] = {
     "home": Row(PAGE),
     "health": Row(PAGE),
     "health-json": Row(PAGE),
+    "runs": Row(PAGE),
+    "runs-events": Row(PAGE),
+    "run-new": Row(OPERATE),
+    "run-detail": Row(PAGE, lambda objects: [objects.run.pk]),
+    "run-samples-json": Row(PAGE, lambda objects: [objects.run.pk]),
+    "run-events": Row(PAGE, lambda objects: [objects.run.pk]),
+    "run-artifact": Row(PAGE, lambda objects: [objects.run.pk, "pgbench.stdout.txt"]),
+    "run-cancel": Row(OPERATE, lambda objects: [objects.run.pk], method="post"),
     "login": Row([ALLOWED] * 5),
     "logout": Row([LOGIN] * 5, method="post"),  # everyone ends on the login page
     "password_change": Row(SIGNED_IN),
@@ -118,8 +128,9 @@ def test_the_matrix_covers_every_url() -> None:
 @pytest.mark.parametrize("url_name", sorted(MATRIX))
 def test_each_role_gets_what_the_matrix_says(url_name: str, client_for: ClientFactory) -> None:
     host = make_host()
-    objects = Objects(host, make_device(host), make_pg_install(host), Group.objects.get(name="viewer"),
-                      client_for.users["nora"])  # fmt: skip
+    device, pg = make_device(host), make_pg_install(host)
+    run = make_run(host, device, pg)
+    objects = Objects(host, device, pg, Group.objects.get(name="viewer"), client_for.users["nora"], run)
     row = MATRIX[url_name]
     url = reverse(url_name, args=row.args(objects))
 

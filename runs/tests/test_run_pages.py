@@ -1,0 +1,182 @@
+"""The run pages without a worker: the queue form's validation, "Run again", results, outputs,
+the samples endpoint and the replayable event stream."""
+
+import asyncio
+import json
+
+import pytest
+from django.test import AsyncClient, Client
+from django.urls import reverse
+
+from runs import live
+from runs.models import Host, Run, RunSample, RunState
+from runs.tests.conftest import ClientFactory
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def otto(client_for: ClientFactory) -> Client:
+    return client_for("otto")
+
+
+def form_data(**fields: object) -> dict[str, object]:
+    """A valid queue form for a new host lab1 with a wipeable SSD, changed by `fields`."""
+    host = make_host(name="lab1")
+    device = make_device(host, wipe_allowed=True, capacity_bytes=2**30)
+    pg = make_pg_install(host)
+    data: dict[str, object] = {
+        "server_host": host.pk,
+        "device": device.pk,
+        "filesystem": "ext4",
+        "mount_options": "noatime,data=writeback",
+        "mkfs_options": "",
+        "pg_install": pg.pk,
+        "pg_settings": "shared_buffers = 64MB",
+        "workload": "tpcb-like",
+        "custom_script": "",
+        "scale": 10,
+        "clients": 4,
+        "threads": 2,
+        "duration_s": 30,
+        "warmup_s": 5,
+        "query_mode": "prepared",
+        "rate_limit_tps": "",
+        "client_host": "",
+    }
+    return data | fields
+
+
+def test_a_valid_form_queues_the_run_and_shows_it(otto: Client) -> None:
+    response = otto.post(reverse("run-new"), form_data())
+
+    run = Run.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("run-detail", args=[run.pk])
+    assert run.state == RunState.QUEUED and run.queued_by is not None and run.queued_by.username == "otto"
+    assert list(run.transitions.values_list("state", flat=True)) == ["queued"]
+    assert run.query_mode == "prepared" and run.warmup_s == 5
+
+
+@pytest.mark.parametrize(
+    "changes, field, message",
+    [
+        ({"mount_options": "noatime,data=fast"}, "mount_options", "has a bad value for ext4"),
+        ({"mount_options": "nodatacow"}, "mount_options", "not allowed for ext4"),
+        ({"mkfs_options": "-l logdev=/dev/sda"}, "mkfs_options", "not allowed for ext4"),
+        ({"threads": 8}, "threads", "threads cannot exceed clients"),
+        ({"workload": "custom"}, "custom_script", "needs its script"),
+        ({"workload": "custom", "custom_script": "\\shell id"}, "custom_script", "may not use"),
+        ({"pg_settings": "port = 5433"}, "pg_settings", "set by benchlab itself"),
+        ({"pg_settings": "archive_command = 'id'"}, "pg_settings", "runs commands on the host"),
+        ({"filesystem": "directory"}, "filesystem", "is a block device"),
+        ({"scale": 0}, "scale", "greater than or equal to 1"),
+    ],
+)
+def test_mistakes_are_shown_beside_their_fields(
+    otto: Client, changes: dict[str, object], field: str, message: str
+) -> None:
+    response = otto.post(reverse("run-new"), form_data(**changes))
+
+    assert response.status_code == 200
+    assert message in " ".join(response.context["form"].errors.get(field, [])), response.context["form"].errors
+    assert f'id="{field}-error"' in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_a_device_of_another_host_and_an_unwipeable_device_are_refused(otto: Client) -> None:
+    data = form_data()
+    other = make_host(name="lab2", address="10.0.0.2")
+    foreign = make_device(other, name="ssd9", path="/dev/disk/by-id/x9")
+    keep = make_device(Host.objects.get(name="lab1"), name="keep", path="/dev/disk/by-id/keep", wipe_allowed=False)
+
+    foreign_errors = otto.post(reverse("run-new"), data | {"device": foreign.pk}).context["form"].errors
+    keep_errors = otto.post(reverse("run-new"), data | {"device": keep.pk}).context["form"].errors
+
+    assert "is not a device of lab1" in foreign_errors["device"][0]
+    assert "not marked wipeable" in keep_errors["device"][0]
+
+
+def test_run_again_opens_the_form_filled_with_the_runs_specification(otto: Client) -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), mount_options="noatime", clients=7, threads=3)
+
+    form = otto.get(reverse("run-new"), {"again": run.pk}).context["form"]
+
+    assert form["mount_options"].value() == "noatime"
+    assert form["clients"].value() == 7 and form["threads"].value() == 3
+    assert form["server_host"].value() == host.pk
+
+
+def test_the_results_page_shows_numbers_environment_and_outputs(client_for: ClientFactory) -> None:
+    host = make_host()
+    run = make_run(
+        host, make_device(host), make_pg_install(host), tps=2261.2, steady_tps_mean=2250.0, steady_tps_stddev=40.5,
+        latency_avg_ms=0.88, latency_stddev_ms=0.31, warmup_s=2,
+        environment={"filesystem": {"type": "ext4", "mount_options": "rw,noatime,nobarrier"},
+                     "postgresql": {"version": "PostgreSQL 15.20", "non_default_settings": {"shared_buffers": "4096"}}},
+        metrics={"cache_hit_ratio": 0.9881, "checkpoints": 1, "buffers_written": 120},
+    )  # fmt: skip
+    RunSample.objects.bulk_create(
+        [RunSample(run=run, second=s, tps=2000 + s, latency_ms=1.0, warmup=s <= 2) for s in range(1, 8)]
+    )
+
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+    data = client_for("vera").get(reverse("run-samples-json", args=[run.pk])).json()
+    output = client_for("vera").get(reverse("run-artifact", args=[run.pk, "pgbench.stdout.txt"]))
+
+    for text in ["2261.2", "2250.0 ± 40.5", "0.880 ms ± 0.310 ms", "rw,noatime,nobarrier", "shared_buffers=4096",
+                 "0.9881", "pgbench.stdout.txt"]:  # fmt: skip
+        assert text in page, text
+    assert data["seconds"] == list(range(1, 8)) and data["warmup"][:2] == [True, True] and data["warmup_s"] == 2
+    assert output["Content-Disposition"] == f'attachment; filename="run-{run.pk}-pgbench.stdout.txt"'
+    assert output.content == b"tps = 123.4\n"
+
+
+def test_a_failed_run_shows_the_step_command_exit_status_and_output(client_for: ClientFactory) -> None:
+    host = make_host()
+    run = make_run(
+        host, make_device(host), make_pg_install(host), state=RunState.FAILED, failed_step="preparing_storage",
+        failed_command="mount -t xfs -o nobarrier /dev/loop3 /mnt/x", failed_exit_status=32,
+        failed_output="xfs: Unknown parameter 'nobarrier'", error="mount failed",
+    )  # fmt: skip
+
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    assert "Failed while preparing storage" in page
+    assert "mount -t xfs -o nobarrier /dev/loop3 /mnt/x" in page and "exit status 32" in page
+    assert "xfs: Unknown parameter &#x27;nobarrier&#x27;" in page
+
+
+async def read_events(client: AsyncClient, url: str, **headers: str) -> list[tuple[str, str, dict[str, object]]]:
+    response = await client.get(url, headers=headers)
+    assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
+    text = ""
+    async for chunk in response.streaming_content:  # type: ignore[attr-defined]
+        text += chunk.decode() if isinstance(chunk, bytes) else chunk
+    events = []
+    for block in text.strip().split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "id" in fields:
+            events.append((fields["id"], fields["event"], json.loads(fields["data"])))
+    return events
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_event_stream_replays_everything_and_resumes_after_the_last_id(client_for: ClientFactory) -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING)
+    live.reset_run_stream(run.pk)
+    for second in range(1, 6):
+        live.publish(run.pk, "sample", {"second": second, "tps": 100.0 * second, "latency_ms": 1.0, "warmup": False})
+    live.publish(run.pk, "state", {"state": "done", "label": "done", "at": "2026-11-22T00:00:00"})
+    client = AsyncClient()
+    client.force_login(client_for.users["vera"])
+    url = reverse("run-events", args=[run.pk])
+
+    everything = asyncio.run(read_events(client, url))
+    resumed = asyncio.run(read_events(client, url, **{"Last-Event-ID": everything[2][0]}))
+
+    assert [data.get("second") for _, kind, data in everything if kind == "sample"] == [1, 2, 3, 4, 5]
+    assert everything[-1][1] == "state"
+    assert [data.get("second") for _, kind, data in resumed if kind == "sample"] == [4, 5]

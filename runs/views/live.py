@@ -1,0 +1,82 @@
+"""Server-sent events: a run's events (samples, states, log lines) and the run list's states.
+
+Replayable by id: the browser's EventSource sends Last-Event-ID when it reconnects, and a
+page opened mid-run asks from the start, so every point arrives, none twice.
+"""
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, StreamingHttpResponse
+
+from runs import live
+
+POLL_BLOCK_MS = 1000
+KEEPALIVE_EVERY = 15  # blocks without events before a comment line keeps proxies from closing
+
+
+async def _require_viewer(request: HttpRequest) -> None:
+    user = await request.auser()
+    if not await sync_to_async(user.has_perm)("runs.view_host"):
+        raise PermissionDenied
+
+
+def _format(event: live.LiveEvent) -> str:
+    return f"id: {event.id}\nevent: {event.kind}\ndata: {json.dumps(event.data)}\n\n"
+
+
+def _is_final(event: live.LiveEvent) -> bool:
+    return event.kind == "state" and event.data.get("state") in ("done", "failed", "cancelled")
+
+
+async def _stream(stream: str, after: str, stop_after_final: bool) -> AsyncIterator[str]:
+    yield "retry: 2000\n\n"
+    if after != "$":  # "$": only what comes from now on
+        for event in await sync_to_async(live.events_after)(stream, after):
+            after = event.id
+            yield _format(event)
+            if stop_after_final and _is_final(event):
+                return
+    idle = 0
+    while True:
+        events = await asyncio.to_thread(live.wait_for_events, stream, after, POLL_BLOCK_MS)
+        if not events:
+            idle += 1
+            if idle >= KEEPALIVE_EVERY:
+                idle = 0
+                yield ": keep-alive\n\n"
+            continue
+        idle = 0
+        for event in events:
+            after = event.id
+            yield _format(event)
+            if stop_after_final and _is_final(event):
+                return
+
+
+def _last_event_id(request: HttpRequest) -> str:
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0-0"
+    return raw if all(part.isdigit() for part in raw.split("-", 1)) else "0-0"
+
+
+async def run_events(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
+    await _require_viewer(request)
+    response = StreamingHttpResponse(
+        _stream(live.run_stream(run_id), _last_event_id(request), stop_after_final=True),
+        content_type="text/event-stream",
+    )
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+async def runs_events(request: HttpRequest) -> StreamingHttpResponse:
+    await _require_viewer(request)
+    after = request.headers.get("Last-Event-ID") or "$"
+    response = StreamingHttpResponse(_stream(live.run_list_stream(), after, stop_after_final=False),
+                                     content_type="text/event-stream")  # fmt: skip
+    response["Cache-Control"] = "no-cache"
+    return response

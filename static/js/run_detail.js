@@ -1,0 +1,90 @@
+// The run page: the tps/latency chart (warm-up shaded), and while the run runs, live updates
+// from its event stream: every sample once (the stream replays from the start), the state and
+// the steps, and the log tail.
+(function () {
+  const page = document.getElementById("run-page");
+  const data = JSON.parse(document.getElementById("chart-data").textContent);
+  const finished = page.dataset.finished === "true";
+
+  const warmupShade = {
+    id: "warmupShade",
+    beforeDraw(chart) {
+      if (!data.warmup_s) return;
+      const { ctx, chartArea, scales } = chart;
+      const right = Math.min(scales.x.getPixelForValue(data.warmup_s), chartArea.right);
+      if (right <= chartArea.left) return;
+      ctx.save();
+      ctx.fillStyle = "rgba(120, 120, 120, 0.15)";
+      ctx.fillRect(chartArea.left, chartArea.top, right - chartArea.left, chartArea.bottom - chartArea.top);
+      ctx.restore();
+    },
+  };
+
+  const points = (xs, ys) => xs.map((x, i) => ({ x, y: ys[i] }));
+  const tpsChart = new Chart(document.getElementById("tps-chart"), {
+    type: "line",
+    data: {
+      datasets: [
+        { label: "tps", data: finished ? points(data.seconds, data.tps) : [], yAxisID: "tps", borderWidth: 1.5, pointRadius: 0 },
+        { label: "latency (ms)", data: finished ? points(data.seconds, data.latency_ms) : [], yAxisID: "latency", borderWidth: 1, pointRadius: 0 },
+      ],
+    },
+    options: {
+      animation: false,
+      parsing: false,
+      scales: {
+        x: { type: "linear", title: { display: true, text: "seconds" } },
+        tps: { position: "left", beginAtZero: true, title: { display: true, text: "tps" } },
+        latency: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "ms" } },
+      },
+    },
+    plugins: [warmupShade],
+  });
+  window.benchlabCharts = { tps: tpsChart };
+
+  const seriesChart = (id, series, labels) => {
+    const canvas = document.getElementById(id);
+    if (!canvas) return;
+    const datasets = Object.entries(labels).map(([key, label]) => ({
+      label, data: (series[key] || []).map((y, x) => ({ x: x + 1, y })), borderWidth: 1, pointRadius: 0,
+    }));
+    new Chart(canvas, { type: "line", data: { datasets }, options: { animation: false, parsing: false, scales: { x: { type: "linear" } } } });
+  };
+  seriesChart("iostat-chart", data.iostat, { util_pct: "util %", r_await_ms: "read await ms", w_await_ms: "write await ms", r_per_s: "reads/s", w_per_s: "writes/s" });
+  seriesChart("vmstat-chart", data.vmstat, { us: "user %", sy: "system %", wa: "iowait %" });
+
+  if (finished || !window.EventSource) return;
+  const seen = new Set();
+  const count = document.getElementById("sample-count");
+  const log = document.getElementById("log");
+  const state = document.getElementById("run-state");
+  const steps = document.getElementById("steps");
+  steps.innerHTML = "";  // rebuilt from the replayed events
+  const source = new EventSource(page.dataset.events);
+  source.addEventListener("sample", (message) => {
+    const sample = JSON.parse(message.data);
+    if (seen.has(sample.second)) return;
+    seen.add(sample.second);
+    tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
+    tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
+    tpsChart.update("none");
+    count.textContent = `${seen.size} samples`;
+  });
+  source.addEventListener("log", (message) => {
+    const lines = (log.textContent + JSON.parse(message.data).line + "\n").split("\n");
+    log.textContent = lines.slice(-200).join("\n");
+  });
+  source.addEventListener("state", (message) => {
+    const event = JSON.parse(message.data);
+    state.textContent = event.label;
+    state.className = `state state-${event.state}`;
+    const item = document.createElement("li");
+    item.className = `step-${event.state}`;
+    item.textContent = `${event.label} ${event.at.substring(11, 19)}`;
+    steps.appendChild(item);
+    if (["done", "failed", "cancelled"].includes(event.state)) {
+      source.close();
+      setTimeout(() => window.location.reload(), 500);  // the results page
+    }
+  });
+})();
