@@ -6,6 +6,8 @@ The environment a run saw is copied into the run when it runs, never read back f
 inventory later: an edited host or device must not rewrite history.
 """
 
+import uuid
+
 from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -88,6 +90,10 @@ class Run(models.Model):
         blank=True,
         help_text="Run pgbench on this host over TCP; empty: on the server itself.",
     )
+
+    # Names the run's mountpoint and directories on lab hosts: unique across benchlab
+    # installations that share a lab (a test suite and a real one), unlike the id.
+    key = models.UUIDField(default=uuid.uuid4, editable=False, unique=True)
 
     # --- what happened ---
     state = models.CharField(max_length=30, choices=RunState.choices, default=RunState.QUEUED, db_index=True)

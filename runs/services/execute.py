@@ -79,7 +79,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
             query_mode=run.query_mode,
             rate_tps=run.rate_limit_tps,
         ),
-        run_key=f"run-{run.pk}",
+        run_key=f"run-{run.pk}-{run.key.hex[:12]}",
     )
 
 

@@ -3,6 +3,7 @@
 import time
 from collections.abc import Iterator
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -28,7 +29,7 @@ def lab_inventory(virtual_lab: VirtualLab) -> Iterator[dict[str, Host]]:
 def new_run(host: Host, user: User, **fields: object) -> Run:
     defaults: dict[str, object] = {
         "server_host": host,
-        "device": host.devices.get(name="ram"),
+        "device": fields.get("device") or host.devices.get(name="ram"),
         "pg_install": host.pg_installs.get(bin_dir=PG_BIN),
         "filesystem": "ext4",
         "mount_options": "noatime",
@@ -134,3 +135,20 @@ def test_runs_on_one_host_wait_for_each_other_and_other_hosts_run_in_parallel(
     assert later_start >= earlier_end, "two runs held lab1 at once"
     (one_start, one_end), (other_start, other_end) = spans[first.pk], spans[elsewhere.pk]
     assert one_start < other_end and other_start < one_end, "runs on different hosts did not overlap"
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_a_small_run_on_this_machine_works_without_a_lab(celery_worker: CeleryWorker) -> None:
+    """The first minute after `make run`: this machine, its directory under var/, no lab."""
+    call_command("register_local_host", stdout=StringIO())
+    host = Host.objects.get(name="this-machine")
+    device = host.devices.get(name="var-dir")
+    run = new_run(host, make_user("otto", "operator"), device=device, filesystem="directory", mount_options="",
+                  duration_s=3, warmup_s=0, clients=1)  # fmt: skip
+
+    run = wait_until_finished(run)
+
+    assert run.state == RunState.DONE, (run.error, run.failed_output)
+    assert run.tps and run.tps > 0 and run.samples.count() >= 2
+    assert run.environment["filesystem"]["type"] == "directory"
+    assert not [p for p in Path(device.path).iterdir() if p.name.startswith("benchlab-")], "run directory left"

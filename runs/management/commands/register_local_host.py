@@ -1,13 +1,23 @@
-"""Register the machine benchlab runs on as a lab host with the local transport."""
+"""Register the machine benchlab runs on as a lab host with the local transport, with a
+directory-backed device under var/ so a first small run needs no spare disk."""
 
 import socket
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from runs.models import Host
+from runs.lab.errors import LabError
+from runs.models import Device, Host
+from runs.services.probe import host_probe
 
 LOCAL_HOST_NAME = "this-machine"
+LOCAL_DEVICE_NAME = "var-dir"
+
+
+def local_device_path() -> Path:
+    return Path(settings.VAR_DIR) / "local-device"
 
 
 class Command(BaseCommand):
@@ -24,3 +34,22 @@ class Command(BaseCommand):
         )
         verb = "Registered" if created else "Already registered:"
         self.stdout.write(f"{verb} host {host.name!r} ({host.get_transport_display()}).")
+        directory = local_device_path()
+        directory.mkdir(parents=True, exist_ok=True)
+        directory.chmod(0o755)  # initdb runs as postgres in a subdirectory of it
+        Device.objects.get_or_create(
+            host=host,
+            name=LOCAL_DEVICE_NAME,
+            defaults={
+                "kind": Device.Kind.VIRTUAL,
+                "path": str(directory),
+                "notes": "A directory on this machine's own disk: runs use it as it is, nothing is formatted.",
+            },
+        )
+        try:
+            facts = host_probe(host=host)
+        except LabError as exc:
+            self.stdout.write(self.style.WARNING(f"Probing this machine failed: {exc}"))
+            return
+        installs = ", ".join(pg.version for pg in facts.pg_installs) or "none"
+        self.stdout.write(f"Probed this machine: {facts.cpu_cores} cores; PostgreSQL installs: {installs}.")
