@@ -13,5 +13,6 @@ account_urls = [
 urlpatterns = [
     path("accounts/", include(account_urls)),
     path("admin/", admin.site.urls),
+    path("api/", include("runs.api.urls")),
     path("", include("runs.urls")),
 ]

@@ -13,12 +13,14 @@ from django.contrib.auth.models import Group, User
 from django.contrib.contenttypes.models import ContentType
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from rest_framework.authtoken.models import Token
 
 from runs.models import Device, Host, PgInstall, Run
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 LOGIN, FORBIDDEN, NOT_FOUND, ALLOWED = "login", "forbidden", "not found", "allowed"
+UNAUTHORIZED = "unauthorized"  # the API answers 401 instead of redirecting to the login page
 ROLES = ["anonymous", "nora", "vera", "otto", "ada"]  # no role, viewer, operator, admin
 
 
@@ -30,6 +32,7 @@ class Objects:
     group: Group
     user: User
     run: Run
+    token_user: User
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class Row:
 
 PAGE = [LOGIN, FORBIDDEN, ALLOWED, ALLOWED, ALLOWED]  # viewers and up
 OPERATE = [LOGIN, FORBIDDEN, FORBIDDEN, ALLOWED, ALLOWED]  # operators and admins
+API_READ = [UNAUTHORIZED, FORBIDDEN, ALLOWED, ALLOWED, ALLOWED]
+API_OPERATE = [UNAUTHORIZED, FORBIDDEN, FORBIDDEN, ALLOWED, ALLOWED]
 ADMIN = [LOGIN, FORBIDDEN, FORBIDDEN, FORBIDDEN, ALLOWED]  # the admin role only
 ADMIN_BUT_NOT_USERS = [LOGIN, FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN]  # superusers manage accounts
 SIGNED_IN = [LOGIN, ALLOWED, ALLOWED, ALLOWED, ALLOWED]
@@ -70,6 +75,17 @@ MATRIX: dict[str, Row] = {
     "run-events": Row(PAGE, lambda objects: [objects.run.pk]),
     "run-artifact": Row(PAGE, lambda objects: [objects.run.pk, "pgbench.stdout.txt"]),
     "run-cancel": Row(OPERATE, lambda objects: [objects.run.pk], method="post"),
+    "api:api-root": Row(API_READ),
+    "api:host-list": Row(API_READ),
+    "api:host-detail": Row(API_READ, lambda objects: [objects.host.pk]),
+    "api:device-list": Row(API_READ),
+    "api:device-detail": Row(API_READ, lambda objects: [objects.device.pk]),
+    "api:pginstall-list": Row(API_READ),
+    "api:pginstall-detail": Row(API_READ, lambda objects: [objects.pg.pk]),
+    "api:run-list": Row(API_READ),
+    "api:run-detail": Row(API_READ, lambda objects: [objects.run.pk]),
+    "api:run-samples": Row(API_READ, lambda objects: [objects.run.pk]),
+    "api:run-cancel": Row(API_OPERATE, lambda objects: [objects.run.pk], method="post"),
     "login": Row([ALLOWED] * 5),
     "logout": Row([LOGIN] * 5, method="post"),  # everyone ends on the login page
     "password_change": Row(SIGNED_IN),
@@ -96,6 +112,8 @@ MATRIX: dict[str, Row] = {
     **model_rows("auth_user", ADMIN_BUT_NOT_USERS, lambda objects: objects.user),
     **model_rows("auth_group", ADMIN_BUT_NOT_USERS, lambda objects: objects.group),
     "admin:auth_user_password_change": Row(ADMIN_BUT_NOT_USERS, lambda objects: [objects.user.pk]),
+    # API tokens are accounts' keys: superusers manage them (the admin shows a token by its user).
+    **model_rows("authtoken_tokenproxy", ADMIN_BUT_NOT_USERS, lambda objects: objects.token_user),
 }
 
 
@@ -111,6 +129,8 @@ def outcome(client: Client, method: str, url: str, query: dict[str, str] | None)
     response = getattr(client, method)(url, query or {}, follow=True)
     if response.redirect_chain and response.request["PATH_INFO"] == reverse("login"):
         return LOGIN
+    if response.status_code == 401:
+        return UNAUTHORIZED
     if response.status_code == 403:
         return FORBIDDEN
     if response.status_code == 404:
@@ -130,7 +150,9 @@ def test_each_role_gets_what_the_matrix_says(url_name: str, client_for: ClientFa
     host = make_host()
     device, pg = make_device(host), make_pg_install(host)
     run = make_run(host, device, pg)
-    objects = Objects(host, device, pg, Group.objects.get(name="viewer"), client_for.users["nora"], run)
+    nora = client_for.users["nora"]
+    Token.objects.create(user=nora)
+    objects = Objects(host, device, pg, Group.objects.get(name="viewer"), nora, run, nora)
     row = MATRIX[url_name]
     url = reverse(url_name, args=row.args(objects))
 

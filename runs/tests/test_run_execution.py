@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from runs import live
 from runs.management.commands.lab_register import lab_host_name
@@ -152,3 +154,22 @@ def test_a_small_run_on_this_machine_works_without_a_lab(celery_worker: CeleryWo
     assert run.tps and run.tps > 0 and run.samples.count() >= 2
     assert run.environment["filesystem"]["type"] == "directory"
     assert not [p for p in Path(device.path).iterdir() if p.name.startswith("benchlab-")], "run directory left"
+
+
+def test_the_api_queues_a_run_and_reads_its_samples(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    host = lab_inventory["lab2"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=make_user('otto', 'operator')).key}")
+    body = {"server_host": host.pk, "device": host.devices.get(name="ram").pk, "filesystem": "ext4",
+            "pg_install": host.pg_installs.get(bin_dir=PG_BIN).pk, "scale": 1, "clients": 1, "threads": 1,
+            "duration_s": 3, "warmup_s": 0, "workload": "select-only", "query_mode": "prepared"}  # fmt: skip
+
+    created = client.post("/api/runs/", body, format="json")
+    run = wait_until_finished(Run.objects.get(pk=created.json()["id"]))
+    samples = client.get(f"/api/runs/{run.pk}/samples/").json()
+
+    assert created.status_code == 201 and run.state == RunState.DONE, (run.error, run.failed_output)
+    assert len(samples) >= 2 and all(s["tps"] > 0 for s in samples)
+    assert client.get(f"/api/runs/{run.pk}/").json()["steady_tps_mean"] > 0

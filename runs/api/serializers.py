@@ -1,0 +1,64 @@
+from typing import Any
+
+from rest_framework import serializers
+
+from runs.forms import RUN_FIELDS, RunForm
+from runs.models import Device, Host, PgInstall, Run, RunSample
+
+
+class HostSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Host
+        fields = ["id", "name", "address", "transport", "serves_postgres", "runs_clients", "enabled", "hostname",
+                  "cpu_model", "cpu_cores", "memory_bytes", "kernel", "distribution", "probed_at"]  # fmt: skip
+
+
+class DeviceSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Device
+        fields = ["id", "host", "name", "kind", "path", "model", "serial", "capacity_bytes", "wipe_allowed"]
+
+
+class PgInstallSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PgInstall
+        fields = ["id", "host", "bin_dir", "version", "block_size", "wal_block_size", "label"]
+
+
+class RunSerializer(serializers.ModelSerializer):
+    """Runs are validated by the queue form itself, so the API and the page refuse the same things."""
+
+    class Meta:
+        model = Run
+        fields = ["id", *RUN_FIELDS, "state", "queued_by", "created_at", "started_at", "finished_at",
+                  "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
+                  "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
+                  "failed_transactions", "skipped_transactions"]  # fmt: skip
+        read_only_fields = [name for name in fields if name not in RUN_FIELDS]
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = {name: _form_value(attrs.get(name)) for name in RUN_FIELDS}
+        form = RunForm(data)
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {field: [str(e) for e in errors] for field, errors in form.errors.items()}
+            )
+        return {name: form.cleaned_data[name] for name in RUN_FIELDS}
+
+
+def _form_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    return value.pk if hasattr(value, "pk") else value
+
+
+class RunDetailSerializer(RunSerializer):
+    class Meta(RunSerializer.Meta):
+        fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics"]
+        read_only_fields = [name for name in fields if name not in RUN_FIELDS]
+
+
+class RunSampleSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = RunSample
+        fields = ["second", "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup"]

@@ -1,0 +1,24 @@
+from django.contrib.auth.decorators import login_not_required
+from django.urls import URLPattern, URLResolver
+from rest_framework.routers import DefaultRouter
+
+from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
+
+router = DefaultRouter()
+router.register("hosts", HostViewSet)
+router.register("devices", DeviceViewSet)
+router.register("pg-installs", PgInstallViewSet)
+router.register("runs", RunViewSet, basename="run")
+
+
+def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:
+    """API views authenticate themselves (token or session) and answer 401/403 in JSON,
+    so the site-wide login redirect must not catch them first."""
+    for pattern in patterns:
+        if isinstance(pattern, URLPattern):
+            pattern.callback = login_not_required(pattern.callback)
+    return patterns
+
+
+app_name = "api"
+urlpatterns = _token_friendly(router.urls)

@@ -1,0 +1,81 @@
+"""The JSON API for automation: inventory (read), runs (queue, list, detail, cancel), samples."""
+
+from typing import Any
+
+from django.db.models import QuerySet
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.api.permissions import RolePermission
+from runs.api.serializers import (
+    DeviceSerializer,
+    HostSerializer,
+    PgInstallSerializer,
+    RunDetailSerializer,
+    RunSampleSerializer,
+    RunSerializer,
+)
+from runs.models import Device, Host, PgInstall, Run
+from runs.services.runs import run_cancel, run_enqueue
+
+
+class HostViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Host.objects.order_by("name")
+    serializer_class = HostSerializer
+    permission_classes = [RolePermission]
+
+
+class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = Device.objects.order_by("host__name", "name")
+    serializer_class = DeviceSerializer
+    permission_classes = [RolePermission]
+
+    def get_queryset(self) -> QuerySet[Device]:
+        host = self.request.query_params.get("host")
+        return self.queryset.filter(host_id=host) if host and host.isdigit() else self.queryset
+
+
+class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
+    queryset = PgInstall.objects.order_by("host__name", "version")
+    serializer_class = PgInstallSerializer
+    permission_classes = [RolePermission]
+
+
+RUN_FILTERS = {"state": "state", "host": "server_host_id", "device": "device_id", "filesystem": "filesystem",
+               "pg_install": "pg_install_id", "workload": "workload"}  # fmt: skip
+
+
+class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    serializer_class = RunSerializer
+    permission_classes = [RolePermission]
+    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
+
+    def get_queryset(self) -> QuerySet[Run]:
+        runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
+        for parameter, field in RUN_FILTERS.items():
+            value = self.request.query_params.get(parameter)
+            if value:
+                runs = runs.filter(**{field: value})
+        return runs
+
+    def get_serializer_class(self) -> Any:
+        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
+
+    def perform_create(self, serializer: RunSerializer) -> None:
+        run = Run(**serializer.validated_data, queued_by=self.request.user)
+        run_enqueue(run=run)
+        serializer.instance = run
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        run = self.get_object()
+        run_cancel(run=run)
+        run.refresh_from_db()
+        return Response(RunSerializer(run).data)
+
+    @action(detail=True, methods=["get"])
+    def samples(self, request: Request, pk: str | None = None) -> Response:
+        run = self.get_object()
+        return Response(RunSampleSerializer(run.samples.order_by("second"), many=True).data)

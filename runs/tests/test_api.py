@@ -1,0 +1,95 @@
+"""The JSON API: token authentication, the same validation and permissions as the pages."""
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from runs.models import Run, RunSample, RunState
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+
+pytestmark = pytest.mark.django_db
+
+
+def api_client(user: User) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    return client
+
+
+def run_body(**changes: object) -> dict[str, object]:
+    host = make_host(name="lab1")
+    device = make_device(host, wipe_allowed=True, capacity_bytes=2**30)
+    pg = make_pg_install(host)
+    body: dict[str, object] = {"server_host": host.pk, "device": device.pk, "pg_install": pg.pk, "filesystem": "xfs",
+                               "mount_options": "noatime", "scale": 2, "clients": 4, "threads": 2, "duration_s": 20,
+                               "warmup_s": 0, "workload": "select-only", "query_mode": "prepared"}  # fmt: skip
+    return body | changes
+
+
+def test_a_token_reads_the_inventory_without_a_session() -> None:
+    host = make_host()
+    make_device(host)
+    client = api_client(make_user("vera", "viewer"))
+
+    hosts = client.get("/api/hosts/").json()
+    devices = client.get("/api/devices/", {"host": host.pk}).json()
+
+    assert [h["name"] for h in hosts["results"]] == ["lab1"]
+    assert devices["results"][0]["path"] == "/dev/disk/by-id/ata-TEST_SSD_1"
+
+
+def test_without_a_token_the_api_answers_401_not_a_login_page() -> None:
+    response = APIClient().get("/api/runs/")
+
+    assert response.status_code == 401
+    assert response["Content-Type"] == "application/json"
+
+
+def test_an_operator_queues_a_run_through_the_api() -> None:
+    response = api_client(make_user("otto", "operator")).post("/api/runs/", run_body(), format="json")
+
+    assert response.status_code == 201, response.json()
+    run = Run.objects.get(pk=response.json()["id"])
+    assert run.state == RunState.QUEUED and run.queued_by is not None and run.queued_by.username == "otto"
+    assert (run.filesystem, run.workload, run.query_mode) == ("xfs", "select-only", "prepared")
+
+
+def test_the_api_refuses_what_the_form_refuses_with_the_same_words() -> None:
+    client = api_client(make_user("otto", "operator"))
+
+    response = client.post("/api/runs/", run_body(threads=8, mount_options="nodatacow"), format="json")
+
+    assert response.status_code == 400
+    assert response.json()["threads"] == ["threads cannot exceed clients"]
+    assert "not allowed for xfs" in response.json()["mount_options"][0]
+    assert not Run.objects.exists()
+
+
+def test_a_viewer_may_not_queue_or_cancel() -> None:
+    client = api_client(make_user("vera", "viewer"))
+    host = make_host(name="lab9", address="10.0.0.9")
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+
+    assert client.post("/api/runs/", run_body(), format="json").status_code == 403
+    assert client.post(f"/api/runs/{run.pk}/cancel/").status_code == 403
+
+
+def test_runs_are_listed_with_filters_and_cancelled_and_their_samples_read() -> None:
+    host = make_host()
+    device, pg = make_device(host), make_pg_install(host)
+    done = make_run(host, device, pg, state=RunState.DONE, tps=812.5, filesystem="btrfs")
+    queued = make_run(host, device, pg, state=RunState.QUEUED)
+    RunSample.objects.bulk_create([RunSample(run=done, second=s, tps=800 + s, latency_ms=2.0) for s in (1, 2, 3)])
+    client = api_client(make_user("otto", "operator"))
+
+    finished = client.get("/api/runs/", {"state": "done"}).json()["results"]
+    on_btrfs = client.get("/api/runs/", {"filesystem": "btrfs", "host": host.pk}).json()["results"]
+    detail = client.get(f"/api/runs/{done.pk}/").json()
+    samples = client.get(f"/api/runs/{done.pk}/samples/").json()
+    cancelled = client.post(f"/api/runs/{queued.pk}/cancel/").json()
+
+    assert [r["id"] for r in finished] == [done.pk] and [r["id"] for r in on_btrfs] == [done.pk]
+    assert detail["tps"] == 812.5 and "environment" in detail and "summary" in detail
+    assert [s["second"] for s in samples] == [1, 2, 3] and samples[0]["tps"] == 801
+    assert cancelled["state"] == "cancelled"
