@@ -133,6 +133,8 @@ REST_FRAMEWORK = {
 }
 
 CELERY_BROKER_URL = REDIS_URL
+# Several benchlabs (a test suite beside a running one) can share a Redis with their own queue.
+CELERY_TASK_DEFAULT_QUEUE = env_str("BENCHLAB_QUEUE", "celery")
 CELERY_RESULT_BACKEND = REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
