@@ -70,6 +70,9 @@ class RunForm(forms.ModelForm):
         client = data.get("client_host")
         if client and server and client.pk == server.pk:
             self.add_error("client_host", "Leave it empty to run pgbench on the server itself.")
+        elif client:
+            # Said plainly rather than silently running pgbench on the server instead.
+            self.add_error("client_host", "Running pgbench on a separate client host is not available yet.")
         fstype = data.get("filesystem")
         if fstype:
             self._lab_check("mount_options", lambda: parse_mount_options(fstype, data.get("mount_options", "")))

@@ -30,6 +30,7 @@ def iostat_device(transport: Transport, device_node: str | None, mountpoint: str
     node = device_node
     if node is None:
         source = transport.run(["findmnt", "-n", "-o", "SOURCE", "--target", mountpoint], check=False).stdout.strip()
+        source = source.split("[", 1)[0]  # a bind mount shows as /dev/vda1[/path/inside]
         if not source.startswith("/dev/"):
             return None
         node = transport.run(["readlink", "-f", source]).stdout.strip()

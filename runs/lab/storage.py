@@ -433,10 +433,16 @@ def unmount_reliably(
 
 
 def mountpoint_for(run_key: str, identity: DeviceIdentity) -> str:
+    """Where the run's storage appears: always under /mnt/benchlab, which postgres can reach
+    (a directory device may sit below a directory it cannot enter, like /root)."""
     if not re.fullmatch(r"[A-Za-z0-9._-]+", run_key):
         raise InvalidOption(f"bad run key {run_key!r}")
-    base = identity.path.rstrip("/") if identity.is_directory else MOUNT_ROOT
-    return f"{base}/benchlab-{run_key}"
+    return f"{MOUNT_ROOT}/benchlab-{run_key}"
+
+
+def directory_for(run_key: str, identity: DeviceIdentity) -> str:
+    """The run's own directory on a directory-backed device (bind-mounted at the mountpoint)."""
+    return f"{identity.path.rstrip('/')}/benchlab-{run_key}"
 
 
 @contextmanager
@@ -453,13 +459,18 @@ def prepared_storage(
     if fstype == "directory":
         if not identity.is_directory:
             raise InvalidOption(f"{identity.path} is a block device; pick a filesystem to create on it")
-        transport.run(["mkdir", "-p", "-m", "0755", mountpoint])
+        # The data lives in the device's directory; a bind mount shows it where postgres can reach it.
+        directory = directory_for(run_key, identity)
+        transport.run(["mkdir", "-p", "-m", "0755", directory])
         storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options="")
         try:
+            transport.run(["mkdir", "-p", mountpoint])
+            transport.run(["mount", "--bind", directory, mountpoint])
+            storage.mount_options = mounted_options(transport, mountpoint)
             yield storage
         finally:
-            stop_own_processes(transport, storage.own_pids)
-            transport.run(["rm", "-rf", "--one-file-system", mountpoint], check=False)
+            unmount_reliably(transport, mountpoint, storage.own_pids)
+            transport.run(["rm", "-rf", "--one-file-system", "--", directory], check=False)
         return
 
     if fstype == "tmpfs":

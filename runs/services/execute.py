@@ -148,6 +148,9 @@ class RunObserver:
         self.process = process
 
 
+Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that go with it
+
+
 def run_execute(*, run_id: int) -> str:
     """Run it if its hosts are free: "busy" (try again later), or the state it ended in."""
     run = Run.objects.select_related("server_host", "client_host", "device", "pg_install").get(pk=run_id)
@@ -156,39 +159,36 @@ def run_execute(*, run_id: int) -> str:
     if run.state != RunState.QUEUED:
         # A worker died mid-run and the broker handed the task out again: the lab host may
         # still hold its mount; say so instead of starting over on top of it.
-        run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
         run_release_hosts(run=run)
+        run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
         return run.state
     if not run_claim_hosts(run=run):
         return "busy"
     try:
         run.started_at, run.worker = timezone.now(), socket.gethostname()
         Run.objects.filter(pk=run.pk).update(started_at=run.started_at, worker=run.worker)
-        return _execute_claimed(run)
+        state, fields = _execute_claimed(run)
     finally:
         run_release_hosts(run=run)
+    # Released first: once a run shows as finished, its hosts are free for the next one.
+    run_transition(run=run, state=state, **fields)
+    return run.state
 
 
-def _execute_claimed(run: Run) -> str:
+def _execute_claimed(run: Run) -> Ending:
     observer = RunObserver(run)
     try:
         spec = benchmark_spec(run)
         transport = host_connect(run.server_host)
     except (LabError, ValueError) as exc:
-        _fail(run, observer, exc)
-        return run.state
+        return _failure(observer, exc)
     try:
         facts = probe_host(transport)
         result = run_benchmark(transport, lambda: host_connect(run.server_host), spec, observer)
     except RunCancelled:
-        run_transition(run=run, state=RunState.CANCELLED)
-        return run.state
+        return RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
-        if observer.cancelled:
-            run_transition(run=run, state=RunState.CANCELLED)
-        else:
-            _fail(run, observer, exc)
-        return run.state
+        return (RunState.CANCELLED, {}) if observer.cancelled else _failure(observer, exc)
     finally:
         try:
             remove_run_dir(transport, spec.run_key)
@@ -197,23 +197,19 @@ def _execute_claimed(run: Run) -> str:
         transport.close()
     _store_results(run, result, facts.as_json(), observer)
     if observer.cancelled:
-        run_transition(run=run, state=RunState.CANCELLED)
-    elif result.exit_status != 0:
-        run_transition(
-            run=run,
-            state=RunState.FAILED,
-            failed_step=RunState.MEASURING,
-            failed_command=result.command,
-            failed_exit_status=result.exit_status,
-            failed_output=tail(result.stderr),
-            error="pgbench failed",
-        )
-    else:
-        run_transition(run=run, state=RunState.DONE)
-    return run.state
+        return RunState.CANCELLED, {}
+    if result.exit_status != 0:
+        return RunState.FAILED, {
+            "failed_step": RunState.MEASURING,
+            "failed_command": result.command,
+            "failed_exit_status": result.exit_status,
+            "failed_output": tail(result.stderr),
+            "error": "pgbench failed",
+        }
+    return RunState.DONE, {}
 
 
-def _fail(run: Run, observer: RunObserver, exc: Exception) -> None:
+def _failure(observer: RunObserver, exc: Exception) -> Ending:
     fields: dict[str, Any] = {"failed_step": observer.current_step, "error": str(exc)}
     if isinstance(exc, CommandFailed):
         fields |= {
@@ -223,8 +219,8 @@ def _fail(run: Run, observer: RunObserver, exc: Exception) -> None:
         }
     else:
         fields["failed_output"] = "\n".join(list(observer.log_tail)[-40:])
-    log.warning("run %s failed in %s: %s", run.pk, run.state, exc)
-    run_transition(run=run, state=RunState.FAILED, **fields)
+    log.warning("run %s failed in %s: %s", observer.run.pk, observer.current_step, exc)
+    return RunState.FAILED, fields
 
 
 def _steady_state(run: Run) -> tuple[float | None, float | None]:

@@ -15,7 +15,13 @@ from runs.lab.errors import InvalidOption
 from runs.lab.metrics import PgStatsDelta, PgStatsSnapshot, pg_stats_delta
 from runs.lab.pgbench import Connection, InitOptions, RunOptions, init_command, run_command
 from runs.lab.postgres import RESERVED_SETTINGS, check_setting, parse_settings
-from runs.lab.storage import DeviceIdentity, mountpoint_for, parse_mkfs_options, parse_mount_options
+from runs.lab.storage import (
+    DeviceIdentity,
+    directory_for,
+    mountpoint_for,
+    parse_mkfs_options,
+    parse_mount_options,
+)
 
 Parse = Callable[[str, str], tuple[str, ...]]
 
@@ -198,7 +204,8 @@ def test_it_mounts_block_devices_under_the_benchlab_root() -> None:
 
 @pytest.mark.parametrize("path", ["/srv/bench", "/srv/bench/"])
 def test_it_uses_a_subdirectory_of_a_directory_device(path: str) -> None:
-    assert mountpoint_for("r42.3_a", DeviceIdentity(path=path)) == "/srv/bench/benchlab-r42.3_a"
+    assert mountpoint_for("r42.3_a", DeviceIdentity(path=path)) == "/mnt/benchlab/benchlab-r42.3_a"
+    assert directory_for("r42.3_a", DeviceIdentity(path=path)) == "/srv/bench/benchlab-r42.3_a"
 
 
 @pytest.mark.parametrize("run_key", ["../x", "a b", "", "x/y", "a;b", "$(id)", "r1\n"])

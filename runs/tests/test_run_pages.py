@@ -180,3 +180,12 @@ def test_the_event_stream_replays_everything_and_resumes_after_the_last_id(clien
     assert [data.get("second") for _, kind, data in everything if kind == "sample"] == [1, 2, 3, 4, 5]
     assert everything[-1][1] == "state"
     assert [data.get("second") for _, kind, data in resumed if kind == "sample"] == [4, 5]
+
+
+def test_a_separate_client_host_is_refused_until_runs_can_use_one(otto: Client) -> None:
+    data = form_data()
+    client_host = make_host(name="client1", address="10.0.0.7")
+
+    errors = otto.post(reverse("run-new"), data | {"client_host": client_host.pk}).context["form"].errors
+
+    assert errors["client_host"] == ["Running pgbench on a separate client host is not available yet."]
