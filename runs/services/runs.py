@@ -32,14 +32,17 @@ def _publish_state(run: Run, state: str, **extra: Any) -> None:
     )
 
 
-def run_transition(*, run: Run, state: RunState, **fields: Any) -> bool:
-    """Move the run to `state` unless it has finished already; False if it had."""
+def run_transition(*, run: Run, state: RunState, from_state: RunState | None = None, **fields: Any) -> bool:
+    """Move the run to `state` unless it has finished already (or, with from_state, unless it
+    is not in that state); False if it did not move."""
     now = timezone.now()
     updates: dict[str, Any] = {"state": state, **fields}
     if state in FINAL_STATES:
         updates["finished_at"] = now
-    changed = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(**updates)
-    if not changed:
+    rows = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES)
+    if from_state is not None:
+        rows = rows.filter(state=from_state)
+    if not rows.update(**updates):
         return False
     for name, value in updates.items():
         setattr(run, name, value)
@@ -51,22 +54,9 @@ def run_transition(*, run: Run, state: RunState, **fields: Any) -> bool:
 def run_cancel(*, run: Run) -> None:
     """A queued run is cancelled at once; a running one is asked to stop, and its worker
     stops pgbench and cleans up."""
-    if run_transition_if(run=run, from_state=RunState.QUEUED, to_state=RunState.CANCELLED):
+    if run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
         return
     Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
     run.refresh_from_db(fields=["cancel_requested", "state"])
     if not run.is_finished:
         live.publish(run.pk, "log", {"line": "cancel requested"})
-
-
-def run_transition_if(*, run: Run, from_state: RunState, to_state: RunState) -> bool:
-    now = timezone.now()
-    updates: dict[str, Any] = {"state": to_state}
-    if to_state in FINAL_STATES:
-        updates["finished_at"] = now
-    if not Run.objects.filter(pk=run.pk, state=from_state).update(**updates):
-        return False
-    run.state = to_state
-    RunTransition.objects.create(run=run, state=to_state, at=now)
-    _publish_state(run, to_state)
-    return True
