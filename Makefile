@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint format setup system-packages services local-state lock clean-venv
+.PHONY: run test bench lint format setup system-packages services local-state lock clean-venv
 
 run: setup
 	scripts/prepare
@@ -16,6 +16,10 @@ test: setup $(VENV)/.dev-deps
 	$(MAKE) --no-print-directory lint
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/pytest
+
+# Measurements, not tests: side by side in one run, medians of interleaved repeats.
+bench: setup
+	$(PY) -m benchmarks.sample_storage
 
 lint: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check .

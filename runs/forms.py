@@ -28,6 +28,7 @@ RUN_FIELDS = [
     "warmup_s",
     "query_mode",
     "rate_limit_tps",
+    "log_sampling_rate",
     "client_host",
 ]
 
@@ -68,11 +69,8 @@ class RunForm(forms.ModelForm):
         if server and pg and pg.host_id != server.pk:
             self.add_error("pg_install", f"{pg} is not installed on {server}.")
         client = data.get("client_host")
-        if client and server and client.pk == server.pk:
-            self.add_error("client_host", "Leave it empty to run pgbench on the server itself.")
-        elif client:
-            # Said plainly rather than silently running pgbench on the server instead.
-            self.add_error("client_host", "Running pgbench on a separate client host is not available yet.")
+        if client and server:
+            self._check_client(client, server)
         fstype = data.get("filesystem")
         if fstype:
             self._lab_check("mount_options", lambda: parse_mount_options(fstype, data.get("mount_options", "")))
@@ -90,6 +88,16 @@ class RunForm(forms.ModelForm):
         self._check_workload(data)
         return data
 
+    def _check_client(self, client: Host, server: Host) -> None:
+        if client.pk == server.pk:
+            self.add_error("client_host", "Leave it empty to run pgbench on the server itself.")
+        elif not server.address:
+            self.add_error("client_host", f"{server} has no address a client host could reach it at.")
+        elif not client.address:
+            self.add_error("client_host", f"{client} has no address the server could let in (pg_hba).")
+        elif not client.pg_installs.exists():
+            self.add_error("client_host", f"{client} has no PostgreSQL install, so no pgbench, in the inventory.")
+
     def _check_workload(self, data: dict[str, Any]) -> None:
         custom = data.get("workload") == Workload.CUSTOM
         if custom and not data.get("custom_script", "").strip():
@@ -105,6 +113,7 @@ class RunForm(forms.ModelForm):
             duration_s=data["duration_s"] + (data.get("warmup_s") or 0),
             query_mode=data["query_mode"],
             rate_tps=data.get("rate_limit_tps"),
+            log_sampling_rate=data.get("log_sampling_rate"),
         )
         try:
             options.validate()

@@ -1,5 +1,6 @@
 from typing import Any
 
+from django.db import models
 from rest_framework import serializers
 
 from runs.forms import RUN_FIELDS, RunForm
@@ -33,17 +34,24 @@ class RunSerializer(serializers.ModelSerializer):
         fields = ["id", *RUN_FIELDS, "state", "queued_by", "created_at", "started_at", "finished_at",
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
-                  "failed_transactions", "skipped_transactions"]  # fmt: skip
+                  "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
+                  "skipped_transactions"]  # fmt: skip
         read_only_fields = [name for name in fields if name not in RUN_FIELDS]
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        data = {name: _form_value(attrs.get(name)) for name in RUN_FIELDS}
+        # A field left out takes the model's default, as the page's form shows it; null is null.
+        data = {name: _form_value(attrs[name] if name in attrs else _model_default(name)) for name in RUN_FIELDS}
         form = RunForm(data)
         if not form.is_valid():
             raise serializers.ValidationError(
                 {field: [str(e) for e in errors] for field, errors in form.errors.items()}
             )
         return {name: form.cleaned_data[name] for name in RUN_FIELDS}
+
+
+def _model_default(name: str) -> Any:
+    field = Run._meta.get_field(name)
+    return field.get_default() if isinstance(field, models.Field) else None
 
 
 def _form_value(value: Any) -> Any:

@@ -4,6 +4,11 @@ storage (check, mkfs, mount) → throw-away cluster (initdb, settings, start) �
 → detached `pgbench` followed line by line, with iostat/vmstat and PostgreSQL statistics
 around it → results → cleanup, which runs on every path because each stage is a context
 manager. An observer hears about steps and progress as they happen.
+
+pgbench runs on the server itself (over the unix socket), or on a separate client host over
+TCP: then the cluster listens on the network and trusts only that client's address. The
+database is always loaded on the server (`pgbench -i` over the socket): loading is not what
+is measured, and it does not depend on the network.
 """
 
 import logging
@@ -15,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from runs.lab.follow import Follower
+from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
 from runs.lab.metrics import OsMetrics, PgStatsDelta, iostat_device, os_metrics, pg_stats_delta, pg_stats_snapshot
 from runs.lab.parse_pgbench import (
     AggregateInterval,
@@ -26,10 +32,12 @@ from runs.lab.parse_pgbench import (
     parse_summary,
 )
 from runs.lab.pgbench import (
+    LOG_PREFIX,
     Connection,
     Detached,
     InitOptions,
     RunOptions,
+    cancel,
     create_database_command,
     init_command,
     run_command,
@@ -53,6 +61,23 @@ class Step:
 
 
 @dataclass(frozen=True)
+class ClientSpec:
+    """pgbench on another host, reaching the server over TCP."""
+
+    pg_bin_dir: str  # the client's own pgbench
+    address: str  # the client as the server sees it: trusted in pg_hba
+    server_address: str  # the server as the client reaches it
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A host benchlab talks to, and how to open a fresh connection to it (for reconnects)."""
+
+    transport: Transport
+    connect: Callable[[], Transport]
+
+
+@dataclass(frozen=True)
 class BenchmarkSpec:
     device: DeviceIdentity
     filesystem: FilesystemSpec
@@ -62,6 +87,8 @@ class BenchmarkSpec:
     run_key: str  # unique per run: names the mountpoint and the run directory
     pg_settings: Mapping[str, str] = field(default_factory=dict)
     database: str = "bench"
+    client: ClientSpec | None = None  # None: pgbench runs on the server
+    warmup_s: int = 0  # the first seconds of run.duration_s, left out of the latency percentiles
 
 
 @dataclass
@@ -73,12 +100,14 @@ class BenchmarkResult:
     init_command: str = ""
     init_output: str = ""
     command: str = ""
+    pgbench_version: str = ""  # of the binary that ran, on the host it ran on
     exit_status: int | None = None
     progress: list[ProgressSample] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
     summary: PgbenchSummary | None = None
     aggregate: list[AggregateInterval] = field(default_factory=list)
+    latency: LatencyPercentiles | None = None  # with per-transaction logs only
     os: OsMetrics = field(default_factory=OsMetrics)
     pg_stats: PgStatsDelta | None = None
     run_dir: str = ""
@@ -128,60 +157,79 @@ def run_benchmark(
     spec: BenchmarkSpec,
     observer: Observer | None = None,
     measure_timeout_s: float | None = None,
+    client: Endpoint | None = None,
 ) -> BenchmarkResult:
     """Run the whole benchmark; cleanup (stop PostgreSQL, unmount) happens on every path.
 
     `connect` opens a fresh connection to the same host: the follower reconnects with it
-    when the connection is lost mid-run.
+    when the connection is lost mid-run. `client` is where pgbench runs when spec.client
+    names a separate client host.
     """
     observer = observer or SilentObserver()
     # Refuse a bad specification before anything touches the host.
     spec.init.validate()
     spec.run.validate()
+    if (spec.client is None) != (client is None):
+        raise ValueError("a client host needs both its specification and its connection")
     run_dir = run_dir_for(spec.run_key)
+    server = Endpoint(transport, connect)
     with ExitStack() as cleanup:
         try:
-            return _run_stages(transport, connect, spec, observer, cleanup, run_dir, measure_timeout_s)
+            return _run_stages(server, client or server, spec, observer, cleanup, run_dir, measure_timeout_s)
         finally:
             # Runs before the stages' own cleanups unwind (unmount, stop PostgreSQL).
             observer.step(Step.CLEANING_UP)
 
 
 def _run_stages(
-    transport: Transport,
-    connect: Callable[[], Transport],
+    server: Endpoint,
+    bench: Endpoint,  # where pgbench runs: the server itself or the client host
     spec: BenchmarkSpec,
     observer: Observer,
     cleanup: ExitStack,
     run_dir: str,
     measure_timeout_s: float | None,
 ) -> BenchmarkResult:
+    transport = server.transport
     observer.step(Step.PREPARING_STORAGE)
     storage = cleanup.enter_context(prepared_storage(transport, spec.device, spec.filesystem, spec.run_key))
     result = BenchmarkResult(storage=storage, run_dir=run_dir)
 
     observer.step(Step.INITIALIZING_DATABASE)
+    client_addresses = [spec.client.address] if spec.client else []
     cluster = cleanup.enter_context(
         throwaway_cluster(
-            transport, spec.pg_bin_dir, f"{storage.mountpoint}/postgres", spec.pg_settings, own_pids=storage.own_pids
+            transport,
+            spec.pg_bin_dir,
+            f"{storage.mountpoint}/postgres",
+            spec.pg_settings,
+            client_addresses=client_addresses,
+            own_pids=storage.own_pids,
         )
     )
     result.pg_version, result.pg_settings = cluster.version, cluster.settings
     result.pg_non_default_settings = cluster.non_default_settings
-    transport.run(["mkdir", "-p", run_dir])
-    transport.run(["chown", f"{PG_USER}:", run_dir])
-    connection = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database)
-    _as_postgres(transport, create_database_command(spec.pg_bin_dir, connection), 60, lambda _: None)
-    init = init_command(spec.pg_bin_dir, connection, spec.init)
+    for endpoint in {id(server): server, id(bench): bench}.values():
+        endpoint.transport.run(["mkdir", "-p", run_dir])
+        endpoint.transport.run(["chown", f"{PG_USER}:", run_dir])
+    local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database)
+    _as_postgres(transport, create_database_command(spec.pg_bin_dir, local), 60, lambda _: None)
+    init = init_command(spec.pg_bin_dir, local, spec.init)
     result.init_command = shlex.join(init)
     result.init_output = _as_postgres(transport, init, 3600, lambda text: observer.line("init", text))
 
     script_path = None
     if spec.run.custom_script is not None:
         script_path = f"{run_dir}/custom.sql"
-        transport.write_file(script_path, spec.run.custom_script.encode())
-    command = run_command(spec.pg_bin_dir, connection, spec.run, run_dir, script_path)
+        bench.transport.write_file(script_path, spec.run.custom_script.encode())
+    if spec.client is None:
+        connection, bench_bin_dir = local, spec.pg_bin_dir
+    else:
+        connection = Connection(host=spec.client.server_address, port=cluster.port, database=spec.database)
+        bench_bin_dir = spec.client.pg_bin_dir
+    command = run_command(bench_bin_dir, connection, spec.run, run_dir, script_path)
     result.command = shlex.join(command)
+    result.pgbench_version = bench.transport.run([f"{bench_bin_dir}/pgbench", "--version"]).stdout.strip()
 
     observer.step(Step.MEASURING)
     before = pg_stats_snapshot(transport, cluster, spec.database)
@@ -189,8 +237,11 @@ def _run_stages(
     # A run with -t has no known length; its metrics stop after an hour at most.
     metrics_seconds = (spec.run.duration_s or 3600) + 600
     with os_metrics(transport, run_dir, device, metrics_seconds) as metrics:
-        process = start_detached(transport, command, run_dir, "pgbench", user=PG_USER)
-        storage.own_pids.append(process.pid)
+        process = start_detached(bench.transport, command, run_dir, "pgbench", user=PG_USER)
+        if bench is server:
+            storage.own_pids.append(process.pid)
+        # On a failure below, pgbench must not go on loading the host (a no-op once it has exited).
+        cleanup.callback(cancel, bench.transport, process, 2.0)
         observer.started(process)
 
         def on_stderr(text: str) -> None:  # the follower hands over clean text
@@ -200,19 +251,24 @@ def _run_stages(
                 result.progress.append(sample)
                 observer.progress(sample)
 
-        Follower(connect, process, "stderr", on_stderr).follow()
+        Follower(bench.connect, process, "stderr", on_stderr).follow()
         timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
-        result.exit_status = wait_for_exit(transport, process, timeout)
+        result.exit_status = wait_for_exit(bench.transport, process, timeout)
 
     observer.step(Step.COLLECTING)
     after = pg_stats_snapshot(transport, cluster, spec.database)
     result.pg_stats = pg_stats_delta(before, after)
     result.os = metrics
-    result.stdout = transport.read_file(process.path("stdout")).decode(errors="replace")
-    result.stderr = transport.read_file(process.path("stderr")).decode(errors="replace")
+    result.stdout = bench.transport.read_file(process.path("stdout")).decode(errors="replace")
+    result.stderr = bench.transport.read_file(process.path("stderr")).decode(errors="replace")
     result.summary = parse_summary(result.stdout, result.stderr)
-    logs = transport.run(["sh", "-c", 'cat "$1"/pgbench_log.*', "sh", run_dir], check=False).stdout
-    result.aggregate = merge_aggregate_intervals(parse_aggregate_log(logs))
+    if spec.run.log_sampling_rate is None:
+        logs = bench.transport.run(["sh", "-c", f'cat "$1"/{LOG_PREFIX}.*', "sh", run_dir], check=False).stdout
+        result.aggregate = merge_aggregate_intervals(parse_aggregate_log(logs))
+    else:
+        result.latency = transaction_latency_percentiles(
+            bench.transport, run_dir, process.path("started"), spec.warmup_s, spec.run.log_sampling_rate
+        )
     return result
 
 

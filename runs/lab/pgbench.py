@@ -17,6 +17,7 @@ BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
 QUERY_MODES = ("simple", "extended", "prepared")
 _INIT_STEPS = re.compile(r"[dtgGvpf]+")  # used with fullmatch: `$` would allow a trailing newline
 DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+LOG_PREFIX = "pgbench_log"  # pgbench adds .<pid>[.<thread>]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ class RunOptions:
     latency_limit_ms: float | None = None  # --latency-limit, needs -R
     progress_interval_s: int = 1
     aggregate_interval_s: int = 1
+    # A fraction of transactions to log one by one (-l --sampling-rate) for latency
+    # percentiles; None logs per-interval aggregates instead (pgbench cannot do both).
+    log_sampling_rate: float | None = None
 
     def validate(self) -> None:
         if (self.builtin is None) == (self.custom_script is None):
@@ -91,7 +95,13 @@ class RunOptions:
             raise InvalidOption("the latency limit must be positive")
         if self.progress_interval_s < 1 or self.aggregate_interval_s < 1:
             raise InvalidOption("progress and aggregate intervals must be at least 1 s")
-        if self.duration_s is not None and self.duration_s % self.aggregate_interval_s:
+        if self.log_sampling_rate is not None and not 0 < self.log_sampling_rate <= 1:
+            raise InvalidOption("the log sampling rate must be above 0 and at most 1")
+        if (
+            self.log_sampling_rate is None
+            and self.duration_s is not None
+            and self.duration_s % self.aggregate_interval_s
+        ):
             raise InvalidOption("the duration must be a multiple of the aggregate interval (pgbench requires it)")
 
 
@@ -114,7 +124,7 @@ def init_command(bin_dir: str, connection: Connection, options: InitOptions) -> 
 def run_command(
     bin_dir: str, connection: Connection, options: RunOptions, run_dir: str, script_path: str | None = None
 ) -> list[str]:
-    """The measurement's command line: per-second progress and aggregate logs into run_dir."""
+    """The measurement's command line: per-second progress, and aggregate or per-transaction logs into run_dir."""
     options.validate()
     argv = [f"{bin_dir}/pgbench", *connection.args()]
     if options.builtin is not None:
@@ -132,12 +142,12 @@ def run_command(
         argv += ["-R", f"{options.rate_tps:g}"]
     if options.latency_limit_ms is not None:
         argv += [f"--latency-limit={options.latency_limit_ms:g}"]
-    argv += [
-        f"--progress={options.progress_interval_s}",
-        f"--aggregate-interval={options.aggregate_interval_s}",
-        "-l",
-        f"--log-prefix={run_dir}/pgbench_log",
-    ]
+    argv.append(f"--progress={options.progress_interval_s}")
+    if options.log_sampling_rate is None:
+        argv.append(f"--aggregate-interval={options.aggregate_interval_s}")
+    elif options.log_sampling_rate < 1:
+        argv.append(f"--sampling-rate={options.log_sampling_rate:g}")
+    argv += ["-l", f"--log-prefix={run_dir}/{LOG_PREFIX}"]
     return [*argv, connection.database]
 
 
@@ -161,8 +171,9 @@ def start_detached(
 ) -> Detached:
     """Start argv in a new session with output in run_dir/name.{stdout,stderr}; exit status in name.exit.
 
-    The wrapper shell writes its PID before anything else and the exit status last (via a
-    rename, so a reader never sees half of it).
+    The wrapper shell writes its PID before anything else, the epoch just before argv starts
+    (name.started: pgbench's logs are in epoch time) and the exit status last (via a rename,
+    so a reader never sees half of it).
     """
     if not re.fullmatch(r"[a-z0-9_-]+", name):
         raise InvalidOption(f"bad process name {name!r}")
@@ -171,6 +182,7 @@ def start_detached(
         # `trap :` keeps the wrapper alive through a cancel so it records pgbench's status;
         # unlike an ignored signal, a trapped one is reset to default for pgbench itself.
         f"exec </dev/null >/dev/null 2>&1; trap : INT TERM; echo $$ > {shlex.quote(prefix)}.pid; "
+        f"date +%s.%N > {shlex.quote(prefix)}.started; "
         f"{shlex.join(argv)} > {shlex.quote(prefix)}.stdout 2> {shlex.quote(prefix)}.stderr; "
         f"echo $? > {shlex.quote(prefix)}.exit.tmp && mv {shlex.quote(prefix)}.exit.tmp {shlex.quote(prefix)}.exit"
     )

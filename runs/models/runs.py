@@ -90,6 +90,15 @@ class Run(models.Model):
         blank=True,
         help_text="Run pgbench on this host over TCP; empty: on the server itself.",
     )
+    log_sampling_rate = models.FloatField(
+        "transaction log sampling",
+        null=True,
+        blank=True,
+        default=1.0,
+        validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
+        help_text="Fraction of transactions pgbench logs one by one (-l --sampling-rate), for latency "
+        "percentiles. Empty: per-second aggregates only.",
+    )
 
     # Names the run's mountpoint and directories on lab hosts: unique across benchlab
     # installations that share a lab (a test suite and a real one), unlike the id.
@@ -119,6 +128,10 @@ class Run(models.Model):
     steady_tps_stddev = models.FloatField(null=True, blank=True)
     failed_transactions = models.BigIntegerField(null=True, blank=True)
     skipped_transactions = models.BigIntegerField(null=True, blank=True)
+    # Over the measured window, from the per-transaction log; every percentile is in metrics["latency"].
+    latency_p50_ms = models.FloatField(null=True, blank=True)
+    latency_p95_ms = models.FloatField(null=True, blank=True)
+    latency_p99_ms = models.FloatField(null=True, blank=True)
     metrics = models.JSONField(default=dict, blank=True)  # iostat/vmstat series, pg_stat deltas
 
     class Meta:

@@ -15,17 +15,27 @@ from typing import Any
 from django.utils import timezone
 
 from runs import live
-from runs.lab.benchmark import BenchmarkResult, BenchmarkSpec, Step, remove_run_dir, run_benchmark
+from runs.lab.benchmark import (
+    BenchmarkResult,
+    BenchmarkSpec,
+    ClientSpec,
+    Endpoint,
+    Step,
+    remove_run_dir,
+    run_benchmark,
+)
 from runs.lab.errors import CommandFailed, LabError, tail
 from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached, InitOptions, RunOptions, cancel
 from runs.lab.postgres import parse_settings
 from runs.lab.probe import probe_host
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
-from runs.models import Run, RunArtifact, RunSample, RunState, Workload
+from runs.lab.transport import Transport
+from runs.models import Host, PgInstall, Run, RunArtifact, RunSample, RunState, Workload
 from runs.services.claims import run_claim_hosts, run_release_hosts
 from runs.services.lab_access import host_connect
 from runs.services.runs import run_transition
+from runs.services.samples import sample_upsert
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
@@ -38,6 +48,9 @@ RESULT_FIELDS = (
     "skipped_transactions",
     "steady_tps_mean",
     "steady_tps_stddev",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
     "metrics",
     "environment",
 )
@@ -52,6 +65,30 @@ STEP_STATES = {
 
 class RunCancelled(Exception):
     pass
+
+
+def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
+    """The client's PostgreSQL install whose pgbench drives the run: the server's major
+    version when the client has it (same protocol features and output), else its newest."""
+    installs = sorted(client.pg_installs.all(), key=lambda pg: _version_key(pg.version))
+    major = server_install.version.split(".")[0]
+    same_major = [pg for pg in installs if pg.version.split(".")[0] == major]
+    candidates = same_major or installs
+    return candidates[-1] if candidates else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def client_spec(run: Run) -> ClientSpec | None:
+    client = run.client_host
+    if client is None:
+        return None
+    install = client_pgbench_install(run.pg_install, client)
+    if install is None:
+        raise ValueError(f"{client} has no PostgreSQL install with pgbench in the inventory")
+    return ClientSpec(pg_bin_dir=install.bin_dir, address=client.address, server_address=run.server_host.address)
 
 
 def benchmark_spec(run: Run) -> BenchmarkSpec:
@@ -78,8 +115,11 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
             duration_s=run.warmup_s + run.duration_s,  # one pgbench run; the warm-up is cut off afterwards
             query_mode=run.query_mode,
             rate_tps=run.rate_limit_tps,
+            log_sampling_rate=run.log_sampling_rate,
         ),
         run_key=f"run-{run.pk}-{run.key.hex[:12]}",
+        client=client_spec(run),
+        warmup_s=run.warmup_s,
     )
 
 
@@ -115,18 +155,18 @@ class RunObserver:
     def progress(self, sample: ProgressSample) -> None:
         second = round(sample.elapsed_s)
         warmup = second <= self.run.warmup_s
-        RunSample.objects.update_or_create(
-            run=self.run,
-            second=second,
-            defaults={
-                "tps": sample.tps,
-                "latency_ms": sample.latency_ms,
-                "latency_stddev_ms": sample.latency_stddev_ms,
-                "failed": sample.failed,
-                "lag_ms": sample.lag_ms,
-                "skipped": sample.skipped,
-                "warmup": warmup,
-            },
+        sample_upsert(
+            RunSample(
+                run=self.run,
+                second=second,
+                tps=sample.tps,
+                latency_ms=sample.latency_ms,
+                latency_stddev_ms=sample.latency_stddev_ms,
+                failed=sample.failed,
+                lag_ms=sample.lag_ms,
+                skipped=sample.skipped,
+                warmup=warmup,
+            )
         )
         live.publish(
             self.run.pk,
@@ -138,7 +178,7 @@ class RunObserver:
             run_transition(run=self.run, state=RunState.MEASURING)
         self._check_cancel()
         if self.cancelled and self.process is not None:
-            connection = host_connect(self.run.server_host)
+            connection = host_connect(self.run.client_host or self.run.server_host)  # where pgbench runs
             try:
                 cancel(connection, self.process)
             finally:
@@ -177,25 +217,36 @@ def run_execute(*, run_id: int) -> str:
 
 def _execute_claimed(run: Run) -> Ending:
     observer = RunObserver(run)
+    connections: list[Transport] = []
     try:
         spec = benchmark_spec(run)
         transport = host_connect(run.server_host)
+        connections.append(transport)
+        client = None
+        if run.client_host is not None:
+            client_host = run.client_host
+            client = Endpoint(host_connect(client_host), lambda: host_connect(client_host))
+            connections.append(client.transport)
     except (LabError, ValueError) as exc:
+        for connection in connections:
+            connection.close()
         return _failure(observer, exc)
     try:
-        facts = probe_host(transport)
-        result = run_benchmark(transport, lambda: host_connect(run.server_host), spec, observer)
+        facts = probe_host(transport).as_json()
+        client_facts = probe_host(client.transport).as_json() if client else None
+        result = run_benchmark(transport, lambda: host_connect(run.server_host), spec, observer, client=client)
     except RunCancelled:
         return RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
         return (RunState.CANCELLED, {}) if observer.cancelled else _failure(observer, exc)
     finally:
-        try:
-            remove_run_dir(transport, spec.run_key)
-        except LabError:
-            log.warning("could not remove the run directory of run %s", run.pk)
-        transport.close()
-    _store_results(run, result, facts.as_json(), observer)
+        for connection in connections:
+            try:
+                remove_run_dir(connection, spec.run_key)
+            except LabError:
+                log.warning("could not remove the run directory of run %s on %s", run.pk, connection.label)
+            connection.close()
+    _store_results(run, result, facts, client_facts, observer)
     if observer.cancelled:
         return RunState.CANCELLED, {}
     if result.exit_status != 0:
@@ -230,7 +281,13 @@ def _steady_state(run: Run) -> tuple[float | None, float | None]:
     return mean, sd
 
 
-def _store_results(run: Run, result: BenchmarkResult, host_facts: dict[str, Any], observer: RunObserver) -> None:
+def _store_results(
+    run: Run,
+    result: BenchmarkResult,
+    host_facts: dict[str, Any],
+    client_facts: dict[str, Any] | None,
+    observer: RunObserver,
+) -> None:
     summary = result.summary
     run.summary = dataclasses.asdict(summary) if summary else {}
     run.tps = summary.tps if summary else None
@@ -239,6 +296,10 @@ def _store_results(run: Run, result: BenchmarkResult, host_facts: dict[str, Any]
     run.failed_transactions = summary.failed if summary else None
     run.skipped_transactions = summary.skipped if summary else None
     run.steady_tps_mean, run.steady_tps_stddev = _steady_state(run)
+    latency = result.latency
+    run.latency_p50_ms = latency.p50_ms if latency else None
+    run.latency_p95_ms = latency.p95_ms if latency else None
+    run.latency_p99_ms = latency.p99_ms if latency else None
     stats = result.pg_stats
     run.metrics = {
         "iostat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in result.os.iostat],
@@ -248,6 +309,7 @@ def _store_results(run: Run, result: BenchmarkResult, host_facts: dict[str, Any]
         "checkpoints": stats.checkpoints if stats else None,
         "buffers_written": stats.buffers_written if stats else None,
         "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
+        "latency": dataclasses.asdict(latency) if latency else None,
     }
     pg = run.pg_install
     run.environment = {
@@ -274,7 +336,16 @@ def _store_results(run: Run, result: BenchmarkResult, host_facts: dict[str, Any]
             "wal_block_size": pg.wal_block_size,
             "non_default_settings": result.pg_non_default_settings,
         },
-        "pgbench": {"version": host_facts.get("pgbench_version", ""), "command": result.command},
+        "pgbench": {
+            "version": result.pgbench_version,
+            "host": run.client_host.name if run.client_host else run.server_host.name,
+            "command": result.command,
+        },
+        "client": (
+            {"name": run.client_host.name, "address": run.client_host.address, **client_facts}
+            if run.client_host and client_facts is not None
+            else None
+        ),
         "init_command": result.init_command,
     }
     # Only the result fields: state and cancel_requested belong to other writers.

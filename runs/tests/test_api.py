@@ -53,6 +53,23 @@ def test_an_operator_queues_a_run_through_the_api() -> None:
     run = Run.objects.get(pk=response.json()["id"])
     assert run.state == RunState.QUEUED and run.queued_by is not None and run.queued_by.username == "otto"
     assert (run.filesystem, run.workload, run.query_mode) == ("xfs", "select-only", "prepared")
+    assert run.log_sampling_rate == 1.0  # left out: the model's default, as the form shows it
+
+
+def test_fields_left_out_take_their_defaults_and_null_turns_the_transaction_log_off() -> None:
+    client = api_client(make_user("otto", "operator"))
+    body = run_body()
+    for name in ("scale", "clients", "threads", "query_mode", "workload", "warmup_s"):
+        del body[name]
+
+    response = client.post("/api/runs/", body | {"log_sampling_rate": None}, format="json")
+
+    assert response.status_code == 201, response.json()
+    run = Run.objects.get(pk=response.json()["id"])
+    blank = Run()
+    defaults = {name: getattr(blank, name) for name in ("scale", "clients", "threads", "warmup_s")}
+    assert {name: getattr(run, name) for name in defaults} == defaults
+    assert run.log_sampling_rate is None
 
 
 def test_the_api_refuses_what_the_form_refuses_with_the_same_words() -> None:

@@ -90,6 +90,12 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
             page.click("form.run-form button[type=submit]")
             page.wait_for_load_state()
             assert "/runs/new/" not in page.url, page.locator(".error").all_text_contents()
+            run_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+            # The run list, open in another tab, follows the run's state without reloading.
+            listing = browser.new_page()
+            listing.goto(f"{web_server}/runs/")
+            listing.evaluate("window.notReloaded = true")
+            listing_state = f"document.querySelector('td.state[data-run=\"{run_id}\"]').textContent.trim()"
 
             # The chart gains points while the run runs.
             page.wait_for_function("window.benchlabCharts.tps.data.datasets[0].data.length >= 3", timeout=120_000)
@@ -101,6 +107,8 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
             page.screenshot(path=str(ARTIFACTS / "run-results.png"), full_page=True)
             results = page.text_content("section.results") or ""
             final_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
+            listing.wait_for_function(f"{listing_state} === 'done'", timeout=30_000)
+            listing_live = listing.evaluate("window.notReloaded === true")
             browser.close()
     finally:
         del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
@@ -109,4 +117,6 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
     assert 3 <= live_points <= final_points
     assert final_points >= 8
     assert "steady-state tps" in results and "noatime" in results
+    assert "p95" in results and "warm-up excluded" in results
+    assert listing_live, "the run list reloaded instead of updating the row"
     assert (ARTIFACTS / "run-live.png").stat().st_size > 10_000

@@ -334,6 +334,24 @@ def test_it_runs_a_custom_script_from_its_path_on_the_host() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("rate", "log_args"),
+    [
+        (1.0, ["-l"]),  # every transaction
+        (0.05, ["--sampling-rate=0.05", "-l"]),
+    ],
+)
+def test_a_per_transaction_log_replaces_the_aggregate_log(rate: float, log_args: list[str]) -> None:
+    # pgbench refuses --sampling-rate together with --aggregate-interval; and with a per-transaction
+    # log the duration need not be a multiple of an aggregate interval.
+    options = RunOptions(duration_s=45, aggregate_interval_s=10, log_sampling_rate=rate)
+
+    argv = run_command(BIN, SOCKET, options, RUN_DIR)
+
+    tail = argv[argv.index("--progress=1") :]
+    assert tail == ["--progress=1", *log_args, f"--log-prefix={RUN_DIR}/pgbench_log", "bench"]
+
+
 def test_it_refuses_a_custom_script_without_its_path() -> None:
     options = RunOptions(builtin=None, custom_script="SELECT 1;")
 
@@ -357,6 +375,8 @@ def test_it_refuses_a_custom_script_without_its_path() -> None:
         (RunOptions(duration_s=None, transactions=0), "transactions per client must be at least 1"),
         (RunOptions(rate_tps=0), "rate limit must be positive"),
         (RunOptions(latency_limit_ms=-1), "latency limit must be positive"),
+        (RunOptions(log_sampling_rate=0), "sampling rate must be above 0 and at most 1"),
+        (RunOptions(log_sampling_rate=1.5), "sampling rate must be above 0 and at most 1"),
     ],
     ids=lambda value: value if isinstance(value, str) else None,
 )

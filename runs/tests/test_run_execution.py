@@ -2,6 +2,7 @@
 
 import time
 from collections.abc import Iterator
+from contextlib import closing
 from io import StringIO
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from runs import live
+from runs.lab.benchmark import RUNS_ROOT
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import Host, Run, RunState
 from runs.services.runs import run_cancel, run_enqueue
@@ -83,9 +85,46 @@ def test_a_queued_run_goes_through_every_state_and_stores_its_results(
     assert run.metrics["cache_hit_ratio"] is not None and run.metrics["vmstat"]
     assert {a.name for a in run.artifacts.all()} >= {"pgbench.stdout.txt", "pgbench.stderr.txt"}
     assert Host.objects.get(pk=run.server_host_id).claimed_by_id is None
+    # Every transaction was logged (sampling rate 1): percentiles over the measured window only.
+    latency = run.metrics["latency"]
+    assert 0 < latency["count"] < run.summary["transactions_processed"]
+    percentiles = [latency["min_ms"], run.latency_p50_ms, run.latency_p95_ms, run.latency_p99_ms, latency["max_ms"]]
+    assert 0 < percentiles[0] and percentiles == sorted(percentiles)
     events = live.events_after(live.run_stream(run.pk))
     assert [e.data["second"] for e in events if e.kind == "sample"] == [s.second for s in samples]
     assert [e.data["state"] for e in events if e.kind == "state"] == states
+
+
+def test_pgbench_runs_on_a_named_client_host_over_tcp(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab
+) -> None:
+    server, client = lab_inventory["lab1"], lab_inventory["lab2"]
+    run = new_run(server, make_user("otto", "operator"), client_host=client, duration_s=6, log_sampling_rate=0.5)
+    wait_for_state(run, RunState.MEASURING)
+    run_dir = f"{RUNS_ROOT}/run-{run.pk}-{run.key.hex[:12]}"
+    pid_file = f"{run_dir}/pgbench.pid"
+    with closing(virtual_lab.connect("lab2")) as on_client, closing(virtual_lab.connect("lab1")) as on_server:
+        client_pid = on_client.run(["cat", pid_file]).stdout.strip()
+        client_pgbench_alive = on_client.run(["kill", "-0", client_pid], check=False).exit_status == 0
+        server_pgbench = on_server.run(["test", "-e", pid_file], check=False).exit_status == 0
+        # While it runs, both hosts are claimed: no other run may start on either.
+        claims = set(Host.objects.filter(pk__in=[server.pk, client.pk]).values_list("claimed_by", flat=True))
+
+    run = wait_until_finished(run)
+
+    assert run.state == RunState.DONE, (run.error, run.failed_output)
+    assert client_pgbench_alive and not server_pgbench
+    assert claims == {run.pk}
+    assert f"-h {server.address} -p " in run.environment["pgbench"]["command"]
+    assert run.environment["pgbench"]["host"] == client.name
+    assert run.environment["client"]["hostname"] == "lab2" and run.environment["host"]["hostname"] == "lab1"
+    assert run.samples.filter(warmup=False).count() >= 4 and run.tps and run.tps > 0
+    assert "--sampling-rate=0.5" in run.environment["pgbench"]["command"]
+    # About half of the measured transactions are in the sampled log.
+    assert 0.2 < run.metrics["latency"]["count"] / run.summary["transactions_processed"] < 0.6
+    assert set(Host.objects.filter(pk__in=[server.pk, client.pk]).values_list("claimed_by", flat=True)) == {None}
+    with closing(virtual_lab.connect("lab2")) as on_client:
+        assert on_client.run(["test", "-e", run_dir], check=False).exit_status == 1, "run directory left on the client"
 
 
 def test_a_mount_the_kernel_rejects_fails_the_run_with_the_kernels_reason(

@@ -9,6 +9,7 @@ from django.test import AsyncClient, Client
 from django.urls import reverse
 
 from runs import live
+from runs.forms import RUN_FIELDS
 from runs.models import Host, Run, RunSample, RunState
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
@@ -48,6 +49,12 @@ def form_data(**fields: object) -> dict[str, object]:
     return data | fields
 
 
+def test_the_form_shows_every_field_of_a_run(otto: Client) -> None:
+    page = otto.get(reverse("run-new")).content.decode()
+
+    assert [name for name in RUN_FIELDS if f'name="{name}"' not in page] == []
+
+
 def test_a_valid_form_queues_the_run_and_shows_it(otto: Client) -> None:
     response = otto.post(reverse("run-new"), form_data())
 
@@ -71,6 +78,7 @@ def test_a_valid_form_queues_the_run_and_shows_it(otto: Client) -> None:
         ({"pg_settings": "archive_command = 'id'"}, "pg_settings", "runs commands on the host"),
         ({"filesystem": "directory"}, "filesystem", "is a block device"),
         ({"scale": 0}, "scale", "greater than or equal to 1"),
+        ({"log_sampling_rate": "1.5"}, "log_sampling_rate", "less than or equal to 1.0"),
     ],
 )
 def test_mistakes_are_shown_beside_their_fields(
@@ -133,6 +141,41 @@ def test_the_results_page_shows_numbers_environment_and_outputs(client_for: Clie
     assert output.content == b"tps = 123.4\n"
 
 
+def test_the_results_page_shows_latency_percentiles_and_the_client_host(client_for: ClientFactory) -> None:
+    host, client_host = make_host(), make_host(name="client1", address="10.200.0.12")
+    latency = {
+        "count": 5210,
+        "sampling_rate": 0.5,
+        "mean_ms": 1.1,
+        "min_ms": 0.2,
+        "p50_ms": 0.9,
+        "p90_ms": 1.8,
+        "p95_ms": 2.25,
+        "p99_ms": 4.5,
+        "p999_ms": 9.75,
+        "max_ms": 31.0,
+        "skipped": 0,
+        "failed": 0,
+    }
+    run = make_run(
+        host, make_device(host), make_pg_install(host), client_host=client_host, metrics={"latency": latency},
+        environment={"client": {"name": "client1", "address": "10.200.0.12", "hostname": "lab2", "kernel": "6.1"},
+                     "pgbench": {"version": "pgbench (PostgreSQL) 15.20", "host": "client1", "command": "pgbench"}},
+    )  # fmt: skip
+    without_log = make_run(
+        host, make_device(host, name="ssd1", path="/dev/disk/by-id/x"), make_pg_install(host, bin_dir="/b")
+    )
+
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+    other = client_for("vera").get(reverse("run-detail", args=[without_log.pk])).content.decode()
+
+    for text in ["pgbench on client1 over TCP", "5210 transactions, sampled at 0.5, warm-up excluded",
+                 "p50 0.900 · p90 1.800 · p95 2.250 · p99 4.500 · p99.9 9.750 · max 31.000 ms",
+                 "client1 (10.200.0.12) — lab2", "pgbench (PostgreSQL) 15.20 on client1"]:  # fmt: skip
+        assert text in page, text
+    assert "no per-transaction log for this run" in other
+
+
 def test_a_failed_run_shows_the_step_command_exit_status_and_output(client_for: ClientFactory) -> None:
     host = make_host()
     run = make_run(
@@ -182,10 +225,35 @@ def test_the_event_stream_replays_everything_and_resumes_after_the_last_id(clien
     assert [data.get("second") for _, kind, data in resumed if kind == "sample"] == [4, 5]
 
 
-def test_a_separate_client_host_is_refused_until_runs_can_use_one(otto: Client) -> None:
+@pytest.mark.parametrize(
+    ("client_fields", "with_install", "error"),
+    [
+        ({"address": "10.0.0.7"}, True, None),
+        ({"address": ""}, True, "client1 has no address the server could let in (pg_hba)."),
+        ({"address": "10.0.0.7"}, False, "client1 has no PostgreSQL install, so no pgbench, in the inventory."),
+    ],
+    ids=["accepted", "no-address", "no-pgbench"],
+)
+def test_a_client_host_needs_an_address_and_a_pgbench(
+    otto: Client, client_fields: dict[str, str], with_install: bool, error: str | None
+) -> None:
     data = form_data()
-    client_host = make_host(name="client1", address="10.0.0.7")
+    client_host = make_host(name="client1", transport=Host.Transport.SSH, **client_fields)
+    if with_install:
+        make_pg_install(client_host)
 
-    errors = otto.post(reverse("run-new"), data | {"client_host": client_host.pk}).context["form"].errors
+    response = otto.post(reverse("run-new"), data | {"client_host": client_host.pk})
 
-    assert errors["client_host"] == ["Running pgbench on a separate client host is not available yet."]
+    if error is None:
+        assert response.status_code == 302
+        assert Run.objects.get().client_host == client_host
+    else:
+        assert response.context["form"].errors["client_host"] == [error]
+
+
+def test_the_server_itself_is_not_a_client_host(otto: Client) -> None:
+    data = form_data()
+
+    errors = otto.post(reverse("run-new"), data | {"client_host": data["server_host"]}).context["form"].errors
+
+    assert errors["client_host"] == ["Leave it empty to run pgbench on the server itself."]

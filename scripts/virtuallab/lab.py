@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+HOST_RUNS_PARENT = "/var/lib/benchlab"  # where benchlab keeps run directories on a host (runs/lab/benchmark.py)
+
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 DISKS = ("ssd", "hdd", "ram")
@@ -195,11 +197,18 @@ def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_m
         "MaxStartups 100\nMaxSessions 100\nLogLevel INFO\n"
     )
     Path("/run/sshd").mkdir(exist_ok=True)
+    # Hosts share the machine's root filesystem; benchlab's run directories must not be shared
+    # too (a run with a client host uses the same path on both), so each host gets its own
+    # /var/lib/benchlab, bind-mounted inside its mount namespace only.
+    own_var = host_dir / "var-lib-benchlab"
+    own_var.mkdir(exist_ok=True)
+    Path(HOST_RUNS_PARENT).mkdir(parents=True, exist_ok=True)
+    start = 'mount --bind "$2" "$3" && hostname "$0" && exec /usr/sbin/sshd -D -e -f "$1"'
     with (host_dir / "sshd.log").open("ab") as log:
         process = subprocess.Popen(
             ["ip", "netns", "exec", host.namespace,
              "unshare", "--uts", "--pid", "--mount-proc", "--propagation", "private", "--kill-child",
-             "sh", "-c", 'hostname "$0" && exec /usr/sbin/sshd -D -e -f "$1"', name, str(config)],
+             "sh", "-c", start, name, str(config), str(own_var), HOST_RUNS_PARENT],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     host.sshd_pid = process.pid

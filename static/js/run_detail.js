@@ -42,16 +42,32 @@
   });
   window.benchlabCharts = { tps: tpsChart };
 
-  const seriesChart = (id, series, labels) => {
+  // One line per series; `axes` names each y axis (id → title) and `lines` puts each series on
+  // one of them, so a percentage never shares a scale with a rate.
+  const seriesChart = (id, series, axes, lines) => {
     const canvas = document.getElementById(id);
     if (!canvas) return;
-    const datasets = Object.entries(labels).map(([key, label]) => ({
-      label, data: (series[key] || []).map((y, x) => ({ x: x + 1, y })), borderWidth: 1, pointRadius: 0,
+    const datasets = Object.entries(lines).map(([key, [label, axis]]) => ({
+      label, yAxisID: axis, data: (series[key] || []).map((y, x) => ({ x: x + 1, y })), borderWidth: 1, pointRadius: 0,
     }));
-    new Chart(canvas, { type: "line", data: { datasets }, options: { animation: false, parsing: false, scales: { x: { type: "linear" } } } });
+    const scales = { x: { type: "linear", title: { display: true, text: "seconds" } } };
+    Object.entries(axes).forEach(([axis, title], index) => {
+      scales[axis] = {
+        position: index ? "right" : "left", beginAtZero: true, title: { display: true, text: title },
+        grid: { drawOnChartArea: index === 0 }, ...(title === "%" ? { max: 100 } : {}),
+      };
+    });
+    new Chart(canvas, { type: "line", data: { datasets }, options: { animation: false, parsing: false, scales } });
   };
-  seriesChart("iostat-chart", data.iostat, { util_pct: "util %", r_await_ms: "read await ms", w_await_ms: "write await ms", r_per_s: "reads/s", w_per_s: "writes/s" });
-  seriesChart("vmstat-chart", data.vmstat, { us: "user %", sy: "system %", wa: "iowait %" });
+  seriesChart("iostat-util-chart", data.iostat, { pct: "%", ms: "ms" }, {
+    util_pct: ["util %", "pct"], r_await_ms: ["read await (ms)", "ms"], w_await_ms: ["write await (ms)", "ms"],
+  });
+  seriesChart("iostat-iops-chart", data.iostat, { iops: "per second" }, {
+    r_per_s: ["reads/s", "iops"], w_per_s: ["writes/s", "iops"],
+  });
+  seriesChart("vmstat-chart", data.vmstat, { pct: "%" }, {
+    us: ["user %", "pct"], sy: ["system %", "pct"], wa: ["iowait %", "pct"],
+  });
 
   if (finished || !window.EventSource) return;
   const seen = new Set();
