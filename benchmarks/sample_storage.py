@@ -107,6 +107,31 @@ def charts_from_arrays(run_ids: list[int]) -> str:
     return json.dumps(charts)
 
 
+# The same JSON built by PostgreSQL and passed through as text: Python never touches a number.
+ROWS_AS_JSON = """
+SELECT coalesce(json_object_agg(run_id, chart ORDER BY run_id), '{}')::text FROM (
+    SELECT run_id, json_build_object('seconds', array_agg(second ORDER BY second),
+        'tps', array_agg(tps ORDER BY second), 'latency_ms', array_agg(latency_ms ORDER BY second),
+        'warmup', array_agg(warmup ORDER BY second)) AS chart
+    FROM runs_runsample WHERE run_id = ANY(%s) GROUP BY run_id
+) AS charts
+"""
+ARRAYS_AS_JSON = """
+SELECT coalesce(json_object_agg(run_id, json_build_object('seconds', seconds, 'tps', tps,
+    'latency_ms', latency_ms, 'warmup', warmup) ORDER BY run_id), '{}')::text
+FROM bench_series WHERE run_id = ANY(%s)
+"""
+
+
+def charts_as_json_from(query: str) -> Callable[[list[int]], str]:
+    def read(run_ids: list[int]) -> str:
+        with connection.cursor() as cursor:
+            cursor.execute(query, [run_ids])
+            return str(cursor.fetchone()[0])
+
+    return read
+
+
 def chart_through_the_selector(run_id: int) -> str:
     return json.dumps(run_chart_data(Run.objects.get(pk=run_id)))
 
@@ -219,9 +244,17 @@ def report(args: argparse.Namespace) -> int:
         [rng.choice(ids) for _ in range(args.repeat)],
     )
     hundred = interleaved(
-        {"rows": charts_from_rows, "arrays": charts_from_arrays},
+        {
+            "rows": charts_from_rows,
+            "arrays": charts_from_arrays,
+            "rows, JSON by PostgreSQL": charts_as_json_from(ROWS_AS_JSON),
+            "arrays, JSON by PostgreSQL": charts_as_json_from(ARRAYS_AS_JSON),
+        },
         [rng.sample(ids, per_page) for _ in range(args.repeat)],
     )
+    same = charts_from_rows(ids[:3])
+    assert json.loads(charts_as_json_from(ROWS_AS_JSON)(ids[:3])) == json.loads(same)
+    assert json.loads(charts_as_json_from(ARRAYS_AS_JSON)(ids[:3])) == json.loads(same)
     n = args.ingest_samples
     ingest = interleaved(
         {
@@ -239,6 +272,9 @@ def report(args: argparse.Namespace) -> int:
           f"{one['arrays'] / one['rows']:>13.2f}")  # fmt: skip
     print(f"{'100 charts, ms':<34}{hundred['rows'] * 1e3:>14.1f}{hundred['arrays'] * 1e3:>14.1f}"
           f"{hundred['arrays'] / hundred['rows']:>13.2f}")  # fmt: skip
+    print(f"{'100 charts, JSON by PostgreSQL, ms':<34}{hundred['rows, JSON by PostgreSQL'] * 1e3:>14.1f}"
+          f"{hundred['arrays, JSON by PostgreSQL'] * 1e3:>14.1f}"
+          f"{hundred['arrays, JSON by PostgreSQL'] / hundred['rows, JSON by PostgreSQL']:>13.2f}")  # fmt: skip
     print(f"{'live ingest, samples/s':<34}{n / ingest['rows']:>14.0f}{n / ingest['arrays']:>14.0f}"
           f"{ingest['rows'] / ingest['arrays']:>13.2f}")  # fmt: skip
     print(f"{'size, MiB':<34}{sizes['rows'] / 2**20:>14.1f}{sizes['arrays'] / 2**20:>14.1f}"
