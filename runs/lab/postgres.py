@@ -70,10 +70,12 @@ class Cluster:
 
     @property
     def non_default_settings(self) -> dict[str, str]:
+        # "client" and "session" values belong to the psql session that read them
+        # (application_name=psql), not to the server under test.
         return {
             str(s["name"]): str(s["setting"])
             for s in self.settings
-            if s.get("source") not in ("default", "override") and s.get("name")
+            if s.get("source") not in ("default", "override", "client", "session") and s.get("name")
         }
 
 

@@ -72,7 +72,8 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
             browser = playwright.chromium.launch(
                 executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
             )
-            page = browser.new_page(viewport={"width": 1280, "height": 1100})
+            context = browser.new_context(viewport={"width": 1280, "height": 1100})
+            page = context.new_page()
             page.goto(f"{web_server}/accounts/login/")
             page.fill("#id_username", "otto")
             page.fill("#id_password", PASSWORD)
@@ -92,7 +93,7 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
             assert "/runs/new/" not in page.url, page.locator(".error").all_text_contents()
             run_id = page.url.rstrip("/").rsplit("/", 1)[-1]
             # The run list, open in another tab, follows the run's state without reloading.
-            listing = browser.new_page()
+            listing = context.new_page()  # the same session
             listing.goto(f"{web_server}/runs/")
             listing.evaluate("window.notReloaded = true")
             listing_state = f"document.querySelector('td.state[data-run=\"{run_id}\"]').textContent.trim()"

@@ -100,6 +100,7 @@ def test_a_full_benchmark_runs_on_each_filesystem_and_leaves_nothing_behind(
         assert option in result.storage.mount_options.split(","), result.storage.mount_options
     assert result.pg_version.startswith("PostgreSQL 15")
     assert result.pg_non_default_settings["shared_buffers"] == "4096"  # 32MB in 8 kB pages
+    assert "application_name" not in result.pg_non_default_settings  # the psql session's, not the server's
     assert result.os.vmstat and result.os.iostat
     assert result.pg_stats is not None and result.pg_stats.transactions_committed > 0
     assert result.aggregate and sum(i.count for i in result.aggregate) > 0

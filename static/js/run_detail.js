@@ -32,6 +32,7 @@
     options: {
       animation: false,
       parsing: false,
+      maintainAspectRatio: false,  // fill the .chart box, whatever its width
       scales: {
         x: { type: "linear", title: { display: true, text: "seconds" } },
         tps: { position: "left", beginAtZero: true, title: { display: true, text: "tps" } },
@@ -57,7 +58,7 @@
         grid: { drawOnChartArea: index === 0 }, ...(title === "%" ? { max: 100 } : {}),
       };
     });
-    new Chart(canvas, { type: "line", data: { datasets }, options: { animation: false, parsing: false, scales } });
+    new Chart(canvas, { type: "line", data: { datasets }, options: { animation: false, parsing: false, maintainAspectRatio: false, scales } });
   };
   seriesChart("iostat-util-chart", data.iostat, { pct: "%", ms: "ms" }, {
     util_pct: ["util %", "pct"], r_await_ms: ["read await (ms)", "ms"], w_await_ms: ["write await (ms)", "ms"],
