@@ -7,7 +7,7 @@ from django import forms
 
 from runs.lab.errors import InvalidOption
 from runs.lab.pgbench import RunOptions
-from runs.lab.postgres import parse_settings
+from runs.lab.postgres import hba_address, parse_settings
 from runs.lab.storage import parse_mkfs_options, parse_mount_options
 from runs.models import Device, Filesystem, Host, PgInstall, Run, Workload
 
@@ -95,6 +95,8 @@ class RunForm(forms.ModelForm):
             self.add_error("client_host", f"{server} has no address a client host could reach it at.")
         elif not client.address:
             self.add_error("client_host", f"{client} has no address the server could let in (pg_hba).")
+        elif self._lab_check("client_host", lambda: hba_address(client.address)) is None:
+            return
         elif not client.pg_installs.exists():
             self.add_error("client_host", f"{client} has no PostgreSQL install, so no pgbench, in the inventory.")
 

@@ -5,6 +5,7 @@ subdirectory of the mount, apply settings, start; on the way out (always) stop f
 immediate, then make sure the postmaster's PID is really gone.
 """
 
+import ipaddress
 import json
 import re
 import time
@@ -157,6 +158,22 @@ def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
     return cluster
 
 
+HBA_KEYWORDS = ("all", "samehost", "samenet")  # pg_hba address keywords: whole networks
+
+
+def hba_address(address: str) -> str:
+    """A client's address as a pg_hba.conf address field: exactly that one host."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        # A host name: PostgreSQL resolves it and checks the reverse lookup.
+        name_ok = re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?", address)
+        if not name_ok or address.lower() in HBA_KEYWORDS:
+            raise InvalidOption(f"bad client address {address!r}") from None
+        return address
+    return f"{ip}/{ip.max_prefixlen}"
+
+
 def configure(
     transport: Transport, cluster: Cluster, settings: Mapping[str, str], client_addresses: Sequence[str] = ()
 ) -> None:
@@ -176,7 +193,7 @@ def configure(
     transport.write_file(conf, (current + "\n" + "\n".join(lines) + "\n").encode(), mode=0o600)
     if client_addresses:
         hba = f"{cluster.data_dir}/pg_hba.conf"
-        rules = "".join(f"host all all {address}/32 trust\n" for address in client_addresses)
+        rules = "".join(f"host all all {hba_address(address)} trust\n" for address in client_addresses)
         transport.write_file(hba, transport.read_file(hba) + rules.encode(), mode=0o600)
     transport.run(["chown", f"{PG_USER}:", conf, f"{cluster.data_dir}/pg_hba.conf"])
 

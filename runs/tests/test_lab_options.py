@@ -14,7 +14,7 @@ import pytest
 from runs.lab.errors import InvalidOption
 from runs.lab.metrics import PgStatsDelta, PgStatsSnapshot, pg_stats_delta
 from runs.lab.pgbench import Connection, InitOptions, RunOptions, init_command, run_command
-from runs.lab.postgres import RESERVED_SETTINGS, check_setting, parse_settings
+from runs.lab.postgres import RESERVED_SETTINGS, check_setting, hba_address, parse_settings
 from runs.lab.storage import (
     DeviceIdentity,
     directory_for,
@@ -637,3 +637,18 @@ def test_it_refuses_custom_scripts_that_run_shell_commands(script: str) -> None:
 def test_it_refuses_the_ext4_option_that_would_panic_the_kernel_on_a_disk_error() -> None:
     with pytest.raises(InvalidOption, match="bad value"):
         parse_mount_options("ext4", "errors=panic")
+
+
+@pytest.mark.parametrize(
+    ("address", "field"),
+    [("10.200.7.12", "10.200.7.12/32"), ("fd00::12", "fd00::12/128"), ("client-1.lab.example", "client-1.lab.example")],
+)
+def test_pg_hba_trusts_exactly_the_client_host(address: str, field: str) -> None:
+    assert hba_address(address) == field
+
+
+@pytest.mark.parametrize("address", ["10.0.0.0/8", "all", "samenet", "SameHost", "host name", "-x", ""])
+def test_pg_hba_refuses_anything_but_one_host(address: str) -> None:
+    # pg_hba's keywords would match whole networks; a CIDR or spaces would widen or break the line.
+    with pytest.raises(InvalidOption):
+        hba_address(address)

@@ -230,9 +230,10 @@ def test_the_event_stream_replays_everything_and_resumes_after_the_last_id(clien
     [
         ({"address": "10.0.0.7"}, True, None),
         ({"address": ""}, True, "client1 has no address the server could let in (pg_hba)."),
+        ({"address": "samenet"}, True, "bad client address 'samenet'"),
         ({"address": "10.0.0.7"}, False, "client1 has no PostgreSQL install, so no pgbench, in the inventory."),
     ],
-    ids=["accepted", "no-address", "no-pgbench"],
+    ids=["accepted", "no-address", "hba-keyword", "no-pgbench"],
 )
 def test_a_client_host_needs_an_address_and_a_pgbench(
     otto: Client, client_fields: dict[str, str], with_install: bool, error: str | None
