@@ -1,0 +1,52 @@
+"""A run as the lab layer sees it: the benchmark specification built from the database."""
+
+import pytest
+
+from runs.models import Host
+from runs.services.execute import benchmark_spec, client_pgbench_install
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run
+
+pytestmark = pytest.mark.django_db
+
+
+def client_with_installs(*versions: str) -> Host:
+    client = make_host(name="client1", address="10.200.0.12")
+    for version in versions:
+        make_pg_install(client, bin_dir=f"/opt/pg/{version}/bin", version=version)
+    return client
+
+
+@pytest.mark.parametrize(
+    ("server_version", "chosen"),
+    [("15.19", "15.20"), ("16.1", "16.4"), ("13.2", "17.0")],
+    ids=["same-major-newest", "other-major", "none-of-its-major-newest"],
+)
+def test_the_client_uses_its_pgbench_of_the_servers_major_version(server_version: str, chosen: str) -> None:
+    server = make_host()
+    client = client_with_installs("9.6.24", "15.2", "15.20", "16.4", "17.0")
+
+    install = client_pgbench_install(make_pg_install(server, version=server_version), client)
+
+    assert install is not None and install.version == chosen
+
+
+def test_a_run_with_a_client_host_names_both_addresses() -> None:
+    server = make_host()
+    client = client_with_installs("15.20")
+    run = make_run(server, make_device(server), make_pg_install(server), client_host=client, warmup_s=5,
+                   duration_s=20, log_sampling_rate=0.25)  # fmt: skip
+
+    spec = benchmark_spec(run)
+
+    assert spec.client is not None
+    assert (spec.client.address, spec.client.server_address) == ("10.200.0.12", server.address)
+    assert spec.client.pg_bin_dir == "/opt/pg/15.20/bin"
+    assert (spec.run.duration_s, spec.warmup_s, spec.run.log_sampling_rate) == (25, 5, 0.25)
+
+
+def test_a_run_without_a_client_host_runs_pgbench_on_the_server() -> None:
+    server = make_host()
+
+    spec = benchmark_spec(make_run(server, make_device(server), make_pg_install(server)))
+
+    assert spec.client is None
