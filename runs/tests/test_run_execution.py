@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.test import Client
+from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -130,15 +132,22 @@ def test_pgbench_runs_on_a_named_client_host_over_tcp(
 def test_a_mount_the_kernel_rejects_fails_the_run_with_the_kernels_reason(
     celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
 ) -> None:
-    run = new_run(lab_inventory["lab2"], make_user("otto", "operator"), filesystem="xfs", mount_options="nobarrier")
+    otto = make_user("otto", "operator")
+    run = new_run(lab_inventory["lab2"], otto, filesystem="xfs", mount_options="nobarrier")
 
     run = wait_until_finished(run)
+    browser = Client()
+    browser.force_login(otto)
+    page = browser.get(reverse("run-detail", args=[run.pk])).content.decode()
 
     assert run.state == RunState.FAILED
     assert run.failed_step == RunState.PREPARING_STORAGE
     assert run.failed_command.startswith("mount -t xfs -o nobarrier")
     assert run.failed_exit_status == 32
     assert "xfs: Unknown parameter 'nobarrier'" in run.failed_output
+    # The page says where it failed and why, in the kernel's words.
+    assert "Failed while preparing storage" in page and "exit status 32" in page
+    assert "xfs: Unknown parameter &#x27;nobarrier&#x27;" in page
 
 
 def test_cancel_stops_a_running_run_and_frees_its_host(
