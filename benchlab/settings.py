@@ -144,8 +144,10 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Benchmark tasks are long; a worker should not hoard queued ones it cannot start yet.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
-# With late acks, Redis hands an unacknowledged task to another worker after this long; runs
-# are claimed in the database, so a second delivery cannot start a run twice.
+# With late acks, Redis hands an unacknowledged task to another worker after this long (a
+# long benchmark outlasts it). Hosts are claimed in the database and a running run's worker
+# stamps a heartbeat, so a second delivery neither starts a run twice nor fails a live one
+# (runs/services/heartbeat.py).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
 
 LOGGING = {

@@ -117,6 +117,7 @@ class Run(models.Model):
     failed_output = models.TextField(blank=True, help_text="The tail of the failed step's output.")
     error = models.TextField(blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # stamped while a worker runs it
 
     # --- what came out ---
     environment = models.JSONField(default=dict, blank=True)

@@ -31,8 +31,9 @@ from runs.lab.postgres import parse_settings
 from runs.lab.probe import probe_host
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
 from runs.lab.transport import Transport
-from runs.models import Host, PgInstall, Run, RunArtifact, RunSample, RunState, Workload
+from runs.models import FINAL_STATES, Host, PgInstall, Run, RunArtifact, RunSample, RunState, Workload
 from runs.services.claims import run_claim_hosts, run_release_hosts
+from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect
 from runs.services.runs import run_transition
 from runs.services.samples import sample_upsert
@@ -54,6 +55,7 @@ RESULT_FIELDS = (
     "metrics",
     "environment",
 )
+STEPS_BEFORE_RESULTS = (Step.PREPARING_STORAGE, Step.INITIALIZING_DATABASE, Step.MEASURING)
 STEP_STATES = {
     Step.PREPARING_STORAGE: RunState.PREPARING_STORAGE,
     Step.INITIALIZING_DATABASE: RunState.INITIALIZING_DATABASE,
@@ -131,10 +133,13 @@ class RunObserver:
         self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
         self.process: Detached | None = None
         self.cancelled = False
+        self.cancel_sent = False
         self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
 
     def _check_cancel(self) -> None:
-        if Run.objects.filter(pk=self.run.pk, cancel_requested=True).exists():
+        # A run already finished was cancelled while its worker was claiming its hosts.
+        requested, state = Run.objects.values_list("cancel_requested", "state").get(pk=self.run.pk)
+        if requested or state in FINAL_STATES:
             self.cancelled = True
 
     def step(self, name: str) -> None:
@@ -145,7 +150,9 @@ class RunObserver:
             self.current_step = state
         run_transition(run=self.run, state=state)
         self._check_cancel()
-        if self.cancelled and name != Step.CLEANING_UP:
+        # Up to the measurement a cancel stops everything; once pgbench has run (and been
+        # stopped), what it measured is still collected and stored.
+        if self.cancelled and name in STEPS_BEFORE_RESULTS:
             raise RunCancelled()
 
     def line(self, stream: str, text: str) -> None:
@@ -177,7 +184,8 @@ class RunObserver:
             self.current_step = RunState.MEASURING
             run_transition(run=self.run, state=RunState.MEASURING)
         self._check_cancel()
-        if self.cancelled and self.process is not None:
+        if self.cancelled and self.process is not None and not self.cancel_sent:
+            self.cancel_sent = True
             connection = host_connect(self.run.client_host or self.run.server_host)  # where pgbench runs
             try:
                 cancel(connection, self.process)
@@ -192,22 +200,30 @@ Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that 
 
 
 def run_execute(*, run_id: int) -> str:
-    """Run it if its hosts are free: "busy" (try again later), or the state it ended in."""
+    """Run it if its hosts are free. Returns "busy" (try again later), "running" (another
+    worker is running it: look again later), or the state it ended in."""
     run = Run.objects.select_related("server_host", "client_host", "device", "pg_install").get(pk=run_id)
     if run.is_finished:
         return run.state
     if run.state != RunState.QUEUED:
-        # A worker died mid-run and the broker handed the task out again: the lab host may
-        # still hold its mount; say so instead of starting over on top of it.
+        # The broker handed the task out again. A worker still stamping the heartbeat is
+        # running it; otherwise that worker died, and the lab host may still hold the run's
+        # mount: say so instead of starting over on top of it.
+        if run_has_live_worker(run):
+            return "running"
         run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
         return run.state
     if not run_claim_hosts(run=run):
         return "busy"
     try:
-        run.started_at, run.worker = timezone.now(), socket.gethostname()
-        Run.objects.filter(pk=run.pk).update(started_at=run.started_at, worker=run.worker)
-        state, fields = _execute_claimed(run)
+        with run_heartbeat(run):
+            run.started_at, run.worker = timezone.now(), socket.gethostname()
+            Run.objects.filter(pk=run.pk).update(started_at=run.started_at, worker=run.worker)
+            state, fields = _execute_claimed(run)
+    except Exception as exc:
+        log.exception("run %s: benchlab failed", run.pk)
+        state, fields = RunState.FAILED, {"error": f"benchlab failed: {exc!r}"}
     finally:
         run_release_hosts(run=run)
     # Released first: once a run shows as finished, its hosts are free for the next one.
@@ -227,7 +243,7 @@ def _execute_claimed(run: Run) -> Ending:
             client_host = run.client_host
             client = Endpoint(host_connect(client_host), lambda: host_connect(client_host))
             connections.append(client.transport)
-    except (LabError, ValueError) as exc:
+    except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key, an undecryptable key
         for connection in connections:
             connection.close()
         return _failure(observer, exc)

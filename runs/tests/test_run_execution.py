@@ -164,6 +164,10 @@ def test_cancel_stops_a_running_run_and_frees_its_host(
     assert Host.objects.get(pk=run.server_host_id).claimed_by_id is None
     assert run.finished_at is not None and run.started_at is not None
     assert (run.finished_at - run.started_at).total_seconds() < 90
+    # What was measured before the cancel is kept: samples, raw outputs, the environment.
+    assert run.samples.count() >= 2
+    assert run.artifacts.filter(name="pgbench.stderr.txt").exists()
+    assert run.environment["host"]["hostname"] == "lab2"
 
 
 def test_runs_on_one_host_wait_for_each_other_and_other_hosts_run_in_parallel(
