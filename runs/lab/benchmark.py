@@ -32,6 +32,7 @@ from runs.lab.parse_pgbench import (
     parse_summary,
 )
 from runs.lab.pgbench import (
+    BENCH_ROLE,
     LOG_PREFIX,
     Connection,
     Detached,
@@ -44,7 +45,7 @@ from runs.lab.pgbench import (
     start_detached,
     wait_for_exit,
 )
-from runs.lab.postgres import PG_USER, throwaway_cluster
+from runs.lab.postgres import PG_USER, psql, throwaway_cluster
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
 from runs.lab.transport import Transport, as_user, clean_text
 
@@ -212,8 +213,10 @@ def _run_stages(
     for endpoint in {id(server): server, id(bench): bench}.values():
         endpoint.transport.run(["mkdir", "-p", run_dir])
         endpoint.transport.run(["chown", f"{PG_USER}:", run_dir])
-    local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database)
-    _as_postgres(transport, create_database_command(spec.pg_bin_dir, local), 60, lambda _: None)
+    admin = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=PG_USER)
+    psql(transport, cluster, f"CREATE ROLE {BENCH_ROLE} LOGIN")
+    _as_postgres(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
+    local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
     init = init_command(spec.pg_bin_dir, local, spec.init)
     result.init_command = shlex.join(init)
     result.init_output = _as_postgres(transport, init, 3600, lambda text: observer.line("init", text))
@@ -225,7 +228,9 @@ def _run_stages(
     if spec.client is None:
         connection, bench_bin_dir = local, spec.pg_bin_dir
     else:
-        connection = Connection(host=spec.client.server_address, port=cluster.port, database=spec.database)
+        connection = Connection(
+            host=spec.client.server_address, port=cluster.port, database=spec.database, user=BENCH_ROLE
+        )
         bench_bin_dir = spec.client.pg_bin_dir
     command = run_command(bench_bin_dir, connection, spec.run, run_dir, script_path)
     result.command = shlex.join(command)

@@ -17,6 +17,9 @@ BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
 QUERY_MODES = ("simple", "extended", "prepared")
 _INIT_STEPS = re.compile(r"[dtgGvpf]+")  # used with fullmatch: `$` would allow a trailing newline
 DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+# pgbench connects as this role, which owns the benchmark database and nothing else: a custom
+# script cannot use what only a superuser may (COPY ... TO PROGRAM, ALTER SYSTEM, ...).
+BENCH_ROLE = "bench"
 LOG_PREFIX = "pgbench_log"  # pgbench adds .<pid>[.<thread>]
 
 
@@ -74,8 +77,8 @@ class RunOptions:
         if self.custom_script is not None:
             if not self.custom_script.strip():
                 raise InvalidOption("the custom script is empty")
-            # \shell and \setshell run commands on the host as postgres.
-            if re.search(r"^\s*\\(set)?shell\b", self.custom_script, re.MULTILINE):
+            # \shell and \setshell run commands on the host; pgbench ignores the case of meta-commands.
+            if re.search(r"^\s*\\(set)?shell\b", self.custom_script, re.MULTILINE | re.IGNORECASE):
                 raise InvalidOption("custom scripts may not use \\shell or \\setshell")
         if self.clients < 1 or self.threads < 1:
             raise InvalidOption("clients and threads must be at least 1")
@@ -105,8 +108,10 @@ class RunOptions:
             raise InvalidOption("the duration must be a multiple of the aggregate interval (pgbench requires it)")
 
 
-def create_database_command(bin_dir: str, connection: Connection) -> list[str]:
-    return [f"{bin_dir}/createdb", *connection.args(), connection.database]
+def create_database_command(bin_dir: str, connection: Connection, owner: str) -> list[str]:
+    if not DATABASE_NAME.fullmatch(owner):
+        raise InvalidOption(f"bad role name {owner!r}")
+    return [f"{bin_dir}/createdb", *connection.args(), "-O", owner, connection.database]
 
 
 def init_command(bin_dir: str, connection: Connection, options: InitOptions) -> list[str]:

@@ -244,3 +244,34 @@ def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
     assert recorder.steps == ["preparing storage", "initializing database", "measuring", "collecting", "cleaning up"]
     assert result.summary is not None and result.summary.transactions_processed == 200
     assert "-f /var/lib/benchlab/runs/steps/custom.sql" in result.command
+
+
+def test_a_custom_script_cannot_do_what_only_a_superuser_may(virtual_lab: VirtualLab) -> None:
+    # pgbench connects as a role that owns the benchmark database and nothing more.
+    marker = f"/tmp/benchlab-lab{virtual_lab.lab_id}-copy-to-program"
+    transport = virtual_lab.connect("lab1")
+    spec = BenchmarkSpec(
+        device=virtual_lab.disk("lab1", "ram"),
+        filesystem=FilesystemSpec("ext4"),
+        pg_bin_dir=PG_BIN,
+        init=InitOptions(scale=1),
+        run=RunOptions(
+            builtin=None,
+            custom_script=f"COPY (SELECT 1) TO PROGRAM 'touch {marker}';\n",
+            clients=1,
+            duration_s=None,
+            transactions=1,
+        ),
+        run_key="superuser",
+    )
+    try:
+        result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec)
+        created = transport.run(["test", "-e", marker], check=False).exit_status == 0
+    finally:
+        remove_run_dir(transport, "superuser")
+        transport.run(["rm", "-f", marker])
+        transport.close()
+
+    assert result.exit_status != 0
+    assert "pg_execute_server_program" in result.stderr
+    assert not created

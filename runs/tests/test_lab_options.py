@@ -628,7 +628,9 @@ def test_configure_checks_settings_that_did_not_come_through_the_form() -> None:
         check_setting("work_mem\nport", "1")
 
 
-@pytest.mark.parametrize("script", ["\\shell rm -rf /\n", "SELECT 1;\n  \\setshell x echo 1\n"])
+@pytest.mark.parametrize(
+    "script", ["\\shell rm -rf /\n", "SELECT 1;\n  \\setshell x echo 1\n", "\\SHELL id\n", "\\SetShell x id\n"]
+)
 def test_it_refuses_custom_scripts_that_run_shell_commands(script: str) -> None:
     with pytest.raises(InvalidOption, match="may not use"):
         RunOptions(builtin=None, custom_script=script).validate()
