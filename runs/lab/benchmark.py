@@ -256,9 +256,9 @@ def _run_stages(
                 result.progress.append(sample)
                 observer.progress(sample)
 
-        Follower(bench.connect, process, "stderr", on_stderr).follow()
         timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
-        result.exit_status = wait_for_exit(bench.transport, process, timeout)
+        Follower(bench.connect, process, "stderr", on_stderr).follow(timeout)
+        result.exit_status = wait_for_exit(bench.transport, process, 60)  # it has exited: the status is on its way
 
     observer.step(Step.COLLECTING)
     after = pg_stats_snapshot(transport, cluster, spec.database)

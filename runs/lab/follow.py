@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from runs.lab.errors import ConnectFailed, ConnectionLost, HostKeyRefused, LabError
+from runs.lab.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused, LabError
 from runs.lab.pgbench import Detached, cancel, exit_status
 from runs.lab.transport import Transport, clean_text
 
@@ -63,23 +63,37 @@ class Follower:
         finally:
             transport.close()
 
-    def follow(self) -> int:
-        """Deliver every line until the command has exited; return the final offset."""
-        while True:
-            if self.transport is None:
-                self.transport = self._reconnect()
-            try:
-                # Once the command has finished, read the rest and stop: its PID may belong to
-                # another process by now, and `tail --pid` would wait on that one.
-                if exit_status(self.transport, self.process) is not None:
-                    self.transport.run(["tail", "-c", f"+{self.offset + 1}", self.path], on_stdout=self._deliver)
+    def follow(self, timeout_s: float | None = None) -> int:
+        """Deliver every line until the command has exited; return the final offset.
+
+        With timeout_s, give up (LabError) if the command still runs after that long: a
+        pgbench stuck on a hung disk must not hold the worker for ever."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        try:
+            while True:
+                if self.transport is None:
+                    self.transport = self._reconnect()
+                try:
+                    # Once the command has finished, read the rest and stop: its PID may belong to
+                    # another process by now, and `tail --pid` would wait on that one.
+                    if exit_status(self.transport, self.process) is not None:
+                        self.transport.run(["tail", "-c", f"+{self.offset + 1}", self.path], on_stdout=self._deliver)
+                        return self.offset
+                    # -s: how often tail checks whether the PID is still there.
+                    argv = ["tail", f"--pid={self.process.pid}", "-s", "0.2", "-c", f"+{self.offset + 1}", "-F"]
+                    remaining = None if deadline is None else max(1.0, deadline - time.monotonic())
+                    self.transport.run([*argv, self.path], timeout=remaining, on_stdout=self._deliver)
                     return self.offset
-                # -s: how often tail checks whether the PID is still there.
-                argv = ["tail", f"--pid={self.process.pid}", "-s", "0.2", "-c", f"+{self.offset + 1}", "-F", self.path]
-                self.transport.run(argv, timeout=None, on_stdout=self._deliver)
-                return self.offset
-            except ConnectionLost as exc:
-                log.warning("lost the connection while following %s at byte %d: %s", self.path, self.offset, exc)
-                self.reconnects += 1
+                except CommandTimeout as exc:
+                    raise LabError(
+                        f"{self.process.name} (PID {self.process.pid}) still runs after {timeout_s:g} s"
+                    ) from exc
+                except ConnectionLost as exc:
+                    log.warning("lost the connection while following %s at byte %d: %s", self.path, self.offset, exc)
+                    self.reconnects += 1
+                    self.transport.close()
+                    self.transport = None
+        finally:
+            if self.transport is not None:  # the follower's own connection, not the caller's
                 self.transport.close()
                 self.transport = None

@@ -7,11 +7,14 @@ runs/tests/fixtures/. Lines a parser does not know are skipped, never fatal: a n
 sysstat field must not lose a run.
 """
 
+import logging
 import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 _NUM = r"-?(?:\d+(?:\.\d+)?|nan|NaN|inf)"
 
@@ -348,7 +351,17 @@ def parse_aggregate_line(line: str) -> AggregateInterval:
 
 
 def parse_aggregate_log(text: str) -> list[AggregateInterval]:
-    return [parse_aggregate_line(line) for line in text.splitlines() if line.strip()]
+    """Every well-formed line; a truncated or unexpected one is logged and skipped, so that
+    one bad line does not cost a finished run its results."""
+    intervals = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            intervals.append(parse_aggregate_line(line))
+        except ValueError:
+            log.warning("skipped an aggregate log line pgbench should not have written: %r", line[:200])
+    return intervals
 
 
 def _add(a: float | None, b: float | None) -> float | None:

@@ -381,6 +381,17 @@ def test_it_parses_a_pgbench15_aggregate_line() -> None:
     assert interval.latency_mean_ms == pytest.approx(779572 / 274 / 1000)
 
 
+def test_a_truncated_aggregate_line_is_skipped_not_fatal() -> None:
+    lines = fixture(f"{AGGREGATE}/pgbench_log.13131").splitlines()
+    damaged = "\n".join([lines[0], lines[1][:9], *lines[2:]])  # a line cut short, as by a full disk
+
+    intervals = parse_aggregate_log(damaged)
+
+    assert [i.start_epoch for i in intervals] == [
+        parse_aggregate_line(line).start_epoch for line in lines if line != lines[1]
+    ]
+
+
 def test_it_parses_lag_and_skipped_columns_of_a_rate_limited_aggregate_log() -> None:
     interval = parse_aggregate_log(fixture("pgbench15/aggregate_rate/pgbench_log.13175"))[0]
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 
 from runs.lab.errors import CommandFailed, CommandTimeout, LabError
+from runs.lab.follow import Follower
+from runs.lab.pgbench import cancel, start_detached
 from runs.lab.transport import CommandResult, LocalTransport, as_user, command_line
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -374,3 +376,33 @@ def test_it_uploads_and_downloads_files(tmp_path: Path) -> None:
 
     assert remote.read_bytes() == local.read_bytes()
     assert back.read_bytes() == local.read_bytes()
+
+
+def test_a_follower_gives_up_on_a_command_that_outlives_its_time_and_closes_its_connection(
+    tmp_path: Path,
+) -> None:
+    opened: list[LocalTransport] = []
+    closed: list[LocalTransport] = []
+
+    class CountingTransport(LocalTransport):
+        def close(self) -> None:
+            closed.append(self)
+
+    def connect() -> LocalTransport:
+        opened.append(CountingTransport())
+        return opened[-1]
+
+    transport = LocalTransport()
+    process = start_detached(transport, ["sh", "-c", "echo started >&2; sleep 60"], str(tmp_path), "slow")
+    lines: list[str] = []
+    started = time.monotonic()
+    try:
+        with pytest.raises(LabError, match=r"slow \(PID \d+\) still runs after 2 s"):
+            Follower(connect, process, "stderr", lines.append).follow(timeout_s=2)
+        gave_up_after = time.monotonic() - started
+    finally:
+        cancel(transport, process, grace_s=2)
+
+    assert lines == ["started"]
+    assert gave_up_after < 30
+    assert opened and closed == opened
