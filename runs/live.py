@@ -13,7 +13,13 @@ from typing import Any
 import redis
 from django.conf import settings
 
-MAX_EVENTS_PER_RUN = 200_000  # a week-long run at one sample a second, with room for log lines
+from runs.models import FINAL_STATES
+
+# A run publishes one sample a second plus its states and non-progress log lines: a week-long
+# run (the longest the form allows) stays whole. A finished run's stream expires: its page
+# draws from the database.
+MAX_EVENTS_PER_RUN = 1_000_000
+FINISHED_RUN_STREAM_TTL_S = 24 * 3600
 
 
 def _prefix() -> str:
@@ -56,6 +62,8 @@ def publish(run_id: int, kind: str, data: dict[str, Any]) -> str:
     if kind == "state":
         summary: dict[Any, Any] = {"kind": kind, "data": json.dumps(data | {"run": run_id})}
         client().xadd(run_list_stream(), summary, maxlen=10_000)
+        if data.get("state") in FINAL_STATES:
+            client().expire(run_stream(run_id), FINISHED_RUN_STREAM_TTL_S)
     return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
 
 
@@ -64,6 +72,12 @@ def _decode(entries: Any) -> list[LiveEvent]:
         LiveEvent(id=event_id.decode(), kind=fields[b"kind"].decode(), data=json.loads(fields[b"data"]))
         for event_id, fields in entries
     ]
+
+
+def last_event_id(stream: str) -> str:
+    """The id of the stream's newest event ("0-0" for none): where "from now on" starts."""
+    newest = _decode(client().xrevrange(stream, count=1))
+    return newest[0].id if newest else "0-0"
 
 
 def events_after(stream: str, after: str = "0-0", count: int = 10_000) -> list[LiveEvent]:

@@ -25,7 +25,7 @@ from runs.lab.benchmark import (
     run_benchmark,
 )
 from runs.lab.errors import CommandFailed, LabError, tail
-from runs.lab.parse_pgbench import ProgressSample
+from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
 from runs.lab.pgbench import Detached, InitOptions, RunOptions, cancel
 from runs.lab.postgres import parse_settings
 from runs.lab.probe import probe_host
@@ -157,6 +157,8 @@ class RunObserver:
 
     def line(self, stream: str, text: str) -> None:
         self.log_tail.append(text)
+        if stream == "pgbench" and parse_progress_line(text) is not None:
+            return  # it reaches the page as a sample event; twice would halve how long a stream lasts
         live.publish(self.run.pk, "log", {"stream": stream, "line": text})
 
     def progress(self, sample: ProgressSample) -> None:

@@ -11,6 +11,7 @@ from django.urls import reverse
 from runs import live
 from runs.forms import RUN_FIELDS
 from runs.models import Host, Run, RunSample, RunState
+from runs.services.execute import RunObserver
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
@@ -258,3 +259,48 @@ def test_the_server_itself_is_not_a_client_host(otto: Client) -> None:
     errors = otto.post(reverse("run-new"), data | {"client_host": data["server_host"]}).context["form"].errors
 
     assert errors["client_host"] == ["Leave it empty to run pgbench on the server itself."]
+
+
+async def first_state_event(client: AsyncClient, url: str) -> dict[str, object]:
+    response = await client.get(url)
+    text = ""
+    async for chunk in response.streaming_content:  # type: ignore[attr-defined]
+        text += chunk.decode() if isinstance(chunk, bytes) else chunk
+        for block in text.split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+            if fields.get("event") == "state":
+                return dict(json.loads(fields["data"]))
+    raise AssertionError("the stream ended without a state event")
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_run_list_gets_states_that_change_between_render_and_connect(client_for: ClientFactory) -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+    live.publish(run.pk, "state", {"state": "queued", "label": "queued", "at": "2026-11-22T00:00:00"})
+    page = client_for("vera").get(reverse("runs")).content.decode()
+    events_url = page.split('data-events="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    # The run moves on after the page was rendered, before the browser connects.
+    live.publish(run.pk, "state", {"state": "preparing_storage", "label": "preparing storage", "at": "x"})
+    client = AsyncClient()
+    client.force_login(client_for.users["vera"])
+
+    event = asyncio.run(asyncio.wait_for(first_state_event(client, events_url), timeout=10))
+
+    assert (event["run"], event["state"]) == (run.pk, "preparing_storage")
+
+
+def test_a_finished_runs_stream_expires_and_progress_lines_are_not_sent_twice() -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING)
+    live.reset_run_stream(run.pk)
+    observer = RunObserver(run)
+
+    observer.line("pgbench", "progress: 1.0 s, 2784.9 tps, lat 1.416 ms stddev 0.543, 0 failed")
+    observer.line("pgbench", "pgbench: warning: something worth reading")
+    live.publish(run.pk, "state", {"state": "done", "label": "done", "at": "x"})
+
+    events = live.events_after(live.run_stream(run.pk))
+    assert [e.data.get("line") for e in events if e.kind == "log"] == ["pgbench: warning: something worth reading"]
+    assert len(observer.log_tail) == 2  # both kept for a failure's output
+    assert 0 < live.client().ttl(live.run_stream(run.pk)) <= live.FINISHED_RUN_STREAM_TTL_S

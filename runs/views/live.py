@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, StreamingHttpResponse
 
 from runs import live
+from runs.models import FINAL_STATES
 
 POLL_BLOCK_MS = 1000
 KEEPALIVE_EVERY = 15  # blocks without events before a comment line keeps proxies from closing
@@ -29,12 +30,14 @@ def _format(event: live.LiveEvent) -> str:
 
 
 def _is_final(event: live.LiveEvent) -> bool:
-    return event.kind == "state" and event.data.get("state") in ("done", "failed", "cancelled")
+    return event.kind == "state" and event.data.get("state") in FINAL_STATES
 
 
 async def _stream(stream: str, after: str, stop_after_final: bool) -> AsyncIterator[str]:
     yield "retry: 2000\n\n"
-    if after != "$":  # "$": only what comes from now on
+    if after == "$":  # only what comes from now on: fixed once, so nothing between two reads is lost
+        after = await sync_to_async(live.last_event_id)(stream)
+    else:
         for event in await sync_to_async(live.events_after)(stream, after):
             after = event.id
             yield _format(event)
@@ -57,15 +60,16 @@ async def _stream(stream: str, after: str, stop_after_final: bool) -> AsyncItera
                 return
 
 
-def _last_event_id(request: HttpRequest) -> str:
-    raw = request.headers.get("Last-Event-ID") or request.GET.get("after") or "0-0"
-    return raw if all(part.isdigit() for part in raw.split("-", 1)) else "0-0"
+def _last_event_id(request: HttpRequest, default: str) -> str:
+    """Where to resume: the browser's Last-Event-ID on a reconnect, else ?after=, else default."""
+    raw = request.headers.get("Last-Event-ID") or request.GET.get("after") or default
+    return raw if all(part.isdigit() for part in raw.split("-", 1)) else default
 
 
 async def run_events(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
     await _require_viewer(request)
     response = StreamingHttpResponse(
-        _stream(live.run_stream(run_id), _last_event_id(request), stop_after_final=True),
+        _stream(live.run_stream(run_id), _last_event_id(request, "0-0"), stop_after_final=True),
         content_type="text/event-stream",
     )
     response["Cache-Control"] = "no-cache"
@@ -75,7 +79,9 @@ async def run_events(request: HttpRequest, run_id: int) -> StreamingHttpResponse
 
 async def runs_events(request: HttpRequest) -> StreamingHttpResponse:
     await _require_viewer(request)
-    after = request.headers.get("Last-Event-ID") or "$"
+    # The page says where it was rendered (?after=): states that change before the browser
+    # connects still arrive.
+    after = _last_event_id(request, "$")
     response = StreamingHttpResponse(_stream(live.run_list_stream(), after, stop_after_final=False),
                                      content_type="text/event-stream")  # fmt: skip
     response["Cache-Control"] = "no-cache"

@@ -5,6 +5,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from runs import live
 from runs.forms import RunForm, run_form_initial
 from runs.models import Run, RunArtifact
 from runs.selectors import run_chart_data, run_list, run_with_details
@@ -13,7 +14,8 @@ from runs.services.runs import run_cancel, run_enqueue
 
 @permission_required("runs.view_host", raise_exception=True)
 def runs_page(request: HttpRequest) -> HttpResponse:
-    return render(request, "runs/run_list.html", {"runs": run_list()})
+    events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
+    return render(request, "runs/run_list.html", {"runs": run_list(), "events_after": events_after})
 
 
 @permission_required("runs.queue_run", raise_exception=True)
