@@ -49,6 +49,7 @@ class HostAdmin(admin.ModelAdmin):
         "serves_postgres",
         "runs_clients",
         "enabled",
+        "claimed_by",
         "device_count",
         "cpu_cores",
         "memory",
@@ -59,6 +60,7 @@ class HostAdmin(admin.ModelAdmin):
     inlines = [DeviceInline, PgInstallInline]
     actions = ["probe_now", "pin_host_keys", "enable_hosts", "disable_hosts"]
     readonly_fields = [
+        "claimed_by",
         "host_key_fingerprints",
         "stored_private_key",
         "hostname",
@@ -73,7 +75,7 @@ class HostAdmin(admin.ModelAdmin):
         "updated_at",
     ]
     fieldsets = [
-        (None, {"fields": ["name", "enabled", ("serves_postgres", "runs_clients"), "notes"]}),
+        (None, {"fields": ["name", "enabled", "claimed_by", ("serves_postgres", "runs_clients"), "notes"]}),
         (
             "Connection",
             {
@@ -130,7 +132,7 @@ class HostAdmin(admin.ModelAdmin):
         # Only the public fingerprint: the key itself is never decrypted for display.
         return f"stored, encrypted ({host.private_key_fingerprint})" if host.has_stored_private_key else "none"
 
-    @admin.action(description="Probe now (hardware, disks, PostgreSQL installs)")
+    @admin.action(description="Probe now (hardware, disks, PostgreSQL installs)", permissions=["change"])
     def probe_now(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         for host in queryset:
             try:
@@ -146,7 +148,7 @@ class HostAdmin(admin.ModelAdmin):
                 messages.SUCCESS,
             )
 
-    @admin.action(description="Fetch and pin host keys…")
+    @admin.action(description="Fetch and pin host keys…", permissions=["change"])
     def pin_host_keys(self, request: HttpRequest, queryset: QuerySet[Host]) -> TemplateResponse | None:
         ssh_hosts = queryset.filter(transport=Host.Transport.SSH)
         if request.POST.get("confirm") == "yes":
@@ -187,12 +189,12 @@ class HostAdmin(admin.ModelAdmin):
         host.save(update_fields=["host_keys", "updated_at"])
         self.message_user(request, f"{host.name}: pinned {line.split()[0]} {fingerprint}.", messages.SUCCESS)
 
-    @admin.action(description="Enable the selected hosts")
+    @admin.action(description="Enable the selected hosts", permissions=["change"])
     def enable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         count = queryset.update(enabled=True)
         self.message_user(request, f"Enabled {count} host(s).", messages.SUCCESS)
 
-    @admin.action(description="Disable the selected hosts (they take no new runs)")
+    @admin.action(description="Disable the selected hosts (they take no new runs)", permissions=["change"])
     def disable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         count = queryset.update(enabled=False)
         self.message_user(request, f"Disabled {count} host(s).", messages.SUCCESS)
@@ -213,7 +215,7 @@ class DeviceAdmin(admin.ModelAdmin):
         return filesizeformat(device.capacity_bytes) if device.capacity_bytes else "–"
 
     # Only the safe direction is a bulk action; allowing a wipe is a per-device decision.
-    @admin.action(description="Forbid wiping the selected devices")
+    @admin.action(description="Forbid wiping the selected devices", permissions=["change"])
     def forbid_wiping(self, request: HttpRequest, queryset: QuerySet[Device]) -> None:
         count = queryset.update(wipe_allowed=False)
         self.message_user(request, f"{count} device(s) can no longer be wiped.", messages.SUCCESS)

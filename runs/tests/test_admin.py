@@ -2,6 +2,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
@@ -9,7 +10,7 @@ from django.utils import timezone
 from runs.models import Device, Host
 from runs.ssh_keys import decrypt_private_key
 from runs.tests.conftest import ClientFactory
-from runs.tests.factories import make_device, make_host, make_pg_install
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.keys import GeneratedKey, generate_key
 
 
@@ -181,8 +182,41 @@ def test_the_bulk_action_only_ever_forbids_wiping(ada: Client) -> None:
 
     device.refresh_from_db()
     assert device.wipe_allowed is False
-    page = ada.get(reverse("admin:runs_device_changelist")).content.decode()
-    assert "allow_wiping" not in page
+    assert action_names(ada, "admin:runs_device_changelist") == {"delete_selected", "forbid_wiping"}
+
+
+def action_names(client: Client, changelist: str) -> set[str]:
+    response = client.get(reverse(changelist))
+    assert response.status_code == 200
+    action_form = response.context["action_form"]  # None when the user may use no action
+    return {name for name, _ in action_form.fields["action"].choices if name} if action_form else set()
+
+
+@pytest.mark.django_db
+def test_host_actions_need_the_change_permission() -> None:
+    # Staff who may only look at hosts must not probe them, pin their keys or switch them.
+    looker = make_user("looker")
+    looker.is_staff = True
+    looker.save()
+    looker.user_permissions.add(Permission.objects.get(codename="view_host"))
+    client = Client()
+    client.force_login(looker)
+
+    assert action_names(client, "admin:runs_host_changelist") == set()
+    client.post(
+        reverse("admin:runs_host_changelist"), {"action": "disable_hosts", "_selected_action": [make_host().pk]}
+    )
+    assert Host.objects.get().enabled is True
+
+
+def test_an_admin_sees_which_run_holds_a_host(ada: Client) -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state="measuring")
+    Host.objects.filter(pk=host.pk).update(claimed_by=run)
+
+    page = ada.get(reverse("admin:runs_host_changelist")).content.decode()
+
+    assert str(run) in page
 
 
 @pytest.mark.django_db
