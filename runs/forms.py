@@ -1,6 +1,7 @@
 """The queue form: every field of a run, validated with the same rules the lab layer applies,
 so a mistake shows beside its field instead of failing on the lab host minutes later."""
 
+import ipaddress
 from typing import Any
 
 from django import forms
@@ -89,8 +90,15 @@ class RunForm(forms.ModelForm):
         return data
 
     def _check_client(self, client: Host, server: Host) -> None:
+        on_this_machine = [host for host in (server, client) if host.is_local or _is_loopback(host.address)]
         if client.pk == server.pk:
             self.add_error("client_host", "Leave it empty to run pgbench on the server itself.")
+        elif on_this_machine:
+            self.add_error(
+                "client_host",
+                f"{on_this_machine[0]} is this machine, not an address on the lab network: "
+                "a client host and its server must reach each other over the network.",
+            )
         elif not server.address:
             self.add_error("client_host", f"{server} has no address a client host could reach it at.")
         elif not client.address:
@@ -122,6 +130,13 @@ class RunForm(forms.ModelForm):
         except InvalidOption as exc:
             field = "threads" if "threads" in str(exc) else "custom_script" if "script" in str(exc) else None
             self.add_error(field, str(exc))
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address.lower() == "localhost"
 
 
 def run_form_initial(run: Run) -> dict[str, Any]:

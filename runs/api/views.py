@@ -5,6 +5,7 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -33,8 +34,8 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [RolePermission]
 
     def get_queryset(self) -> QuerySet[Device]:
-        host = self.request.query_params.get("host")
-        return self.queryset.filter(host_id=host) if host and host.isdigit() else self.queryset
+        host = _id_parameter(self.request, "host")
+        return self.queryset.filter(host_id=host) if host is not None else self.queryset
 
 
 class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
@@ -43,8 +44,18 @@ class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [RolePermission]
 
 
-RUN_FILTERS = {"state": "state", "host": "server_host_id", "device": "device_id", "filesystem": "filesystem",
-               "pg_install": "pg_install_id", "workload": "workload"}  # fmt: skip
+RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install": "pg_install_id"}
+RUN_TEXT_FILTERS = {"state": "state", "filesystem": "filesystem", "workload": "workload"}
+
+
+def _id_parameter(request: Request, name: str) -> int | None:
+    """An id from the query string; anything else is the caller's mistake (400), not ours."""
+    value = request.query_params.get(name)
+    if not value:
+        return None
+    if not value.isdigit():
+        raise ValidationError({name: [f"must be an id (a whole number), not {value!r}"]})
+    return int(value)
 
 
 class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -54,9 +65,11 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
-        for parameter, field in RUN_FILTERS.items():
-            value = self.request.query_params.get(parameter)
-            if value:
+        for parameter, field in RUN_ID_FILTERS.items():
+            if (found := _id_parameter(self.request, parameter)) is not None:
+                runs = runs.filter(**{field: found})
+        for parameter, field in RUN_TEXT_FILTERS.items():
+            if value := self.request.query_params.get(parameter):
                 runs = runs.filter(**{field: value})
         return runs
 

@@ -92,6 +92,14 @@ def test_a_viewer_may_not_queue_or_cancel() -> None:
     assert client.post(f"/api/runs/{run.pk}/cancel/").status_code == 403
 
 
+@pytest.mark.parametrize("url", ["/api/runs/?host=lab1", "/api/runs/?device=1.5", "/api/devices/?host=x"])
+def test_a_filter_that_is_not_an_id_is_the_callers_mistake(url: str) -> None:
+    response = api_client(make_user("vera", "viewer")).get(url)
+
+    assert response.status_code == 400
+    assert "must be an id" in str(response.json())
+
+
 def test_runs_are_listed_with_filters_and_cancelled_and_their_samples_read() -> None:
     host = make_host()
     device, pg = make_device(host), make_pg_install(host)

@@ -232,15 +232,27 @@ def test_the_event_stream_replays_everything_and_resumes_after_the_last_id(clien
         ({"address": "10.0.0.7"}, True, None),
         ({"address": ""}, True, "client1 has no address the server could let in (pg_hba)."),
         ({"address": "samenet"}, True, "bad client address 'samenet'"),
+        (
+            {"address": "127.0.0.1"},
+            True,
+            "client1 is this machine, not an address on the lab network: a client host and "
+            "its server must reach each other over the network.",
+        ),
+        (
+            {"address": "", "transport": "local"},
+            True,
+            "client1 is this machine, not an address on the lab network: "
+            "a client host and its server must reach each other over the network.",
+        ),
         ({"address": "10.0.0.7"}, False, "client1 has no PostgreSQL install, so no pgbench, in the inventory."),
     ],
-    ids=["accepted", "no-address", "hba-keyword", "no-pgbench"],
+    ids=["accepted", "no-address", "hba-keyword", "loopback", "local-transport", "no-pgbench"],
 )
 def test_a_client_host_needs_an_address_and_a_pgbench(
     otto: Client, client_fields: dict[str, str], with_install: bool, error: str | None
 ) -> None:
     data = form_data()
-    client_host = make_host(name="client1", transport=Host.Transport.SSH, **client_fields)
+    client_host = make_host(name="client1", **({"transport": Host.Transport.SSH} | client_fields))
     if with_install:
         make_pg_install(client_host)
 
