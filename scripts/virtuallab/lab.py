@@ -54,6 +54,10 @@ class LabHost:
     host_key_pub: str
     sshd_pid: int = 0  # the `unshare --kill-child` process that holds the host's namespaces
     delayfs_pid: int = 0
+    # Boot and start time of each process (process_identity): after a reboot, or once a PID
+    # is reused, the recorded PID is somebody else's and must not be signalled.
+    sshd_identity: str = ""
+    delayfs_identity: str = ""
     delayfs_mount: str = ""
     hdd_fail_file: str = ""
     disks: dict[str, Disk] = field(default_factory=dict)
@@ -95,8 +99,21 @@ def lab_dir(lab_id: int) -> Path:
     return var_dir() / "lab" / str(lab_id)
 
 
-def pid_alive(pid: int) -> bool:
+def process_identity(pid: int) -> str:
+    """This boot's id and the process's start time: together they name one process for good."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        started = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]  # field 22
+    except (OSError, IndexError):
+        return ""
+    return f"{boot}:{started}"
+
+
+def pid_alive(pid: int, identity: str = "") -> bool:
+    """Is our process still there? With its identity, a reused PID does not count."""
     if pid <= 0:
+        return False
+    if identity and process_identity(pid) != identity:
         return False
     try:
         os.kill(pid, 0)
@@ -109,16 +126,16 @@ def pid_alive(pid: int) -> bool:
         return False
 
 
-def stop_pid(pid: int, timeout: float = 20.0, first_signal: int = signal.SIGTERM) -> None:
-    if not pid_alive(pid):
+def stop_pid(pid: int, identity: str, timeout: float = 20.0, first_signal: int = signal.SIGTERM) -> None:
+    if not pid_alive(pid, identity):
         return
     os.kill(pid, first_signal)
     deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid, identity) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if pid_alive(pid):
+    if pid_alive(pid, identity):
         os.kill(pid, signal.SIGKILL)
-        while pid_alive(pid):
+        while pid_alive(pid, identity):
             time.sleep(0.05)
 
 
@@ -211,7 +228,7 @@ def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_m
              "sh", "-c", start, name, str(config), str(own_var), HOST_RUNS_PARENT],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
-    host.sshd_pid = process.pid
+    host.sshd_pid, host.sshd_identity = process.pid, process_identity(process.pid)
     wait_for(lambda: port_open(host.address, 22), f"sshd of {name} at {host.address}:22")
 
     # Disks.
@@ -235,6 +252,7 @@ def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_m
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     host.delayfs_pid, host.delayfs_mount = delayfs.pid, str(mount)
+    host.delayfs_identity = process_identity(delayfs.pid)
     wait_for(lambda: os.path.ismount(mount), f"delayfs of {name}")
     hdd_image = mount / "hdd.img"
     sh("truncate", "-s", str(sizes["hdd"]), str(hdd_image))
@@ -304,7 +322,7 @@ def down(lab_id: int) -> None:
     for host in lab.hosts:
         # Ends every process of the host (sshd is PID 1 of its namespace) and so its mounts.
         # unshare ignores SIGTERM while it waits; SIGKILL makes --kill-child end the namespace.
-        stop_pid(host.sshd_pid, first_signal=signal.SIGKILL)
+        stop_pid(host.sshd_pid, host.sshd_identity, first_signal=signal.SIGKILL)
     for host in lab.hosts:
         for disk in host.disks.values():
             detach_loop(disk)
@@ -313,7 +331,7 @@ def down(lab_id: int) -> None:
                 link.unlink()
         if host.delayfs_mount and os.path.ismount(host.delayfs_mount):
             sh("fusermount3", "-u", host.delayfs_mount, check=False)
-        stop_pid(host.delayfs_pid)
+        stop_pid(host.delayfs_pid, host.delayfs_identity)
         ram = host.disks.get("ram")
         if ram:
             Path(ram.image).unlink(missing_ok=True)
@@ -325,6 +343,7 @@ def down(lab_id: int) -> None:
     shutil.rmtree(state / "images", ignore_errors=True)
     for host in lab.hosts:
         shutil.rmtree(Path(host.state_dir) / "hdd-backing", ignore_errors=True)
+        shutil.rmtree(Path(host.state_dir) / "var-lib-benchlab", ignore_errors=True)
     for directory in (BY_ID, BY_ID.parent):
         try:
             directory.rmdir()  # only when empty: other links are not ours
@@ -348,9 +367,9 @@ def status(lab_id: int) -> dict[str, object]:
         hosts.append(
             asdict(host)
             | {
-                "sshd_alive": pid_alive(host.sshd_pid),
+                "sshd_alive": pid_alive(host.sshd_pid, host.sshd_identity),
                 "ssh_reachable": port_open(host.address, 22),
-                "delayfs_alive": pid_alive(host.delayfs_pid),
+                "delayfs_alive": pid_alive(host.delayfs_pid, host.delayfs_identity),
                 "hdd_failing": bool(host.hdd_fail_file) and Path(host.hdd_fail_file).exists(),
                 "disks": disks,
             }
