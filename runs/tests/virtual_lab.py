@@ -64,8 +64,12 @@ def free_lab_id() -> int:
 
 def start_lab() -> VirtualLab:
     lab_id = free_lab_id()
-    lab_command(lab_id, "up", "--hosts", "2", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
-    return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
+    try:
+        lab_command(lab_id, "up", "--hosts", "2", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
+        return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
+    except BaseException:
+        lab_command(lab_id, "down")  # whatever `up` made before it failed
+        raise
 
 
 def leftovers(lab: VirtualLab) -> list[str]:
@@ -83,7 +87,11 @@ def leftovers(lab: VirtualLab) -> list[str]:
     found += [f"mount {line.split()[1]}" for line in mounts.splitlines() if f"/lab/{lab.lab_id}/" in line]
     for host in lab.state["hosts"]:
         for pid in (host["sshd_pid"], host["delayfs_pid"]):
-            if Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split(")")[-1][:3]:
+            try:
+                alive = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            except OSError:  # gone, possibly between two reads
+                alive = False
+            if alive:
                 found.append(f"process {pid}")
         for disk in host["disks"].values():
             if os.path.lexists(disk["link"]):
