@@ -1,4 +1,5 @@
-"""ASGI entry point, served by uvicorn (scripts/web); live updates use async views later."""
+"""ASGI entry point, served by uvicorn (scripts/web): live updates are async views streaming
+server-sent events (runs/views/live.py)."""
 
 import os
 

@@ -78,7 +78,7 @@ class RunForm(forms.ModelForm):
             if data.get("mkfs_options"):
                 self._lab_check("mkfs_options", lambda: parse_mkfs_options(fstype, data["mkfs_options"]))
             if device:
-                directory_device = not device.path.startswith("/dev/")
+                directory_device = not device.is_block_device
                 if directory_device and fstype not in (Filesystem.DIRECTORY, Filesystem.TMPFS):
                     self.add_error("filesystem", f"{device} is a directory: choose directory or tmpfs.")
                 if not directory_device and fstype == Filesystem.DIRECTORY:

@@ -62,7 +62,7 @@ class RunOptions:
     transactions: int | None = None
     query_mode: str = "simple"
     rate_tps: float | None = None  # -R
-    latency_limit_ms: float | None = None  # --latency-limit, needs -R
+    latency_limit_ms: float | None = None  # --latency-limit: count (with -R, skip) late transactions
     progress_interval_s: int = 1
     aggregate_interval_s: int = 1
     # A fraction of transactions to log one by one (-l --sampling-rate) for latency

@@ -132,7 +132,7 @@ def _quote(value: str) -> str:
 def free_port(transport: Transport) -> int:
     listening = transport.run(["ss", "-Htln"]).stdout
     used = {int(m.group(1)) for m in re.finditer(r":(\d+)\s", listening)}
-    # Unix sockets count too: another cluster may use a port number with only a socket.
+    # Only TCP listeners: each throw-away cluster's unix socket is in its own directory.
     for port in PORT_RANGE:
         if port not in used:
             return port

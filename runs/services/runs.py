@@ -42,11 +42,12 @@ def run_transition(*, run: Run, state: RunState, from_state: RunState | None = N
     rows = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES)
     if from_state is not None:
         rows = rows.filter(state=from_state)
-    if not rows.update(**updates):
-        return False
+    with transaction.atomic():  # the state and its history row together
+        if not rows.update(**updates):
+            return False
+        RunTransition.objects.create(run=run, state=state, at=now)
     for name, value in updates.items():
         setattr(run, name, value)
-    RunTransition.objects.create(run=run, state=state, at=now)
     _publish_state(run, state)
     return True
 

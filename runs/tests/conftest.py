@@ -6,12 +6,15 @@ migration, so such tests also ask for serialized_rollback=True (the rows are res
 """
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
 from benchlab.celery import app as celery_app
+from runs import live
 from runs.roles import ADMIN, OPERATOR, VIEWER
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
@@ -55,6 +58,19 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     finally:
         celery_app.conf.task_default_queue = previous_queue
         worker.stop()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def live_streams_are_removed() -> Iterator[None]:
+    """The test database's event streams (runs/live.py) do not outlive the session."""
+    # Named from the test database's name, never from whatever NAME is set when this runs:
+    # a real benchlab's streams (benchlab:<its database>:...) must survive.
+    database: dict[str, Any] = settings.DATABASES["default"]
+    test_name = (database.get("TEST") or {}).get("NAME") or f"test_{str(database['NAME']).removeprefix('test_')}"
+    yield
+    keys = live.client().keys(f"benchlab:{test_name}:*")
+    if keys:
+        live.client().delete(*keys)
 
 
 @pytest.fixture(scope="session")

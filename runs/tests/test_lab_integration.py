@@ -68,7 +68,8 @@ def assert_nothing_left(transport: SSHTransport, result: BenchmarkResult) -> Non
     storage = result.storage
     assert not is_mounted(transport, storage.mountpoint)
     assert transport.run(["test", "-e", storage.mountpoint], check=False).exit_status != 0, "mountpoint left"
-    for pid in storage.own_pids:  # the postmaster and pgbench's wrapper
+    assert storage.own_pids  # the postmaster and pgbench's wrapper, at least
+    for pid in storage.own_pids:
         assert transport.run(["kill", "-0", str(pid)], check=False).exit_status != 0, f"process {pid} left"
     sockets = transport.run(["ss", "-Hxl"]).stdout
     assert storage.mountpoint not in sockets, "a unix socket of the cluster is still listening"

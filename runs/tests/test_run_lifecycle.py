@@ -82,7 +82,7 @@ def test_after_the_measurement_a_cancel_still_lets_the_results_be_collected() ->
     assert observer.cancelled
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_the_heartbeat_is_stamped_while_the_run_runs() -> None:
     run = running_run(heartbeat_at=None)
 

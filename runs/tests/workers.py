@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+import redis
 from django.conf import settings
 
 from benchlab.celery import app as celery_app
@@ -51,6 +52,10 @@ class CeleryWorker:
                 self.process.kill()
                 self.process.wait(timeout=10)
         self.log_path.unlink(missing_ok=True)
+        # The queue and its binding (and any task still waiting to be retried) go with it.
+        broker = redis.Redis.from_url(settings.REDIS_URL)
+        broker.delete(self.queue, f"_kombu.binding.{self.queue}")
+        broker.close()
 
 
 def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
@@ -67,10 +72,13 @@ def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
         process = subprocess.Popen(command, cwd=BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
     worker = CeleryWorker(process=process, queue=queue, nodename=nodename, log_path=log_path)
     deadline = time.monotonic() + ready_timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"celery worker exited with {process.returncode}:\n{worker.log()}")
-        if celery_app.control.ping(destination=[nodename], timeout=0.5):
-            return worker
-    worker.stop()
-    raise RuntimeError(f"celery worker did not answer a ping within {ready_timeout} s")
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise RuntimeError(f"celery worker exited with {process.returncode}:\n{worker.log()}")
+            if celery_app.control.ping(destination=[nodename], timeout=0.5):
+                return worker
+        raise RuntimeError(f"celery worker did not answer a ping within {ready_timeout} s")
+    except BaseException:
+        worker.stop()  # also when the ping itself failed (Redis unreachable)
+        raise
