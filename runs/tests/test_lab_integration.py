@@ -25,6 +25,18 @@ def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
     transport.close()
 
 
+def ram_ext4_spec(lab: VirtualLab, host: str, run: RunOptions, run_key: str) -> BenchmarkSpec:
+    """A scale-1 database on the host's RAM disk: for tests about pgbench, not about storage."""
+    return BenchmarkSpec(
+        device=lab.disk(host, "ram"),
+        filesystem=FilesystemSpec("ext4"),
+        pg_bin_dir=PG_BIN,
+        init=InitOptions(scale=1),
+        run=run,
+        run_key=run_key,
+    )
+
+
 def benchmark(
     lab: VirtualLab, host: str, disk: str, filesystem: FilesystemSpec, run_key: str, seconds: int = 5
 ) -> BenchmarkResult:
@@ -196,13 +208,11 @@ def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(
     killer = threading.Thread(target=kill_the_followers_session)
     killer.start()
     transport = virtual_lab.connect("lab2")
-    spec = BenchmarkSpec(
-        device=virtual_lab.disk("lab2", "ram"),
-        filesystem=FilesystemSpec("ext4"),
-        pg_bin_dir=PG_BIN,
-        init=InitOptions(scale=1),
-        run=RunOptions(clients=1, duration_s=10),
-        run_key="killed-session",
+    spec = ram_ext4_spec(
+        virtual_lab,
+        "lab2",
+        RunOptions(clients=1, duration_s=10),
+        "killed-session",
     )
     try:
         result = run_benchmark(transport, connect, spec, recorder)
@@ -222,19 +232,17 @@ def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(
 def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
     recorder = Recorder()
     transport = virtual_lab.connect("lab1")
-    spec = BenchmarkSpec(
-        device=virtual_lab.disk("lab1", "ram"),
-        filesystem=FilesystemSpec("ext4"),
-        pg_bin_dir=PG_BIN,
-        init=InitOptions(scale=1),
-        run=RunOptions(
+    spec = ram_ext4_spec(
+        virtual_lab,
+        "lab1",
+        RunOptions(
             builtin=None,
             custom_script="\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
             clients=1,
             duration_s=None,
             transactions=200,
         ),
-        run_key="steps",
+        "steps",
     )
     try:
         result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec, recorder)
@@ -251,19 +259,17 @@ def test_a_custom_script_cannot_do_what_only_a_superuser_may(virtual_lab: Virtua
     # pgbench connects as a role that owns the benchmark database and nothing more.
     marker = f"/tmp/benchlab-lab{virtual_lab.lab_id}-copy-to-program"
     transport = virtual_lab.connect("lab1")
-    spec = BenchmarkSpec(
-        device=virtual_lab.disk("lab1", "ram"),
-        filesystem=FilesystemSpec("ext4"),
-        pg_bin_dir=PG_BIN,
-        init=InitOptions(scale=1),
-        run=RunOptions(
+    spec = ram_ext4_spec(
+        virtual_lab,
+        "lab1",
+        RunOptions(
             builtin=None,
             custom_script=f"COPY (SELECT 1) TO PROGRAM 'touch {marker}';\n",
             clients=1,
             duration_s=None,
             transactions=1,
         ),
-        run_key="superuser",
+        "superuser",
     )
     try:
         result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec)
