@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 
 from runs.lab.errors import InvalidOption, LabError
+from runs.lab.pgbench_script import check_custom_script
 from runs.lab.transport import Transport, as_user
 
 BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
@@ -77,9 +78,8 @@ class RunOptions:
         if self.custom_script is not None:
             if not self.custom_script.strip():
                 raise InvalidOption("the custom script is empty")
-            # \shell and \setshell run commands on the host; pgbench ignores the case of meta-commands.
-            if re.search(r"^\s*\\(set)?shell\b", self.custom_script, re.MULTILINE | re.IGNORECASE):
-                raise InvalidOption("custom scripts may not use \\shell or \\setshell")
+            # \shell and \setshell run commands on the host: only harmless meta-commands pass.
+            check_custom_script(self.custom_script)
         if self.clients < 1 or self.threads < 1:
             raise InvalidOption("clients and threads must be at least 1")
         if self.threads > self.clients:
