@@ -14,35 +14,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from runs.lab.errors import CommandFailed, InvalidOption, LabError, tail
+from runs.lab.pg_settings import RESERVED_SETTINGS as RESERVED_SETTINGS  # re-exported, as before
+from runs.lab.pg_settings import check_setting
 from runs.lab.transport import Transport, as_user
 
 PG_USER = "postgres"
 PORT_RANGE = range(54320, 54999)
 START_TIMEOUT_S = 300  # initdb'd clusters on a slow disk take long for the first checkpoint
 STOP_TIMEOUT_S = 180  # the shutdown checkpoint on the "HDD" took 10-40 s in the lab
-_SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
-# Set by benchlab itself; a user's override of these would break the run, not tune it.
-RESERVED_SETTINGS = {"port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file", "ident_file"}
-# Directives, not settings: an included file could set the reserved ones again.
-INCLUDE_DIRECTIVES = {"include", "include_if_exists", "include_dir", "config_file"}
-# Settings that run commands or load code on the host, or write files outside the cluster:
-# a benchmark needs none of them, and a form must not become a way to run commands.
-UNSAFE_SETTINGS = {
-    "archive_command",
-    "archive_library",
-    "restore_command",
-    "archive_cleanup_command",
-    "recovery_end_command",
-    "ssl_passphrase_command",
-    "shared_preload_libraries",
-    "session_preload_libraries",
-    "local_preload_libraries",
-    "dynamic_library_path",
-    "external_pid_file",
-    "log_directory",
-    "unix_socket_group",
-    "unix_socket_permissions",
-}
 
 
 @dataclass
@@ -93,7 +72,7 @@ def _split_value(raw_value: str, number: int) -> str:
 
 
 def parse_settings(text: str) -> dict[str, str]:
-    """`key = value` lines (comments and blank lines allowed) into validated settings."""
+    """`key = value` lines (comments and blank lines allowed) into validated settings: see pg_settings."""
     settings: dict[str, str] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -103,26 +82,12 @@ def parse_settings(text: str) -> dict[str, str]:
         key = key.strip()
         if not sep or not key:
             raise InvalidOption(f"setting line {number}: expected 'name = value', got {line!r}")
-        if not _SETTING_NAME.fullmatch(key):
-            raise InvalidOption(f"setting line {number}: {key!r} is not a PostgreSQL setting name")
         settings[key] = _split_value(raw_value, number)
         try:
             check_setting(key, settings[key])
         except InvalidOption as exc:
             raise InvalidOption(f"setting line {number}: {exc}") from exc
     return settings
-
-
-def check_setting(key: str, value: str) -> None:
-    """Refuse a setting benchlab must not write into postgresql.conf."""
-    if not _SETTING_NAME.fullmatch(key):
-        raise InvalidOption(f"{key!r} is not a PostgreSQL setting name")
-    if key in RESERVED_SETTINGS:
-        raise InvalidOption(f"{key} is set by benchlab itself")
-    if key in INCLUDE_DIRECTIVES or key in UNSAFE_SETTINGS:
-        raise InvalidOption(f"{key} cannot be set from benchlab (it reads files or runs commands on the host)")
-    if any(ch in value for ch in "\n\r\0"):
-        raise InvalidOption(f"the value of {key} spans lines")
 
 
 def _quote(value: str) -> str:
