@@ -7,8 +7,9 @@ PY := $(VENV)/bin/python
 
 .PHONY: run test bench lint format setup system-packages services local-state lock clean-venv
 
+# A lab to try at once: the virtual lab, and runs allowed on this machine too (unless overridden).
 run: setup
-	scripts/prepare
+	BENCHLAB_RUNS_ON_THIS_MACHINE=$${BENCHLAB_RUNS_ON_THIS_MACHINE:-yes} scripts/prepare
 	scripts/lab-ensure
 	scripts/serve
 

@@ -3,10 +3,12 @@
 There is no separate production module: what runs in tests is what runs in a lab.
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from cryptography.fernet import Fernet
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from benchlab.env import env_bool, env_list, env_optional_secret, env_secret, env_str, env_url
@@ -64,8 +66,16 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
+    "knox",
+    "axes",
+    "csp",
     "runs",
+]
+
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out user and address before any password is checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 MIDDLEWARE = [
@@ -78,7 +88,45 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
+
+# Every page's scripts, styles and images come from benchlab itself; nothing inline, no frames.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+
+# Login attempts: after AXES_FAILURE_LIMIT failures for one user name from one address, that
+# pair is locked out for AXES_COOLOFF_TIME (other users and addresses are not). Behind a reverse
+# proxy, see README ("Serving over HTTPS") for the client address.
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+
+# Served over HTTPS (by a reverse proxy that sets X-Forwarded-Proto): cookies only travel
+# encrypted and browsers are told to keep to HTTPS. Off for plain-HTTP labs on a private network.
+HTTPS = env_bool("BENCHLAB_HTTPS", False)
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_HTTPONLY = True
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if HTTPS else None
+SECURE_HSTS_SECONDS = 365 * 24 * 3600 if HTTPS else 0
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
 
 ROOT_URLCONF = "benchlab.urls"
 ASGI_APPLICATION = "benchlab.asgi.application"
@@ -124,12 +172,38 @@ STORAGES = {
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # Tokens are stored as hashes (knox): a copy of the database holds no usable token.
+        "knox.auth.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["runs.api.permissions.RolePermission"],
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
+    "DEFAULT_THROTTLE_CLASSES": [
+        "rest_framework.throttling.AnonRateThrottle",
+        "rest_framework.throttling.UserRateThrottle",
+        "rest_framework.throttling.ScopedRateThrottle",
+    ],
+    # Per user (or address, for requests without one); queueing has its own, lower rate.
+    "DEFAULT_THROTTLE_RATES": {
+        "anon": env_str("BENCHLAB_API_RATE_ANON", "60/min"),
+        "user": env_str("BENCHLAB_API_RATE_USER", "1200/min"),
+        "queue": env_str("BENCHLAB_API_RATE_QUEUE", "600/hour"),
+    },
+    "DEFAULT_PAGINATION_CLASS": "runs.api.pagination.CheckedLimitOffsetPagination",
     "PAGE_SIZE": 100,
+}
+
+REST_KNOX = {
+    "TOKEN_TTL": None,  # an admin sets each token's expiry when creating it (Admin → Auth tokens)
+    "AUTH_HEADER_PREFIX": "Token",
+}
+
+# Throttle counters must be shared by every web process: Redis, under this database's prefix.
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": f"benchlab:{DATABASES['default']['NAME']}:cache",
+    }
 }
 
 CELERY_BROKER_URL = REDIS_URL
@@ -153,8 +227,14 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"no_traceback_below_500": {"()": "benchlab.log_filters.NoTracebackBelow500"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    # paramiko logs every connection at INFO; failures reach us as exceptions anyway.
-    "loggers": {"paramiko": {"level": "WARNING"}},
+    "loggers": {
+        # paramiko logs every connection at INFO; failures reach us as exceptions anyway.
+        "paramiko": {"level": "WARNING"},
+        "django.request": {"filters": ["no_traceback_below_500"]},
+        # django-axes logs every login and logout at INFO; lockouts come at WARNING.
+        "axes": {"level": "WARNING"},
+    },
 }

@@ -1,5 +1,7 @@
 """The hardware inventory in the Django admin (the "admin" group's workplace)."""
 
+from typing import Any
+
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
@@ -11,10 +13,12 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
+from runs.admin_audit import AuditedAdmin
 from runs.admin_forms import HostAdminForm
 from runs.lab.errors import LabError
 from runs.lab.transport import fetch_host_key
-from runs.models import Device, Host, PgInstall
+from runs.models import AuditAction, Device, Host, PgInstall
+from runs.services.audit import audit_record
 from runs.services.probe import host_probe
 from runs.ssh_keys import parse_host_keys
 
@@ -40,7 +44,7 @@ class PgInstallInline(admin.TabularInline):
 # Keeps a pasted private key out of error reports.
 @method_decorator(sensitive_post_parameters("new_private_key"), name="changeform_view")
 @admin.register(Host)
-class HostAdmin(admin.ModelAdmin):
+class HostAdmin(AuditedAdmin):
     form = HostAdminForm
     list_display = [
         "name",
@@ -75,7 +79,19 @@ class HostAdmin(admin.ModelAdmin):
         "updated_at",
     ]
     fieldsets = [
-        (None, {"fields": ["name", "enabled", "claimed_by", ("serves_postgres", "runs_clients"), "notes"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "enabled",
+                    "allow_runs_on_benchlab_server",
+                    "claimed_by",
+                    ("serves_postgres", "runs_clients"),
+                    "notes",
+                ]
+            },
+        ),
         (
             "Connection",
             {
@@ -141,6 +157,9 @@ class HostAdmin(admin.ModelAdmin):
                 self.message_user(request, f"{host.name}: probe failed: {exc}", messages.ERROR)
                 continue
             installs = ", ".join(f"{pg.version} ({pg.block_size // 1024} kB)" for pg in facts.pg_installs) or "none"
+            audit_record(
+                action=AuditAction.INVENTORY_CHANGED, target=host, request=request, message=f"probed: {installs}"
+            )
             self.message_user(
                 request,
                 f"{host.name}: {facts.cpu_cores} cores, {facts.distribution}, kernel {facts.kernel}, "
@@ -187,21 +206,27 @@ class HostAdmin(admin.ModelAdmin):
             return
         host.host_keys = line
         host.save(update_fields=["host_keys", "updated_at"])
+        audit_record(
+            action=AuditAction.CREDENTIALS_CHANGED,
+            target=host,
+            request=request,
+            message=f"pinned host key {line.split()[0]} {fingerprint}",
+        )
         self.message_user(request, f"{host.name}: pinned {line.split()[0]} {fingerprint}.", messages.SUCCESS)
 
     @admin.action(description="Enable the selected hosts", permissions=["change"])
     def enable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
-        count = queryset.update(enabled=True)
+        count = _update_audited(request, queryset, "enabled", True)
         self.message_user(request, f"Enabled {count} host(s).", messages.SUCCESS)
 
     @admin.action(description="Disable the selected hosts (they take no new runs)", permissions=["change"])
     def disable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
-        count = queryset.update(enabled=False)
+        count = _update_audited(request, queryset, "enabled", False)
         self.message_user(request, f"Disabled {count} host(s).", messages.SUCCESS)
 
 
 @admin.register(Device)
-class DeviceAdmin(admin.ModelAdmin):
+class DeviceAdmin(AuditedAdmin):
     list_display = ["name", "host", "kind", "path", "model", "capacity", "wipe_allowed"]
     list_filter = ["kind", "wipe_allowed", "host"]
     search_fields = ["name", "path", "model", "serial", "host__name", "notes"]
@@ -217,15 +242,28 @@ class DeviceAdmin(admin.ModelAdmin):
     # Only the safe direction is a bulk action; allowing a wipe is a per-device decision.
     @admin.action(description="Forbid wiping the selected devices", permissions=["change"])
     def forbid_wiping(self, request: HttpRequest, queryset: QuerySet[Device]) -> None:
-        count = queryset.update(wipe_allowed=False)
+        count = _update_audited(request, queryset, "wipe_allowed", False)
         self.message_user(request, f"{count} device(s) can no longer be wiped.", messages.SUCCESS)
 
 
 @admin.register(PgInstall)
-class PgInstallAdmin(admin.ModelAdmin):
+class PgInstallAdmin(AuditedAdmin):
     list_display = ["__str__", "host", "version", "block_size", "wal_block_size", "bin_dir"]
     list_filter = ["version", "block_size", "wal_block_size", "host"]
     search_fields = ["label", "version", "bin_dir", "host__name"]
     list_select_related = ["host"]
     autocomplete_fields = ["host"]
     readonly_fields = ["created_at", "updated_at"]
+
+
+def _update_audited(request: HttpRequest, queryset: QuerySet[Any], field: str, value: object) -> int:
+    """A bulk action's update, with one audit row per object it changed."""
+    changed = list(queryset.exclude(**{field: value}))
+    for obj in changed:
+        setattr(obj, field, value)
+        obj.save(update_fields=[field, "updated_at"])
+        audit_record(action=AuditAction.INVENTORY_CHANGED, target=obj, request=request, message=f"{field} = {value}")
+    return len(changed)
+
+
+from runs import admin_accounts  # noqa: E402, F401 - accounts, tokens and the audit log in the admin

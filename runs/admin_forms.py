@@ -40,6 +40,7 @@ class HostAdminForm(forms.ModelForm):
             "serves_postgres",
             "runs_clients",
             "enabled",
+            "allow_runs_on_benchlab_server",
             "notes",
         ]
 

@@ -1,7 +1,6 @@
 """The queue form: every field of a run, validated with the same rules the lab layer applies,
 so a mistake shows beside its field instead of failing on the lab host minutes later."""
 
-import ipaddress
 from typing import Any
 
 from django import forms
@@ -49,9 +48,12 @@ class RunForm(forms.ModelForm):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        # Hosts that take no runs stay listed, marked, so choosing one says why (clean()).
         enabled = Host.objects.filter(enabled=True)
-        self.fields["server_host"].queryset = enabled.filter(serves_postgres=True)  # type: ignore[attr-defined]
-        self.fields["client_host"].queryset = enabled.filter(runs_clients=True)  # type: ignore[attr-defined]
+        for name, role in (("server_host", "serves_postgres"), ("client_host", "runs_clients")):
+            field = self.fields[name]
+            field.queryset = enabled.filter(**{role: True})  # type: ignore[attr-defined]
+            field.label_from_instance = _host_label  # type: ignore[attr-defined]
         self.fields["device"].queryset = Device.objects.select_related("host")  # type: ignore[attr-defined]
         self.fields["pg_install"].queryset = PgInstall.objects.select_related("host")  # type: ignore[attr-defined]
 
@@ -65,6 +67,8 @@ class RunForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         server, device, pg = data.get("server_host"), data.get("device"), data.get("pg_install")
+        if server and (refusal := server.refusal_for_runs()):
+            self.add_error("server_host", refusal)
         if server and device and device.host_id != server.pk:
             self.add_error("device", f"{device} is not a device of {server}.")
         if server and pg and pg.host_id != server.pk:
@@ -72,6 +76,8 @@ class RunForm(forms.ModelForm):
         client = data.get("client_host")
         if client and server:
             self._check_client(client, server)
+        if client and "client_host" not in self.errors and (refusal := client.refusal_for_runs()):
+            self.add_error("client_host", refusal)
         fstype = data.get("filesystem")
         if fstype:
             self._lab_check("mount_options", lambda: parse_mount_options(fstype, data.get("mount_options", "")))
@@ -90,7 +96,7 @@ class RunForm(forms.ModelForm):
         return data
 
     def _check_client(self, client: Host, server: Host) -> None:
-        on_this_machine = [host for host in (server, client) if host.is_local or _is_loopback(host.address)]
+        on_this_machine = [host for host in (server, client) if host.is_benchlab_server]
         if client.pk == server.pk:
             self.add_error("client_host", "Leave it empty to run pgbench on the server itself.")
         elif on_this_machine:
@@ -132,11 +138,8 @@ class RunForm(forms.ModelForm):
             self.add_error(field, str(exc))
 
 
-def _is_loopback(address: str) -> bool:
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return address.lower() == "localhost"
+def _host_label(host: Host) -> str:
+    return f"{host.name} (benchlab's own server: runs not allowed)" if not host.takes_runs else host.name
 
 
 def run_form_initial(run: Run) -> dict[str, Any]:

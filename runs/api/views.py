@@ -5,7 +5,7 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -18,17 +18,23 @@ from runs.api.serializers import (
     RunSampleSerializer,
     RunSerializer,
 )
-from runs.models import Device, Host, PgInstall, Run
+from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
+from runs.params import BadParameter, parse_choice, parse_id
+from runs.roles import cancel_refusal
 from runs.services.runs import run_cancel, run_enqueue
+
+ID_IN_URL = "[0-9]{1,19}"  # anything else is no object at all (404), never a database error
 
 
 class HostViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_IN_URL
     queryset = Host.objects.order_by("name")
     serializer_class = HostSerializer
     permission_classes = [RolePermission]
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_IN_URL
     queryset = Device.objects.order_by("host__name", "name")
     serializer_class = DeviceSerializer
     permission_classes = [RolePermission]
@@ -39,13 +45,14 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_IN_URL
     queryset = PgInstall.objects.order_by("host__name", "version")
     serializer_class = PgInstallSerializer
     permission_classes = [RolePermission]
 
 
 RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install": "pg_install_id"}
-RUN_TEXT_FILTERS = {"state": "state", "filesystem": "filesystem", "workload": "workload"}
+RUN_CHOICE_FILTERS = {"state": RunState.values, "filesystem": Filesystem.values, "workload": Workload.values}
 
 
 def _id_parameter(request: Request, name: str) -> int | None:
@@ -53,24 +60,41 @@ def _id_parameter(request: Request, name: str) -> int | None:
     value = request.query_params.get(name)
     if not value:
         return None
-    if not value.isdigit():
-        raise ValidationError({name: [f"must be an id (a whole number), not {value!r}"]})
-    return int(value)
+    try:
+        return parse_id(value, name)
+    except BadParameter as exc:
+        raise ValidationError({name: [str(exc)]}) from None
+
+
+def _choice_parameter(request: Request, name: str, choices: list[str]) -> str | None:
+    value = request.query_params.get(name)
+    if not value:
+        return None
+    try:
+        return parse_choice(value, name, choices)
+    except BadParameter as exc:
+        raise ValidationError({name: [str(exc)]}) from None
 
 
 class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_IN_URL
     serializer_class = RunSerializer
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
+
+    @property
+    def throttle_scope(self) -> str | None:
+        """Queueing has its own rate (settings: DEFAULT_THROTTLE_RATES["queue"]); reads only the user's."""
+        return "queue" if getattr(self, "action", None) == "create" else None
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
         for parameter, field in RUN_ID_FILTERS.items():
             if (found := _id_parameter(self.request, parameter)) is not None:
                 runs = runs.filter(**{field: found})
-        for parameter, field in RUN_TEXT_FILTERS.items():
-            if value := self.request.query_params.get(parameter):
-                runs = runs.filter(**{field: value})
+        for parameter, choices in RUN_CHOICE_FILTERS.items():
+            if (value := _choice_parameter(self.request, parameter, choices)) is not None:
+                runs = runs.filter(**{parameter: value})
         return runs
 
     def get_serializer_class(self) -> Any:
@@ -78,13 +102,15 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     def perform_create(self, serializer: RunSerializer) -> None:
         run = Run(**serializer.validated_data, queued_by=self.request.user)
-        run_enqueue(run=run)
+        run_enqueue(run=run, request=self.request)
         serializer.instance = run
 
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
-        run_cancel(run=run)
+        if refusal := cancel_refusal(request.user, run):
+            raise PermissionDenied(refusal)
+        run_cancel(run=run, by=request.user, request=request)
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
 

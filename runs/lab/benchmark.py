@@ -123,6 +123,10 @@ class Observer(Protocol):
 
     def started(self, process: Detached) -> None: ...
 
+    def formatting(self, command: str) -> None:
+        """mkfs is about to run (every safety check has passed)."""
+        ...
+
 
 class SilentObserver:
     def step(self, name: str) -> None:
@@ -136,6 +140,9 @@ class SilentObserver:
 
     def started(self, process: Detached) -> None:
         pass
+
+    def formatting(self, command: str) -> None:
+        log.info("formatting: %s", command)
 
 
 def run_dir_for(run_key: str) -> str:
@@ -193,7 +200,9 @@ def _run_stages(
 ) -> BenchmarkResult:
     transport = server.transport
     observer.step(Step.PREPARING_STORAGE)
-    storage = cleanup.enter_context(prepared_storage(transport, spec.device, spec.filesystem, spec.run_key))
+    storage = cleanup.enter_context(
+        prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
+    )
     result = BenchmarkResult(storage=storage, run_dir=run_dir)
 
     observer.step(Step.INITIALIZING_DATABASE)

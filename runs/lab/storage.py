@@ -9,10 +9,11 @@ import json
 import re
 import shlex
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from runs.lab.device_paths import check_block_device_path, check_directory_device_path
 from runs.lab.errors import CommandFailed, InvalidOption, LabError, SafetyCheckFailed
 from runs.lab.transport import Transport
 
@@ -154,6 +155,9 @@ class DeviceIdentity:
     wipe_allowed: bool = False
     serial: str = ""
     size_bytes: int | None = None
+    # Directories that hold benchlab's own data: a directory device may be none of them, nor
+    # hold one (the caller knows them; the lab layer does not).
+    protected_dirs: tuple[str, ...] = ()
 
     @property
     def is_directory(self) -> bool:
@@ -334,6 +338,10 @@ def device_assert_wipeable(transport: Transport, identity: DeviceIdentity) -> st
     """
     if not identity.wipe_allowed:
         raise SafetyCheckFailed("wipe allowed", f"the inventory does not allow wiping {identity.path}")
+    try:
+        check_block_device_path(identity.path)
+    except InvalidOption as exc:
+        raise SafetyCheckFailed("stable path", str(exc)) from None
     facts = _gather_block_facts(transport, identity)
     # The most telling reason first: a system disk is also mounted, but "system" says more.
     _check_identity(identity, facts)
@@ -440,16 +448,37 @@ def mountpoint_for(run_key: str, identity: DeviceIdentity) -> str:
     return f"{MOUNT_ROOT}/benchlab-{run_key}"
 
 
-def directory_for(run_key: str, identity: DeviceIdentity) -> str:
+def directory_for(run_key: str, directory: str) -> str:
     """The run's own directory on a directory-backed device (bind-mounted at the mountpoint)."""
-    return f"{identity.path.rstrip('/')}/benchlab-{run_key}"
+    return f"{directory.rstrip('/')}/benchlab-{run_key}"
+
+
+def resolved_device_directory(transport: Transport, identity: DeviceIdentity) -> str:
+    """The device's directory with every symlink resolved on the host, checked against the
+    directory rules (device_paths.py) as the host sees it: a link into /etc is /etc."""
+    check_directory_device_path(identity.path, identity.protected_dirs)
+    found = transport.run(["realpath", "-e", "--", identity.path], check=False)
+    if found.exit_status != 0:
+        raise InvalidOption(f"the device's directory {identity.path} does not exist on {transport.label}")
+    resolved = found.stdout.strip()
+    check_directory_device_path(resolved, identity.protected_dirs)
+    if transport.run(["test", "-d", resolved], check=False).exit_status != 0:
+        raise InvalidOption(f"the device's path {identity.path} is not a directory on {transport.label}")
+    return resolved
 
 
 @contextmanager
 def prepared_storage(
-    transport: Transport, identity: DeviceIdentity, filesystem: FilesystemSpec, run_key: str
+    transport: Transport,
+    identity: DeviceIdentity,
+    filesystem: FilesystemSpec,
+    run_key: str,
+    before_mkfs: Callable[[str], None] | None = None,
 ) -> Iterator[PreparedStorage]:
-    """Setup: check, mkfs, mount. Cleanup (always): unmount, remove the mountpoint."""
+    """Setup: check, mkfs, mount. Cleanup (always): unmount, remove the mountpoint.
+
+    `before_mkfs` hears the mkfs command line once every check has passed, just before it
+    runs (the audit log records it then: a formatted device is a fact even if the run fails)."""
     mountpoint = mountpoint_for(run_key, identity)
     fstype = filesystem.fstype
     if fstype not in FILESYSTEMS:
@@ -460,7 +489,7 @@ def prepared_storage(
         if not identity.is_directory:
             raise InvalidOption(f"{identity.path} is a block device; pick a filesystem to create on it")
         # The data lives in the device's directory; a bind mount shows it where postgres can reach it.
-        directory = directory_for(run_key, identity)
+        directory = directory_for(run_key, resolved_device_directory(transport, identity))
         transport.run(["mkdir", "-p", "-m", "0755", directory])
         storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options="")
         try:
@@ -481,6 +510,8 @@ def prepared_storage(
         parse_mkfs_options(fstype, shlex.join(filesystem.mkfs_options))
         node = device_assert_wipeable(transport, identity)
         mkfs = [*MKFS_COMMAND[fstype], *filesystem.mkfs_options, node]
+        if before_mkfs is not None:
+            before_mkfs(shlex.join(mkfs))
         transport.run(mkfs, timeout=600)
         source, mkfs_command = node, shlex.join(mkfs)
     storage = PreparedStorage(

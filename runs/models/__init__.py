@@ -1,8 +1,10 @@
 from runs.models.access import Access
+from runs.models.audit import AuditAction, AuditEvent
 from runs.models.inventory import BLOCK_SIZES, WAL_BLOCK_SIZES, Device, Host, PgInstall
 from runs.models.runs import (
     ACTIVE_STATES,
     FINAL_STATES,
+    MAX_SECONDS,
     Filesystem,
     QueryMode,
     Run,
@@ -17,8 +19,11 @@ __all__ = [
     "ACTIVE_STATES",
     "BLOCK_SIZES",
     "FINAL_STATES",
+    "MAX_SECONDS",
     "WAL_BLOCK_SIZES",
     "Access",
+    "AuditAction",
+    "AuditEvent",
     "Device",
     "Filesystem",
     "Host",

@@ -5,7 +5,7 @@ class Access(models.Model):
     """Holds permissions that belong to no table: what a user may do with runs.
 
     Unmanaged and without default permissions, so it creates no table; groups get
-    `runs.queue_run` and `runs.cancel_run` from the data migration.
+    `runs.queue_run`, `runs.cancel_run` and `runs.cancel_any_run` from the data migrations.
     """
 
     class Meta:
@@ -13,7 +13,8 @@ class Access(models.Model):
         default_permissions = ()
         permissions = [
             ("queue_run", "Can queue benchmark runs"),
-            ("cancel_run", "Can cancel benchmark runs"),
+            ("cancel_run", "Can cancel benchmark runs they queued"),
+            ("cancel_any_run", "Can cancel anybody's benchmark runs"),
         ]
 
     def __str__(self) -> str:

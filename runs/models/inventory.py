@@ -4,10 +4,15 @@ Fields marked "discovered" are written by the host probe, not by people; runs co
 they need from here into their own record, so later edits never rewrite history.
 """
 
+import ipaddress
+
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 
+from runs.lab.device_paths import check_block_device_path, check_directory_device_path
+from runs.lab.errors import InvalidOption
 from runs.ssh_keys import parse_host_keys
 
 _absolute_path = RegexValidator(r"^/\S*$", "Give an absolute path without spaces.")
@@ -44,6 +49,13 @@ class Host(models.Model):
     serves_postgres = models.BooleanField("serves PostgreSQL", default=True)
     runs_clients = models.BooleanField("runs pgbench clients", default=True)
     enabled = models.BooleanField(default=True, help_text="Disabled hosts take no new runs.")
+    allow_runs_on_benchlab_server = models.BooleanField(
+        "allow runs on benchlab's own server",
+        default=False,
+        help_text="Only for the machine benchlab itself runs on (the local transport, or an SSH address on "
+        "loopback): a run there shares disk, memory and CPU with benchlab and its database. Off, nobody "
+        "can queue runs on it.",
+    )
     notes = models.TextField(blank=True)
     # The run that has this host now. Set by a conditional UPDATE (runs.services.claims), so
     # exactly one run at a time holds a host, across any number of workers and machines.
@@ -77,6 +89,26 @@ class Host(models.Model):
     @property
     def has_stored_private_key(self) -> bool:
         return bool(self.private_key_encrypted)
+
+    @property
+    def is_benchlab_server(self) -> bool:
+        """Whether this host is the machine benchlab runs on, as far as the inventory tells."""
+        return self.is_local or is_loopback(self.address)
+
+    @property
+    def takes_runs(self) -> bool:
+        return self.enabled and (self.allow_runs_on_benchlab_server or not self.is_benchlab_server)
+
+    def refusal_for_runs(self) -> str | None:
+        """Why no run may be queued on this host now, or None."""
+        if not self.enabled:
+            return f"{self.name} is disabled in the inventory: it takes no new runs."
+        if self.is_benchlab_server and not self.allow_runs_on_benchlab_server:
+            return (
+                f"{self.name} is benchlab's own server, and an admin has not allowed runs on it "
+                "(Admin → Hosts → allow runs on benchlab's own server)."
+            )
+        return None
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
@@ -139,12 +171,26 @@ class Device(models.Model):
         return self.path.startswith("/dev/")
 
     def clean(self) -> None:
-        # /dev/sdb may be another disk after a reboot; physical disks must be named by identity.
-        physical = self.kind in (self.Kind.HDD, self.Kind.SSD, self.Kind.NVME)
-        if physical and self.is_block_device and not self.path.startswith("/dev/disk/by-"):
-            raise ValidationError(
-                {"path": "Name a physical disk by a stable path such as /dev/disk/by-id/…, not a kernel name."}
-            )
+        # The lab layer applies the same rules again on the host, after resolving symlinks.
+        try:
+            if self.is_block_device:
+                check_block_device_path(self.path)
+            else:
+                check_directory_device_path(self.path, benchlab_data_dirs())
+        except InvalidOption as exc:
+            raise ValidationError({"path": f"{str(exc)[:1].upper()}{str(exc)[1:]}."}) from None
+
+
+def is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return address.lower() == "localhost"
+
+
+def benchlab_data_dirs() -> tuple[str, ...]:
+    """Directories that hold benchlab's own data: its checkout and its var/ (secrets, keys)."""
+    return (str(settings.BASE_DIR), str(settings.VAR_DIR))
 
 
 def _power_of_two_kib(low: int, high: int) -> list[int]:

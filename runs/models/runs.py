@@ -14,6 +14,8 @@ from django.db import models
 
 from runs.models.inventory import Device, Host, PgInstall
 
+MAX_SECONDS = 7 * 24 * 3600  # the longest duration, and the longest warm-up, a run may ask for
+
 
 class RunState(models.TextChoices):
     QUEUED = "queued", "queued"
@@ -75,10 +77,13 @@ class Run(models.Model):
     clients = models.PositiveIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(10_000)])
     threads = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(1_000)])
     duration_s = models.PositiveIntegerField(
-        "duration (s)", default=60, validators=[MinValueValidator(1), MaxValueValidator(7 * 24 * 3600)]
+        "duration (s)", default=60, validators=[MinValueValidator(1), MaxValueValidator(MAX_SECONDS)]
     )
     warmup_s = models.PositiveIntegerField(
-        "warm-up (s)", default=0, help_text="Run before the measured duration and left out of the statistics."
+        "warm-up (s)",
+        default=0,
+        validators=[MaxValueValidator(MAX_SECONDS)],
+        help_text="Run before the measured duration and left out of the statistics.",
     )
     query_mode = models.CharField(max_length=10, choices=QueryMode.choices, default=QueryMode.SIMPLE)
     rate_limit_tps = models.FloatField("rate limit (tps)", null=True, blank=True, validators=[MinValueValidator(0.1)])

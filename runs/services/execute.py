@@ -31,7 +31,19 @@ from runs.lab.postgres import parse_settings
 from runs.lab.probe import probe_host
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
 from runs.lab.transport import Transport
-from runs.models import FINAL_STATES, Host, PgInstall, Run, RunArtifact, RunSample, RunState, Workload
+from runs.models import (
+    FINAL_STATES,
+    AuditAction,
+    Host,
+    PgInstall,
+    Run,
+    RunArtifact,
+    RunSample,
+    RunState,
+    Workload,
+)
+from runs.models.inventory import benchlab_data_dirs
+from runs.services.audit import audit_record
 from runs.services.claims import run_claim_hosts, run_release_hosts
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect
@@ -99,7 +111,11 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
     custom = run.workload == Workload.CUSTOM
     return BenchmarkSpec(
         device=DeviceIdentity(
-            path=device.path, wipe_allowed=device.wipe_allowed, serial=device.serial, size_bytes=device.capacity_bytes
+            path=device.path,
+            wipe_allowed=device.wipe_allowed,
+            serial=device.serial,
+            size_bytes=device.capacity_bytes,
+            protected_dirs=benchlab_data_dirs(),
         ),
         filesystem=FilesystemSpec(
             fstype=run.filesystem,
@@ -197,6 +213,14 @@ class RunObserver:
     def started(self, process: Detached) -> None:
         self.process = process
 
+    def formatting(self, command: str) -> None:
+        audit_record(
+            action=AuditAction.DEVICE_FORMATTED,
+            target=self.run.device,
+            actor=self.run.queued_by,
+            message=f"run {self.run.pk} on {self.run.server_host.name}: {command}",
+        )
+
 
 Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that go with it
 
@@ -204,7 +228,7 @@ Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that 
 def run_execute(*, run_id: int) -> str:
     """Run it if its hosts are free. Returns "busy" (try again later), "running" (another
     worker is running it: look again later), or the state it ended in."""
-    run = Run.objects.select_related("server_host", "client_host", "device", "pg_install").get(pk=run_id)
+    run = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by").get(pk=run_id)
     if run.is_finished:
         return run.state
     if run.state != RunState.QUEUED:
@@ -215,6 +239,12 @@ def run_execute(*, run_id: int) -> str:
             return "running"
         run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
+        return run.state
+    # Not a wait (a disabled host is one): runs on benchlab's own server were forbidden after
+    # this run was queued.
+    forbidden = [host.refusal_for_runs() for host in run.hosts if host.enabled and not host.takes_runs]
+    if forbidden:
+        run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
         return run.state
     if not run_claim_hosts(run=run):
         return "busy"

@@ -4,26 +4,37 @@ UPDATE (a finished run never changes again), recorded with its time and publishe
 from typing import Any
 
 from django.db import transaction
+from django.http import HttpRequest
 from django.utils import timezone
 
 from runs import live
-from runs.models import FINAL_STATES, Run, RunState, RunTransition
+from runs.models import FINAL_STATES, AuditAction, Run, RunState, RunTransition
+from runs.services.audit import audit_record
 
 
-def run_enqueue(*, run: Run) -> Run:
-    """Save a new run as queued and hand it to a worker once the transaction commits."""
+def run_enqueue(*, run: Run, request: HttpRequest | None = None) -> Run:
+    """Save a new run as queued (queued_by set by the caller) and hand it to a worker once the
+    transaction commits."""
     from runs.tasks import execute_run  # tasks import services; import here to avoid a cycle
 
     with transaction.atomic():
         run.state = RunState.QUEUED
         run.save()
         RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
+        audit_record(
+            action=AuditAction.RUN_QUEUED, target=run, actor=run.queued_by, request=request, message=_describe(run)
+        )
         # In this order: an empty stream, "queued" first in it, then the worker may publish.
         transaction.on_commit(lambda: live.reset_run_stream(run.pk))
         transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
         # A worker must never look for a run that is not committed yet.
         transaction.on_commit(lambda: execute_run.delay(run.pk))
     return run
+
+
+def _describe(run: Run) -> str:
+    where = f"{run.server_host.name}:{run.device.name} {run.filesystem}"
+    return f"{where}, {run.workload} scale {run.scale}, {run.clients} clients, {run.duration_s} s"
 
 
 def _publish_state(run: Run, state: str, **extra: Any) -> None:
@@ -52,12 +63,17 @@ def run_transition(*, run: Run, state: RunState, from_state: RunState | None = N
     return True
 
 
-def run_cancel(*, run: Run) -> None:
+def run_cancel(*, run: Run, by: Any, request: HttpRequest | None = None) -> None:
     """A queued run is cancelled at once; a running one is asked to stop, and its worker
-    stops pgbench and cleans up."""
+    stops pgbench and cleans up. The caller has checked that `by` may (roles.cancel_refusal)."""
+    if run.is_finished:
+        return
+    audit_record(
+        action=AuditAction.RUN_CANCELLED, target=run, actor=by, request=request, message=f"in state {run.state}"
+    )
     if run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
         return
     Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
     run.refresh_from_db(fields=["cancel_requested", "state"])
     if not run.is_finished:
-        live.publish(run.pk, "log", {"line": "cancel requested"})
+        live.publish(run.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

@@ -24,6 +24,24 @@ from runs.tests.workers import CeleryWorker, start_celery_worker
 ROLE_OF = {"vera": VIEWER, "otto": OPERATOR, "ada": ADMIN, "nora": None}
 
 
+def _test_database_name() -> str:
+    # Named from the test database's name, never from whatever NAME is set when this runs:
+    # a real benchlab's keys (benchlab:<its database>:...) must survive.
+    database: dict[str, Any] = settings.DATABASES["default"]
+    return (database.get("TEST") or {}).get("NAME") or f"test_{str(database['NAME']).removeprefix('test_')}"
+
+
+# The cache (API throttle counters) under the test database's prefix, set before any cache is
+# made: a test's requests never count against a real benchlab's users sharing this Redis.
+settings.CACHES["default"]["KEY_PREFIX"] = f"benchlab:{_test_database_name()}:cache"
+
+
+def _delete_keys(pattern: str) -> None:
+    keys = list(live.client().scan_iter(match=pattern, count=1000))
+    if keys:
+        live.client().delete(*keys)
+
+
 @pytest.fixture
 def users(db: None) -> dict[str, User]:
     return {name: make_user(name, role) for name, role in ROLE_OF.items()}
@@ -61,16 +79,13 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
 
 
 @pytest.fixture(scope="session", autouse=True)
-def live_streams_are_removed() -> Iterator[None]:
-    """The test database's event streams (runs/live.py) do not outlive the session."""
-    # Named from the test database's name, never from whatever NAME is set when this runs:
-    # a real benchlab's streams (benchlab:<its database>:...) must survive.
-    database: dict[str, Any] = settings.DATABASES["default"]
-    test_name = (database.get("TEST") or {}).get("NAME") or f"test_{str(database['NAME']).removeprefix('test_')}"
+def redis_keys_are_removed() -> Iterator[None]:
+    """The test database's event streams and cache keys (throttle counters) neither come from an
+    earlier session (ids restart with the test database) nor outlive this one."""
+    pattern = f"benchlab:{_test_database_name()}:*"
+    _delete_keys(pattern)
     yield
-    keys = live.client().keys(f"benchlab:{test_name}:*")
-    if keys:
-        live.client().delete(*keys)
+    _delete_keys(pattern)
 
 
 @pytest.fixture(scope="session")

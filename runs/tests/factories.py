@@ -41,3 +41,28 @@ def make_run(host: Host, device: Device, pg: PgInstall, **fields: Any) -> Run:
     run = Run.objects.create(server_host=host, device=device, pg_install=pg, **(defaults | fields))
     RunArtifact.objects.create(run=run, name="pgbench.stdout.txt", content="tps = 123.4\n")
     return run
+
+
+def run_form_fields(host: Host, device: Device, pg: PgInstall, **changes: object) -> dict[str, object]:
+    """A valid queue form (or API body) for a run on host's device, changed by `changes`."""
+    fields: dict[str, object] = {
+        "server_host": host.pk,
+        "device": device.pk,
+        "filesystem": "ext4",
+        "mount_options": "noatime,data=writeback",
+        "mkfs_options": "",
+        "pg_install": pg.pk,
+        "pg_settings": "shared_buffers = 64MB",
+        "workload": "tpcb-like",
+        "custom_script": "",
+        "scale": 10,
+        "clients": 4,
+        "threads": 2,
+        "duration_s": 30,
+        "warmup_s": 5,
+        "query_mode": "prepared",
+        "rate_limit_tps": "",
+        "log_sampling_rate": "1",
+        "client_host": "",
+    }
+    return fields | changes

@@ -2,7 +2,7 @@
 
 import pytest
 from django.contrib.auth.models import User
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs.models import Run, RunSample, RunState
@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 def api_client(user: User) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(user)[1]}")
     return client
 
 
@@ -103,10 +103,11 @@ def test_a_filter_that_is_not_an_id_is_the_callers_mistake(url: str) -> None:
 def test_runs_are_listed_with_filters_and_cancelled_and_their_samples_read() -> None:
     host = make_host()
     device, pg = make_device(host), make_pg_install(host)
+    otto = make_user("otto", "operator")
     done = make_run(host, device, pg, state=RunState.DONE, tps=812.5, filesystem="btrfs")
-    queued = make_run(host, device, pg, state=RunState.QUEUED)
+    queued = make_run(host, device, pg, state=RunState.QUEUED, queued_by=otto)
     RunSample.objects.bulk_create([RunSample(run=done, second=s, tps=800 + s, latency_ms=2.0) for s in (1, 2, 3)])
-    client = api_client(make_user("otto", "operator"))
+    client = api_client(otto)
 
     finished = client.get("/api/runs/", {"state": "done"}).json()["results"]
     on_btrfs = client.get("/api/runs/", {"filesystem": "btrfs", "host": host.pk}).json()["results"]

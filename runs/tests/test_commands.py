@@ -1,4 +1,6 @@
+import stat
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -15,17 +17,23 @@ def run(command: str) -> str:
 
 
 @pytest.mark.django_db
-def test_ensure_admin_prints_a_generated_password_once_and_it_works(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ensure_admin_keeps_a_generated_password_in_a_root_only_file_not_in_its_output(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("BENCHLAB_ADMIN_PASSWORD", raising=False)
     monkeypatch.delenv("BENCHLAB_ADMIN_USER", raising=False)
 
-    first, second = run("ensure_admin"), run("ensure_admin")
+    with override_settings(VAR_DIR=tmp_path):
+        first, second = run("ensure_admin"), run("ensure_admin")
 
-    password = first.split("password: ")[1].split()[0]
+    password_file = tmp_path / "admin_password"
+    password = password_file.read_text().strip()
     admin = User.objects.get(username="admin")
     assert admin.check_password(password)
+    assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
+    assert password not in first and str(password_file) in first
     assert admin.is_superuser and admin.groups.filter(name="admin").exists()
-    assert "password" in second and password not in second
+    assert "unchanged" in second and password not in second
     assert User.objects.filter(username="admin").count() == 1
 
 

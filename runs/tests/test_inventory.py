@@ -1,6 +1,8 @@
+import re
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError
 
@@ -48,8 +50,8 @@ def test_a_bad_host_key_is_an_error_on_that_field() -> None:
     assert list(raised.value.message_dict) == ["host_keys"]
 
 
-@pytest.mark.parametrize("kind", [Device.Kind.HDD, Device.Kind.SSD, Device.Kind.NVME])
-def test_physical_disks_must_be_named_by_a_stable_path(kind: str) -> None:
+@pytest.mark.parametrize("kind", Device.Kind.values)
+def test_every_block_device_must_be_named_by_a_stable_path(kind: str) -> None:
     device = Device(host=Host(name="lab1"), name="d", kind=kind, path="/dev/sdb")
 
     with pytest.raises(ValidationError, match="stable path"):
@@ -60,13 +62,39 @@ def test_physical_disks_must_be_named_by_a_stable_path(kind: str) -> None:
     "kind, path",
     [
         (Device.Kind.SSD, "/dev/disk/by-id/nvme-Samsung_SSD_980_S123"),
-        (Device.Kind.VIRTUAL, "/dev/loop7"),
-        (Device.Kind.RAM, "/dev/shm/benchlab"),
+        (Device.Kind.VIRTUAL, "/dev/disk/by-id/benchlab-lab0-lab1-ram"),
+        (Device.Kind.RAM, "/dev/disk/by-path/platform-brd-ram0"),
         (Device.Kind.VIRTUAL, "/srv/benchlab/dir-device"),
+        (Device.Kind.SSD, "/mnt/nvme0/bench"),
     ],
 )
-def test_stable_paths_loop_devices_and_directories_are_accepted(kind: str, path: str) -> None:
+def test_stable_paths_and_directories_of_their_own_are_accepted(kind: str, path: str) -> None:
     Device(host=Host(name="lab1"), name="d", kind=kind, path=path).full_clean(exclude=["host"])
+
+
+@pytest.mark.parametrize(
+    "kind, path, reason",
+    [
+        (Device.Kind.VIRTUAL, "/dev/loop7", "stable path"),
+        (Device.Kind.RAM, "/dev/ram0", "stable path"),
+        (Device.Kind.RAM, "/dev/shm/benchlab", "stable path"),
+        (Device.Kind.SSD, "/dev/disk/by-id/../../sda", "as '/dev/sda'"),
+        (Device.Kind.SSD, "/dev/disk/by-id/./x", "as '/dev/disk/by-id/x'"),
+        (Device.Kind.SSD, "/dev/disk/by-id/", "trailing"),
+        (Device.Kind.VIRTUAL, "/", "system directory"),
+        (Device.Kind.VIRTUAL, "/etc/benchlab", "system directory (in /etc)"),
+        (Device.Kind.VIRTUAL, "/var/lib/postgresql/15/main", "system directory (in /var/lib/postgresql)"),
+        (Device.Kind.VIRTUAL, "/mnt", "system directory"),
+        (Device.Kind.VIRTUAL, "/srv/../etc", "as '/etc'"),
+        (Device.Kind.VIRTUAL, str(settings.VAR_DIR), "holds benchlab's own data"),
+        (Device.Kind.VIRTUAL, str(settings.BASE_DIR), "holds benchlab's own data"),
+    ],
+)
+def test_kernel_names_unnormalised_paths_and_system_or_benchlab_directories_are_refused(
+    kind: str, path: str, reason: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(reason)):
+        Device(host=Host(name="lab1"), name="d", kind=kind, path=path).full_clean(exclude=["host"])
 
 
 def test_a_relative_device_path_is_refused() -> None:

@@ -167,6 +167,7 @@ class Recorder:
         self.lines: list[str] = []
         self.samples = 0
         self.steps: list[str] = []
+        self.formatted: list[tuple[str, str]] = []  # (the step it came in, the mkfs command)
 
     def step(self, name: str) -> None:
         self.steps.append(name)
@@ -180,6 +181,9 @@ class Recorder:
 
     def started(self, process: Detached) -> None:
         pass
+
+    def formatting(self, command: str) -> None:
+        self.formatted.append((self.steps[-1], command))
 
 
 def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(virtual_lab: VirtualLab) -> None:
@@ -251,6 +255,8 @@ def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
         transport.close()
 
     assert recorder.steps == ["preparing storage", "initializing database", "measuring", "collecting", "cleaning up"]
+    # Told before mkfs ran (the audit log records it then), once, with the device's node.
+    assert recorder.formatted == [("preparing storage", f"mkfs.ext4 -F -q {result.storage.device_node}")]
     assert result.summary is not None and result.summary.transactions_processed == 200
     assert "-f /var/lib/benchlab/runs/steps/custom.sql" in result.command
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
+from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs import live
@@ -153,11 +153,12 @@ def test_a_mount_the_kernel_rejects_fails_the_run_with_the_kernels_reason(
 def test_cancel_stops_a_running_run_and_frees_its_host(
     celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
 ) -> None:
-    run = new_run(lab_inventory["lab2"], make_user("otto", "operator"), duration_s=120, warmup_s=0)
+    otto = make_user("otto", "operator")
+    run = new_run(lab_inventory["lab2"], otto, duration_s=120, warmup_s=0)
     wait_for_state(run, RunState.MEASURING)
     time.sleep(2)
 
-    run_cancel(run=run)
+    run_cancel(run=run, by=otto)
     run = wait_until_finished(run, timeout=90)
 
     assert run.state == RunState.CANCELLED
@@ -195,7 +196,7 @@ def test_runs_on_one_host_wait_for_each_other_and_other_hosts_run_in_parallel(
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_a_small_run_on_this_machine_works_without_a_lab(celery_worker: CeleryWorker) -> None:
     """The first minute after `make run`: this machine, its directory under var/, no lab."""
-    call_command("register_local_host", stdout=StringIO())
+    call_command("register_local_host", "--allow-runs", stdout=StringIO())
     host = Host.objects.get(name="this-machine")
     device = host.devices.get(name="var-dir")
     run = new_run(host, make_user("otto", "operator"), device=device, filesystem="directory", mount_options="",
@@ -214,7 +215,7 @@ def test_the_api_queues_a_run_and_reads_its_samples(
 ) -> None:
     host = lab_inventory["lab2"]
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=make_user('otto', 'operator')).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(make_user('otto', 'operator'))[1]}")
     body = {"server_host": host.pk, "device": host.devices.get(name="ram").pk, "filesystem": "ext4",
             "pg_install": host.pg_installs.get(bin_dir=PG_BIN).pk, "scale": 1, "clients": 1, "threads": 1,
             "duration_s": 3, "warmup_s": 0, "workload": "select-only", "query_mode": "prepared"}  # fmt: skip

@@ -14,7 +14,7 @@ order device_assert_wipeable runs them in.
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -281,22 +281,32 @@ def test_it_accepts_a_clean_device_and_returns_its_node() -> None:
     assert [call[-1] for call in host.calls if call[0] == "lsblk"] == ["/dev/sdb"]
 
 
-@pytest.mark.parametrize(
-    "device",
-    [identity(size_bytes=None), identity(serial=""), identity(path="/dev/sdb")],
-    ids=["serial-only", "size-only", "kernel-name"],
-)
+@pytest.mark.parametrize("device", [identity(size_bytes=None), identity(serial="")], ids=["serial-only", "size-only"])
 def test_it_accepts_a_device_identified_by_serial_or_size_alone(device: DeviceIdentity) -> None:
     assert device_assert_wipeable(FakeHost(), device) == "/dev/sdb"
 
 
-def test_it_accepts_a_loop_device_without_partitions_or_serial() -> None:
+def test_it_accepts_a_loop_device_without_partitions_or_serial_by_its_stable_link() -> None:
     host = FakeHost()
     host.disks.append(_disk("loop3", 2_147_483_648, "", "", []) | {"type": "loop", "serial": None, "model": None})
+    host.links["/dev/disk/by-id/benchlab-loop3"] = "../../loop3"
 
-    assert (
-        device_assert_wipeable(host, identity(path="/dev/loop3", serial="", size_bytes=2_147_483_648)) == "/dev/loop3"
-    )
+    device = identity(path="/dev/disk/by-id/benchlab-loop3", serial="", size_bytes=2_147_483_648)
+
+    assert device_assert_wipeable(host, device) == "/dev/loop3"
+
+
+@pytest.mark.parametrize(
+    "path", ["/dev/sdb", "/dev/loop3", "/dev/disk/by-id/../../sdb", f"{BY_ID}/", "/srv/bench", "/dev/null"]
+)
+def test_it_refuses_a_path_that_is_not_a_stable_block_device_link_before_looking_at_the_host(path: str) -> None:
+    host = FakeHost()
+
+    failure = refused(host, identity(path=path))
+
+    assert failure.check == "stable path"
+    assert path in failure.detail
+    assert host.calls == []
 
 
 # --- wipe allowed --------------------------------------------------------------------------------
@@ -346,7 +356,7 @@ def test_it_refuses_a_device_without_a_serial_when_one_is_recorded() -> None:
     assert refused(host, identity()).check == "identity"
 
 
-@pytest.mark.parametrize("path", [f"{BY_ID}-gone", "/srv/bench", "/dev/null"])
+@pytest.mark.parametrize("path", [f"{BY_ID}-gone", "/dev/disk/by-id/not-a-disk"])
 def test_it_refuses_a_path_that_is_not_a_block_device(path: str) -> None:
     host = FakeHost()
 
@@ -479,7 +489,11 @@ def test_it_refuses_a_device_used_as_swap(listed: str) -> None:
 
 
 def test_it_refuses_the_system_disk_itself() -> None:
-    failure = refused(FakeHost(), identity(path="/dev/sda", serial="S4EWNX0R654321", size_bytes=512_110_190_592))
+    host = FakeHost()
+    host.links["/dev/disk/by-id/nvme-SYSTEM_S4EWNX0R654321"] = "../../sda"
+    system_disk = identity(path="/dev/disk/by-id/nvme-SYSTEM_S4EWNX0R654321", serial="S4EWNX0R654321")
+
+    failure = refused(host, replace(system_disk, size_bytes=512_110_190_592))
 
     # Mounted, listed in fstab and holding / all at once: which check speaks first is the module's choice.
     assert failure.check in {"not a system device", "not mounted", "not in /etc/fstab"}

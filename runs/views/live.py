@@ -6,23 +6,32 @@ page opened mid-run asks from the start, so every point arrives, none twice.
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 
 from asgiref.sync import sync_to_async
-from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseNotFound, StreamingHttpResponse
+from django.http.response import HttpResponseBase
+from django.views.decorators.http import require_GET
 
 from runs import live
-from runs.models import FINAL_STATES
+from runs.models import FINAL_STATES, Run
+from runs.params import BadParameter
 
 POLL_BLOCK_MS = 1000
 KEEPALIVE_EVERY = 15  # blocks without events before a comment line keeps proxies from closing
 
 
-async def _require_viewer(request: HttpRequest) -> None:
+REDIS_ID_PART_MAX = 2**64 - 1
+_STREAM_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
+
+
+async def _forbidden_unless_viewer(request: HttpRequest) -> HttpResponse | None:
+    # Answered, not raised: a PermissionDenied is logged with a traceback, and browsers retry streams.
     user = await request.auser()
     if not await sync_to_async(user.has_perm)("runs.view_host"):
-        raise PermissionDenied
+        return HttpResponseForbidden("You need the viewer role to follow runs.", content_type="text/plain")
+    return None
 
 
 def _format(event: live.LiveEvent) -> str:
@@ -33,7 +42,8 @@ def _is_final(event: live.LiveEvent) -> bool:
     return event.kind == "state" and event.data.get("state") in FINAL_STATES
 
 
-async def _stream(stream: str, after: str, stop_after_final: bool) -> AsyncIterator[str]:
+async def _stream(stream: str, after: str, stop_after_final: bool, finished: bool = False) -> AsyncIterator[str]:
+    """Events after `after`; with `finished` (the run had ended when asked) only what is stored."""
     yield "retry: 2000\n\n"
     if after == "$":  # only what comes from now on: fixed once, so nothing between two reads is lost
         after = await sync_to_async(live.last_event_id)(stream)
@@ -43,6 +53,8 @@ async def _stream(stream: str, after: str, stop_after_final: bool) -> AsyncItera
             yield _format(event)
             if stop_after_final and _is_final(event):
                 return
+    if finished:
+        return  # nothing more will come (its stream may have expired: the page draws from the database)
     idle = 0
     while True:
         events = await asyncio.to_thread(live.wait_for_events, stream, after, POLL_BLOCK_MS)
@@ -61,28 +73,56 @@ async def _stream(stream: str, after: str, stop_after_final: bool) -> AsyncItera
 
 
 def _last_event_id(request: HttpRequest, default: str) -> str:
-    """Where to resume: the browser's Last-Event-ID on a reconnect, else ?after=, else default."""
+    """Where to resume: the browser's Last-Event-ID on a reconnect, else ?after=, else default.
+
+    A stream id is `<milliseconds>-<sequence>`, each part at most 2**64-1 (Redis refuses more)."""
     raw = request.headers.get("Last-Event-ID") or request.GET.get("after") or default
-    return raw if all(part.isdigit() for part in raw.split("-", 1)) else default
+    if raw == default:
+        return raw
+    match = _STREAM_ID.fullmatch(raw)
+    if not match or any(int(part) > REDIS_ID_PART_MAX for part in match.groups("0")):
+        shown = raw if len(raw) <= 50 else raw[:50] + "…"
+        raise BadParameter(
+            f"after must be an event id such as 1700000000000-0 (two whole numbers up to {REDIS_ID_PART_MAX}), "
+            f"not {shown!r}"
+        )
+    return raw
 
 
-async def run_events(request: HttpRequest, run_id: int) -> StreamingHttpResponse:
-    await _require_viewer(request)
-    response = StreamingHttpResponse(
-        _stream(live.run_stream(run_id), _last_event_id(request, "0-0"), stop_after_final=True),
-        content_type="text/event-stream",
-    )
+def _event_stream(events: AsyncIterator[str]) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(events, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
 
 
-async def runs_events(request: HttpRequest) -> StreamingHttpResponse:
-    await _require_viewer(request)
+def _bad_request(exc: BadParameter) -> HttpResponse:
+    return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+
+
+@require_GET
+async def run_events(request: HttpRequest, run_id: int) -> HttpResponseBase:
+    if refused := await _forbidden_unless_viewer(request):
+        return refused
+    state = await Run.objects.filter(pk=run_id).values_list("state", flat=True).afirst()
+    if state is None:
+        return HttpResponseNotFound(f"There is no run {run_id}.", content_type="text/plain")
+    try:
+        after = _last_event_id(request, "0-0")
+    except BadParameter as exc:
+        return _bad_request(exc)
+    finished = state in FINAL_STATES
+    return _event_stream(_stream(live.run_stream(run_id), after, stop_after_final=True, finished=finished))
+
+
+@require_GET
+async def runs_events(request: HttpRequest) -> HttpResponseBase:
+    if refused := await _forbidden_unless_viewer(request):
+        return refused
     # The page says where it was rendered (?after=): states that change before the browser
     # connects still arrive.
-    after = _last_event_id(request, "$")
-    response = StreamingHttpResponse(_stream(live.run_list_stream(), after, stop_after_final=False),
-                                     content_type="text/event-stream")  # fmt: skip
-    response["Cache-Control"] = "no-cache"
-    return response
+    try:
+        after = _last_event_id(request, "$")
+    except BadParameter as exc:
+        return _bad_request(exc)
+    return _event_stream(_stream(live.run_list_stream(), after, stop_after_final=False))

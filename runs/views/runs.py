@@ -3,21 +3,31 @@
 from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs import live
 from runs.forms import RunForm, run_form_initial
 from runs.models import Run, RunArtifact
+from runs.params import BadParameter, parse_id
+from runs.roles import cancel_refusal
 from runs.selectors import run_chart_data, run_list, run_with_details
 from runs.services.runs import run_cancel, run_enqueue
 
 
+@require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def runs_page(request: HttpRequest) -> HttpResponse:
     events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
     return render(request, "runs/run_list.html", {"runs": run_list(), "events_after": events_after})
 
 
+def refused(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
+    """A page that says why the request was refused (400 bad input, 403 not allowed)."""
+    heading = "Not allowed" if status == 403 else "That request cannot be answered"
+    return render(request, "runs/refused.html", {"heading": heading, "message": message}, status=status)
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
 @permission_required("runs.queue_run", raise_exception=True)
 def run_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
@@ -25,21 +35,29 @@ def run_new(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             run = form.save(commit=False)
             run.queued_by = request.user
-            run_enqueue(run=run)
+            run_enqueue(run=run, request=request)
             return redirect("run-detail", run_id=run.pk)
-    else:
-        again = request.GET.get("again")
-        source = get_object_or_404(Run, pk=again) if again and again.isdigit() else None
-        form = RunForm(initial=run_form_initial(source) if source else None)
+        # The form again with each mistake beside its field; 400 tells scripts it was refused.
+        return render(request, "runs/run_form.html", {"form": form}, status=400)
+    source = None
+    if again := request.GET.get("again"):
+        try:
+            source = get_object_or_404(Run, pk=parse_id(again, "again (the run to queue again)"))
+        except BadParameter as exc:
+            return refused(request, str(exc))
+    form = RunForm(initial=run_form_initial(source) if source else None)
     return render(request, "runs/run_form.html", {"form": form})
 
 
+@require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_with_details(run_id)
-    return render(request, "runs/run_detail.html", {"run": run, "chart": run_chart_data(run)})
+    context = {"run": run, "chart": run_chart_data(run), "cancel_refusal": cancel_refusal(request.user, run)}
+    return render(request, "runs/run_detail.html", context)
 
 
+@require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def run_samples_json(request: HttpRequest, run_id: int) -> JsonResponse:
     run = get_object_or_404(Run, pk=run_id)
@@ -49,10 +67,14 @@ def run_samples_json(request: HttpRequest, run_id: int) -> JsonResponse:
 @require_POST
 @permission_required("runs.cancel_run", raise_exception=True)
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    run_cancel(run=get_object_or_404(Run, pk=run_id))
+    run = get_object_or_404(Run.objects.select_related("queued_by"), pk=run_id)
+    if refusal := cancel_refusal(request.user, run):
+        return refused(request, refusal, status=403)
+    run_cancel(run=run, by=request.user, request=request)
     return redirect("run-detail", run_id=run_id)
 
 
+@require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def run_artifact(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
     artifact = RunArtifact.objects.filter(run_id=run_id, name=name).first()

@@ -1,14 +1,32 @@
-"""Create the first administrator if it does not exist; never touch an existing one."""
+"""Create the first administrator if it does not exist; never touch an existing one.
+
+A generated password goes into a file only root can read (var/admin_password), never onto
+standard output: `make run` and containers keep their output in logs others may read.
+"""
 
 import os
 import secrets
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
 from runs.roles import ADMIN
+
+
+def admin_password_file() -> Path:
+    return Path(settings.VAR_DIR) / "admin_password"
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(text + "\n")
+    path.chmod(0o600)  # an existing file keeps its mode on open(): make sure
 
 
 class Command(BaseCommand):
@@ -26,7 +44,13 @@ class Command(BaseCommand):
         user.groups.add(Group.objects.get(name=ADMIN))
         if given:
             self.stdout.write(f"Created admin user {username!r} with the password from BENCHLAB_ADMIN_PASSWORD.")
-        else:
-            # Printed once, now: it is stored only as a hash.
-            self.stdout.write(self.style.WARNING(f"Created admin user {username!r} with password: {password}"))
-            self.stdout.write("Write it down: it will not be shown again (change it in the admin).")
+            return
+        # Stored only as a hash in the database; the file is the one copy of the plain text.
+        password_file = admin_password_file()
+        _write_private(password_file, password)
+        self.stdout.write(
+            self.style.WARNING(
+                f"Created admin user {username!r}; its generated password is in {password_file} "
+                "(readable by root only). Change it in the admin, then delete that file."
+            )
+        )

@@ -1,12 +1,16 @@
 """Register the machine benchlab runs on as a lab host with the local transport, with a
-directory-backed device under var/ so a first small run needs no spare disk."""
+directory-backed device under var/ so a first small run needs no spare disk.
+
+Runs on benchlab's own server are off unless asked for (--allow-runs, which `make run`'s
+ready-to-try lab passes): a benchmark there shares the machine with benchlab's database.
+"""
 
 import socket
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandParser
 
 from runs.lab.errors import LabError
 from runs.models import Device, Host
@@ -23,6 +27,13 @@ def local_device_path() -> Path:
 class Command(BaseCommand):
     help = f"Add this machine to the inventory as host {LOCAL_HOST_NAME!r} (local transport), once."
 
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--allow-runs",
+            action="store_true",
+            help="allow runs on this machine (a demo or a single-machine lab); an admin can change it later",
+        )
+
     def handle(self, *args: Any, **options: Any) -> None:
         host, created = Host.objects.get_or_create(
             name=LOCAL_HOST_NAME,
@@ -34,6 +45,11 @@ class Command(BaseCommand):
         )
         verb = "Registered" if created else "Already registered:"
         self.stdout.write(f"{verb} host {host.name!r} ({host.get_transport_display()}).")
+        if options["allow_runs"] and not host.allow_runs_on_benchlab_server:
+            host.allow_runs_on_benchlab_server = True
+            host.save(update_fields=["allow_runs_on_benchlab_server", "updated_at"])
+        allowed = "allowed" if host.allow_runs_on_benchlab_server else "not allowed (an admin can allow them)"
+        self.stdout.write(f"Runs on {host.name}, benchlab's own server: {allowed}.")
         directory = local_device_path()
         directory.mkdir(parents=True, exist_ok=True)
         directory.chmod(0o755)  # initdb runs as postgres in a subdirectory of it

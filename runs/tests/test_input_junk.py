@@ -1,0 +1,198 @@
+"""Generated junk in every form field and API parameter: always a 4xx with a message (or a
+valid request, answered as one), never a 5xx, and nothing queued by a refused request.
+
+Hypothesis draws a field and a value meant to break things: digits that are not ASCII ("²"),
+numbers past bigint and past Python's 4,300-digit limit, infinities, NUL bytes, huge strings,
+JSON of the wrong type.
+"""
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import User
+from django.test import Client
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rest_framework.test import APIClient
+
+from runs.forms import RUN_FIELDS
+from runs.models import Run, RunState
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
+
+pytestmark = pytest.mark.django_db
+FIXTURES_PER_EXAMPLE = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+
+# Every one of these is sent to every field and parameter, not left to chance.
+NUMBERS_THAT_BREAK_THINGS = (
+    ["²", "٣", "١٢", "0x10", "1e309", "inf", "-inf", "nan", "-1", "-0", "0", "1.5", " 7", "7 ", "+7", "1_000"]
+    + ["1" + "0" * k for k in (18, 19, 20, 40, 4300, 5000)]
+    + [str(2**63 - 1), str(2**63), str(2**64), "99999999999999999999-0", "1-99999999999999999999999", "\x00"]
+)
+numbers_that_break_things = st.sampled_from(NUMBERS_THAT_BREAK_THINGS)
+text_that_breaks_things = st.one_of(
+    st.text(max_size=40),
+    st.text(alphabet=st.characters(codec="utf-8"), min_size=1, max_size=8).map(lambda s: s + "\x00"),
+    st.sampled_from(["", " ", "\x00", "'", '"', "\\", "%", "../..", "a" * 100_000, "\ud7ff", "null", "true"]),
+)
+junk_text = st.one_of(numbers_that_break_things, text_that_breaks_things)
+junk_json: st.SearchStrategy[Any] = st.one_of(
+    junk_text,
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.none(),
+    st.booleans(),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
+)
+
+
+async def read_to_the_end(response: Any) -> None:
+    async for _chunk in response.streaming_content:
+        pass
+
+
+@pytest.fixture
+def inventory() -> dict[str, Any]:
+    host = make_host(name="lab1")
+    device = make_device(host, wipe_allowed=True, capacity_bytes=2**30)
+    pg = make_pg_install(host)
+    return {"host": host, "device": device, "pg": pg}
+
+
+@pytest.fixture
+def otto() -> User:
+    return make_user("otto", "operator")
+
+
+def valid_run(inventory: dict[str, Any]) -> dict[str, Any]:
+    return run_form_fields(inventory["host"], inventory["device"], inventory["pg"])
+
+
+def assert_answered(status: int, queued: int, what: str) -> None:
+    assert status < 500, f"{what}: {status}"
+    if status >= 400:
+        assert queued == 0, f"{what}: refused ({status}) but {queued} run(s) queued"
+
+
+def post_form(inventory: dict[str, Any], otto: User, field: str, value: str) -> None:
+    client = Client()
+    client.force_login(otto)
+    before = Run.objects.count()
+
+    response = client.post("/runs/new/", valid_run(inventory) | {field: value})
+
+    queued = Run.objects.count() - before
+    assert_answered(response.status_code, queued, f"{field}={value[:50]!r}")
+    assert response.status_code in (302, 400)
+    if response.status_code == 400:
+        assert 'class="error"' in response.content.decode(), "refused without saying why"
+    else:
+        assert queued == 1
+
+
+@pytest.mark.parametrize("field", RUN_FIELDS)
+def test_the_queue_form_answers_numbers_that_break_things_in_every_field(
+    inventory: dict[str, Any], otto: User, field: str
+) -> None:
+    for value in NUMBERS_THAT_BREAK_THINGS:
+        post_form(inventory, otto, field, value)
+
+
+@FIXTURES_PER_EXAMPLE
+@given(field=st.sampled_from(RUN_FIELDS), value=junk_text)
+def test_the_queue_form_answers_junk_in_any_field_with_a_message(
+    inventory: dict[str, Any], otto: User, field: str, value: str
+) -> None:
+    post_form(inventory, otto, field, value)
+
+
+@FIXTURES_PER_EXAMPLE
+@given(field=st.sampled_from(RUN_FIELDS), value=junk_json)
+def test_the_api_answers_junk_in_any_field_with_a_message(
+    inventory: dict[str, Any], otto: User, field: str, value: Any
+) -> None:
+    client = APIClient()
+    client.force_authenticate(otto)
+    before = Run.objects.count()
+
+    body = json.dumps(valid_run(inventory) | {field: value})
+    response = client.post("/api/runs/", body, content_type="application/json")
+
+    queued = Run.objects.count() - before
+    assert_answered(response.status_code, queued, f"{field}={str(value)[:50]!r}")
+    assert response.status_code in (201, 400)
+    if response.status_code == 400:
+        messages = response.json()
+        assert messages and all(isinstance(m, (str, list, dict)) for m in messages.values()), messages
+
+
+API_QUERY_PARAMETERS = [
+    ("/api/runs/", name) for name in ("host", "device", "pg_install", "state", "filesystem", "workload")
+] + [("/api/runs/", "limit"), ("/api/runs/", "offset"), ("/api/devices/", "host"), ("/api/hosts/", "limit")]
+
+
+def get_api(otto: User, path: str, name: str, value: str) -> None:
+    client = APIClient()
+    client.force_authenticate(otto)
+
+    response = client.get(path, {name: value})
+
+    assert response.status_code in (200, 400), f"{name}={value[:50]!r}: {response.status_code}"
+    if response.status_code == 400:
+        assert response.json().get(name), response.json()
+
+
+@pytest.mark.parametrize("target", API_QUERY_PARAMETERS, ids="?".join)
+def test_api_query_parameters_answer_numbers_that_break_things_with_400_and_a_message(
+    otto: User, target: tuple[str, str]
+) -> None:
+    for value in NUMBERS_THAT_BREAK_THINGS:
+        get_api(otto, *target, value)
+
+
+@FIXTURES_PER_EXAMPLE
+@given(target=st.sampled_from(API_QUERY_PARAMETERS), value=junk_text)
+def test_api_query_parameters_answer_junk_with_400_and_a_message(
+    otto: User, target: tuple[str, str], value: str
+) -> None:
+    get_api(otto, *target, value)
+
+
+@pytest.mark.parametrize("value", NUMBERS_THAT_BREAK_THINGS)
+def test_page_parameters_and_ids_in_urls_answer_numbers_that_break_things(
+    inventory: dict[str, Any], otto: User, value: str
+) -> None:
+    page_parameters_answer(inventory, otto, value)
+
+
+@FIXTURES_PER_EXAMPLE
+@given(value=junk_text)
+def test_page_parameters_and_ids_in_urls_answer_junk_without_a_server_error(
+    inventory: dict[str, Any], otto: User, value: str
+) -> None:
+    page_parameters_answer(inventory, otto, value)
+
+
+def page_parameters_answer(inventory: dict[str, Any], otto: User, value: str) -> None:
+    run = make_run(inventory["host"], inventory["device"], inventory["pg"], state=RunState.DONE)
+    client = Client()
+    client.force_login(otto)
+
+    again = client.get("/runs/new/", {"again": value})
+    after = client.get(f"/runs/{run.pk}/events", {"after": value})
+    detail = client.get(f"/runs/{quote(value, safe='')}/")
+    api_detail = client.get(f"/api/runs/{quote(value, safe='')}/")
+
+    assert again.status_code in (200, 400, 404), again.status_code
+    assert after.status_code in (200, 400), after.status_code
+    if after.status_code == 200:
+        async_to_sync(read_to_the_end)(after)  # a finished run's stream ends
+    assert detail.status_code in (200, 404) and api_detail.status_code in (200, 404)
+    for refused in (again, after):
+        if refused.status_code == 400:
+            assert b"must be" in refused.content
