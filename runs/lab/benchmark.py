@@ -32,7 +32,6 @@ from runs.lab.parse_pgbench import (
     parse_summary,
 )
 from runs.lab.pgbench import (
-    BENCH_ROLE,
     LOG_PREFIX,
     Connection,
     Detached,
@@ -45,12 +44,14 @@ from runs.lab.pgbench import (
     start_detached,
     wait_for_exit,
 )
-from runs.lab.postgres import PG_USER, psql, throwaway_cluster
+from runs.lab.postgres import BENCH_ROLE, SUPERUSER, psql, throwaway_cluster
+from runs.lab.run_user import RUN_USER, ensure_run_user, read_as_run_user, run_as_run_user
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
-from runs.lab.transport import Transport, as_user, clean_text
+from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
 RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test
+WORK_SUBDIR = "bench"  # run_dir/bench: the unprivileged user's (run_user.py)
 
 
 class Step:
@@ -151,12 +152,27 @@ def run_dir_for(run_key: str) -> str:
     return f"{RUNS_ROOT}/{run_key}"
 
 
-def _as_postgres(transport: Transport, argv: list[str], timeout: float, on_line: Callable[[str], None]) -> str:
+def work_dir_for(run_dir: str) -> str:
+    """The unprivileged user's part of a run directory: pgbench's output and logs."""
+    return f"{run_dir}/{WORK_SUBDIR}"
+
+
+def _as_run_user(transport: Transport, argv: list[str], timeout: float, on_line: Callable[[str], None]) -> str:
     def clean(line: str) -> None:
         on_line(clean_text(line))
 
-    result = transport.run(as_user(PG_USER, argv), cwd="/", timeout=timeout, on_stderr=clean, on_stdout=clean)
+    result = run_as_run_user(transport, argv, timeout=timeout, on_stderr=clean, on_stdout=clean)
     return result.stdout + result.stderr
+
+
+def _prepare_hosts(endpoints: list[Endpoint], run_dir: str) -> None:
+    """The run's user and directories on each host: run_dir is root's (iostat, vmstat, the custom
+    script), its work dir the unprivileged user's (pgbench writes there, and nothing else does)."""
+    for endpoint in endpoints:
+        ensure_run_user(endpoint.transport)
+        endpoint.transport.run(["mkdir", "-p", "-m", "0755", run_dir])
+        owner = ["-o", RUN_USER, "-g", RUN_USER]
+        endpoint.transport.run(["install", "-d", "-m", "0700", *owner, work_dir_for(run_dir)])
 
 
 def run_benchmark(
@@ -200,6 +216,8 @@ def _run_stages(
 ) -> BenchmarkResult:
     transport = server.transport
     observer.step(Step.PREPARING_STORAGE)
+    _prepare_hosts(list({id(server): server, id(bench): bench}.values()), run_dir)
+    work_dir = work_dir_for(run_dir)
     storage = cleanup.enter_context(
         prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
     )
@@ -219,21 +237,18 @@ def _run_stages(
     )
     result.pg_version, result.pg_settings = cluster.version, cluster.settings
     result.pg_non_default_settings = cluster.non_default_settings
-    for endpoint in {id(server): server, id(bench): bench}.values():
-        endpoint.transport.run(["mkdir", "-p", run_dir])
-        endpoint.transport.run(["chown", f"{PG_USER}:", run_dir])
-    admin = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=PG_USER)
+    admin = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=SUPERUSER)
     psql(transport, cluster, f"CREATE ROLE {BENCH_ROLE} LOGIN")
-    _as_postgres(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
+    _as_run_user(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
     local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
     init = init_command(spec.pg_bin_dir, local, spec.init)
     result.init_command = shlex.join(init)
-    result.init_output = _as_postgres(transport, init, 3600, lambda text: observer.line("init", text))
+    result.init_output = _as_run_user(transport, init, 3600, lambda text: observer.line("init", text))
 
     script_path = None
     if spec.run.custom_script is not None:
-        script_path = f"{run_dir}/custom.sql"
-        bench.transport.write_file(script_path, spec.run.custom_script.encode())
+        script_path = f"{run_dir}/custom.sql"  # root's directory: the user reads it, cannot swap it
+        bench.transport.write_file(script_path, spec.run.custom_script.encode(), mode=0o644)
     if spec.client is None:
         connection, bench_bin_dir = local, spec.pg_bin_dir
     else:
@@ -241,9 +256,9 @@ def _run_stages(
             host=spec.client.server_address, port=cluster.port, database=spec.database, user=BENCH_ROLE
         )
         bench_bin_dir = spec.client.pg_bin_dir
-    command = run_command(bench_bin_dir, connection, spec.run, run_dir, script_path)
+    command = run_command(bench_bin_dir, connection, spec.run, work_dir, script_path)
     result.command = shlex.join(command)
-    result.pgbench_version = bench.transport.run([f"{bench_bin_dir}/pgbench", "--version"]).stdout.strip()
+    result.pgbench_version = run_as_run_user(bench.transport, [f"{bench_bin_dir}/pgbench", "--version"]).stdout.strip()
 
     observer.step(Step.MEASURING)
     before = pg_stats_snapshot(transport, cluster, spec.database)
@@ -251,7 +266,7 @@ def _run_stages(
     # A run with -t has no known length; its metrics stop after an hour at most.
     metrics_seconds = (spec.run.duration_s or 3600) + 600
     with os_metrics(transport, run_dir, device, metrics_seconds) as metrics:
-        process = start_detached(bench.transport, command, run_dir, "pgbench", user=PG_USER)
+        process = start_detached(bench.transport, command, work_dir, "pgbench", user=RUN_USER)
         if bench is server:
             storage.own_pids.append(process.pid)
         # On a failure below, pgbench must not go on loading the host (a no-op once it has exited).
@@ -273,15 +288,16 @@ def _run_stages(
     after = pg_stats_snapshot(transport, cluster, spec.database)
     result.pg_stats = pg_stats_delta(before, after)
     result.os = metrics
-    result.stdout = bench.transport.read_file(process.path("stdout")).decode(errors="replace")
-    result.stderr = bench.transport.read_file(process.path("stderr")).decode(errors="replace")
+    result.stdout = read_as_run_user(bench.transport, process.path("stdout"))
+    result.stderr = read_as_run_user(bench.transport, process.path("stderr"))
     result.summary = parse_summary(result.stdout, result.stderr)
     if spec.run.log_sampling_rate is None:
-        logs = bench.transport.run(["sh", "-c", f'cat "$1"/{LOG_PREFIX}.*', "sh", run_dir], check=False).stdout
+        all_logs = ["sh", "-c", f'cat "$1"/{LOG_PREFIX}.*', "sh", work_dir]
+        logs = run_as_run_user(bench.transport, all_logs, check=False).stdout
         result.aggregate = merge_aggregate_intervals(parse_aggregate_log(logs))
     else:
         result.latency = transaction_latency_percentiles(
-            bench.transport, run_dir, process.path("started"), spec.warmup_s, spec.run.log_sampling_rate
+            bench.transport, work_dir, process.path("started"), spec.warmup_s, spec.run.log_sampling_rate
         )
     return result
 

@@ -77,12 +77,15 @@ class Follower:
                     # Once the command has finished, read the rest and stop: its PID may belong to
                     # another process by now, and `tail --pid` would wait on that one.
                     if exit_status(self.transport, self.process) is not None:
-                        self.transport.run(["tail", "-c", f"+{self.offset + 1}", self.path], on_stdout=self._deliver)
+                        rest = self.process.command(["tail", "-c", f"+{self.offset + 1}", self.path])
+                        self.transport.run(rest, on_stdout=self._deliver)
                         return self.offset
                     # -s: how often tail checks whether the PID is still there.
                     argv = ["tail", f"--pid={self.process.pid}", "-s", "0.2", "-c", f"+{self.offset + 1}", "-F"]
                     remaining = None if deadline is None else max(1.0, deadline - time.monotonic())
-                    self.transport.run([*argv, self.path], timeout=remaining, on_stdout=self._deliver)
+                    self.transport.run(
+                        self.process.command([*argv, self.path]), timeout=remaining, on_stdout=self._deliver
+                    )
                     return self.offset
                 except CommandTimeout as exc:
                     raise LabError(

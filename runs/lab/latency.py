@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from runs.lab.errors import LabError
 from runs.lab.pgbench import LOG_PREFIX
+from runs.lab.run_user import run_as_run_user
 from runs.lab.transport import Transport
 
 PERCENTILES_PER_MILLE = (500, 900, 950, 990, 999)  # p50 … p99.9, as integers so ranks are exact
@@ -96,11 +97,13 @@ def parse_percentile_output(text: str, sampling_rate: float) -> LatencyPercentil
 
 
 def transaction_latency_percentiles(
-    transport: Transport, run_dir: str, started_file: str, warmup_s: float, sampling_rate: float
+    transport: Transport, log_dir: str, started_file: str, warmup_s: float, sampling_rate: float
 ) -> LatencyPercentiles:
-    """Percentiles of the per-transaction logs in run_dir; started_file holds pgbench's start epoch."""
+    """Percentiles of the per-transaction logs in log_dir; started_file holds pgbench's start epoch.
+
+    Computed as benchlab's unprivileged user, whose directory log_dir is (run_user.py)."""
     wanted = ",".join(str(pm) for pm in PERCENTILES_PER_MILLE)
-    result = transport.run(
-        ["sh", "-c", _SCRIPT, "sh", run_dir, f"{warmup_s:g}", started_file, wanted, LOG_PREFIX], timeout=3600
+    result = run_as_run_user(
+        transport, ["sh", "-c", _SCRIPT, "sh", log_dir, f"{warmup_s:g}", started_file, wanted, LOG_PREFIX], timeout=3600
     )
     return parse_percentile_output(result.stdout, sampling_rate)

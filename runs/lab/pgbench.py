@@ -18,9 +18,6 @@ BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
 QUERY_MODES = ("simple", "extended", "prepared")
 _INIT_STEPS = re.compile(r"[dtgGvpf]+")  # used with fullmatch: `$` would allow a trailing newline
 DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
-# pgbench connects as this role, which owns the benchmark database and nothing else: a custom
-# script cannot use what only a superuser may (COPY ... TO PROGRAM, ALTER SYSTEM, ...).
-BENCH_ROLE = "bench"
 LOG_PREFIX = "pgbench_log"  # pgbench adds .<pid>[.<thread>]
 
 
@@ -166,9 +163,16 @@ class Detached:
     run_dir: str
     name: str  # files: <name>.stdout, <name>.stderr, <name>.exit
     pid: int
+    # Who runs it. Its files and its PID are then that user's to write, so benchlab reads
+    # them and signals it as that user, never as root (run_user.py).
+    user: str | None = None
 
     def path(self, suffix: str) -> str:
         return f"{self.run_dir}/{self.name}.{suffix}"
+
+    def command(self, argv: list[str]) -> list[str]:
+        """argv as it must run to read this command's files or signal it."""
+        return as_user(self.user, argv) if self.user else argv
 
 
 def start_detached(
@@ -191,25 +195,30 @@ def start_detached(
         f"{shlex.join(argv)} > {shlex.quote(prefix)}.stdout 2> {shlex.quote(prefix)}.stderr; "
         f"echo $? > {shlex.quote(prefix)}.exit.tmp && mv {shlex.quote(prefix)}.exit.tmp {shlex.quote(prefix)}.exit"
     )
-    launcher = ["setsid", "-f", "sh", "-c", script]
-    transport.run(as_user(user, launcher) if user else launcher, cwd=run_dir)
+    starting = Detached(run_dir=run_dir, name=name, pid=0, user=user)
+    transport.run(starting.command(["setsid", "-f", "sh", "-c", script]), cwd=run_dir)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
-        found = transport.run(["cat", f"{prefix}.pid"], check=False)
+        found = transport.run(starting.command(["cat", f"{prefix}.pid"]), check=False)
         if found.exit_status == 0 and found.stdout.strip().isdigit():
-            return Detached(run_dir=run_dir, name=name, pid=int(found.stdout.strip()))
+            return Detached(run_dir=run_dir, name=name, pid=int(found.stdout.strip()), user=user)
         time.sleep(0.05)
     raise LabError(f"{name} did not start on {transport.label} within {wait_s:g} s")
 
 
 def is_running(transport: Transport, process: Detached) -> bool:
-    return transport.run(["kill", "-0", str(process.pid)], check=False).exit_status == 0
+    return transport.run(process.command(["kill", "-0", str(process.pid)]), check=False).exit_status == 0
 
 
 def exit_status(transport: Transport, process: Detached) -> int | None:
     """The exit status once the command has finished; None while it runs."""
-    found = transport.run(["cat", process.path("exit")], check=False)
-    return int(found.stdout.strip()) if found.exit_status == 0 and found.stdout.strip() else None
+    found = transport.run(process.command(["cat", process.path("exit")]), check=False)
+    text = found.stdout.strip()
+    if found.exit_status != 0 or not text:
+        return None
+    if not text.lstrip("-").isdigit():
+        raise LabError(f"{process.name}'s exit status file on {transport.label} holds {text[:40]!r}")
+    return int(text)
 
 
 def wait_for_exit(transport: Transport, process: Detached, timeout_s: float, poll_s: float = 0.5) -> int:
@@ -224,12 +233,16 @@ def wait_for_exit(transport: Transport, process: Detached, timeout_s: float, pol
 def cancel(transport: Transport, process: Detached, grace_s: float = 10.0) -> None:
     """SIGINT the whole session (pgbench prints what it has), then SIGKILL if it lingers."""
     group = f"-{process.pid}"
+
+    def signal(name: str) -> bool:
+        return transport.run(process.command(["kill", f"-{name}", "--", group]), check=False).exit_status == 0
+
     for signal_name, wait in (("INT", grace_s), ("TERM", grace_s), ("KILL", 5.0)):
-        if transport.run(["kill", "-0", "--", group], check=False).exit_status != 0:
+        if not signal("0"):
             return
-        transport.run(["kill", f"-{signal_name}", "--", group], check=False)
+        signal(signal_name)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if transport.run(["kill", "-0", "--", group], check=False).exit_status != 0:
+            if not signal("0"):
                 return
             time.sleep(0.2)

@@ -1,8 +1,9 @@
 """A throw-away PostgreSQL cluster on the storage under test.
 
-`throwaway_cluster` is a setup/cleanup pair: initdb as the postgres OS user into a
-subdirectory of the mount, apply settings, start; on the way out (always) stop fast, then
-immediate, then make sure the postmaster's PID is really gone.
+`throwaway_cluster` is a setup/cleanup pair: initdb as benchlab's unprivileged OS user
+(run_user.py) into a subdirectory of the mount, apply settings, start; on the way out
+(always) stop fast, then immediate, then make sure the postmaster's PID is really gone.
+Everything in the cluster's directory is the user's, so benchlab touches it only as the user.
 """
 
 import ipaddress
@@ -16,9 +17,21 @@ from dataclasses import dataclass, field
 from runs.lab.errors import CommandFailed, InvalidOption, LabError, tail
 from runs.lab.pg_settings import RESERVED_SETTINGS as RESERVED_SETTINGS  # re-exported, as before
 from runs.lab.pg_settings import check_setting
-from runs.lab.transport import Transport, as_user
+from runs.lab.run_user import (
+    RUN_USER,
+    append_as_run_user,
+    ensure_run_user,
+    read_as_run_user,
+    run_as_run_user,
+    signal_as_run_user,
+)
+from runs.lab.transport import Transport
 
-PG_USER = "postgres"
+SUPERUSER = "postgres"  # the cluster's superuser role (initdb -U), whatever OS user runs it
+# pgbench connects as this role, which owns the benchmark database and nothing else: a custom
+# script cannot use what only a superuser may (COPY ... TO PROGRAM, ALTER SYSTEM, ...), and a
+# client host is let in (pg_hba) as this role only.
+BENCH_ROLE = "bench"
 PORT_RANGE = range(54320, 54999)
 START_TIMEOUT_S = 300  # initdb'd clusters on a slow disk take long for the first checkpoint
 STOP_TIMEOUT_S = 180  # the shutdown checkpoint on the "HDD" took 10-40 s in the lab
@@ -104,22 +117,18 @@ def free_port(transport: Transport) -> int:
     raise LabError("no free port for PostgreSQL in 54320-54998")
 
 
-def pg_as_postgres(transport: Transport, argv: Sequence[str], **kwargs: object) -> str:
-    # cwd "/": runuser keeps root's cwd, which postgres may not be allowed to enter.
-    return transport.run(as_user(PG_USER, argv), cwd="/", **kwargs).stdout  # type: ignore[arg-type]
-
-
 def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
-    transport.run(["mkdir", "-p", base_dir])
-    transport.run(["chown", f"{PG_USER}:", base_dir])
-    transport.run(["chmod", "0700", base_dir])
+    ensure_run_user(transport)
+    # base_dir is new (the run's own mount), so root creates it before the user can plant anything.
+    transport.run(["mkdir", "-m", "0700", base_dir])
+    transport.run(["chown", f"{RUN_USER}:", base_dir])
     cluster = Cluster(bin_dir=bin_dir, base_dir=base_dir, port=0)
-    pg_as_postgres(transport, ["mkdir", "-m", "0700", cluster.socket_dir])
-    pg_as_postgres(
-        transport,
-        [cluster.tool("initdb"), "-D", cluster.data_dir, "-A", "trust", "-E", "UTF8", "--locale=C", "-N"],
-        timeout=600,
-    )
+    run_as_run_user(transport, ["mkdir", "-m", "0700", cluster.socket_dir])
+    # Unix sockets (in a directory only the user can enter) are trusted; TCP is refused, except
+    # for a client host's pgbench (configure() adds exactly that).
+    auth = ["-U", SUPERUSER, "--auth-local=trust", "--auth-host=reject"]
+    initdb_argv = [cluster.tool("initdb"), "-D", cluster.data_dir, *auth, "-E", "UTF8", "--locale=C", "-N"]
+    run_as_run_user(transport, initdb_argv, timeout=600)
     return cluster
 
 
@@ -153,23 +162,20 @@ def configure(
         f"listen_addresses = {_quote('*' if client_addresses else '')}",
         *(f"{key} = {_quote(value)}" for key, value in settings.items()),
     ]
-    conf = f"{cluster.data_dir}/postgresql.conf"
-    current = transport.read_file(conf).decode()
-    transport.write_file(conf, (current + "\n" + "\n".join(lines) + "\n").encode(), mode=0o600)
+    append_as_run_user(transport, f"{cluster.data_dir}/postgresql.conf", "\n" + "\n".join(lines) + "\n")
     if client_addresses:
-        hba = f"{cluster.data_dir}/pg_hba.conf"
-        rules = "".join(f"host all all {hba_address(address)} trust\n" for address in client_addresses)
-        transport.write_file(hba, transport.read_file(hba) + rules.encode(), mode=0o600)
-    transport.run(["chown", f"{PG_USER}:", conf, f"{cluster.data_dir}/pg_hba.conf"])
+        # Only pgbench's role, from exactly those hosts: not the superuser, not a network.
+        rules = "".join(f"host all {BENCH_ROLE} {hba_address(address)} trust\n" for address in client_addresses)
+        append_as_run_user(transport, f"{cluster.data_dir}/pg_hba.conf", rules)
 
 
 def start(transport: Transport, cluster: Cluster) -> None:
     argv = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-l", cluster.log_file, "-w", "-t", str(START_TIMEOUT_S)]
     try:
-        pg_as_postgres(transport, [*argv, "start"], timeout=START_TIMEOUT_S + 30)
+        run_as_run_user(transport, [*argv, "start"], timeout=START_TIMEOUT_S + 30)
     except CommandFailed as exc:
         # pg_ctl only says "could not start server"; PostgreSQL's reason is in its log.
-        log = transport.run(["cat", cluster.log_file], check=False).stdout
+        log = read_as_run_user(transport, cluster.log_file, check=False)
         raise CommandFailed(exc.command, exc.exit_status, exc.stdout, tail(log, 15) or exc.stderr, exc.host) from exc
     cluster.postmaster_pid = _postmaster_pid(transport, cluster)
     cluster.version = psql(transport, cluster, "SELECT version()")
@@ -189,8 +195,8 @@ def _postmaster_pid(transport: Transport, cluster: Cluster) -> int | None:
 
 
 def psql(transport: Transport, cluster: Cluster, sql: str, database: str = "postgres") -> str:
-    argv = [cluster.tool("psql"), "-h", cluster.socket_dir, "-p", str(cluster.port), "-U", PG_USER, "-d", database]
-    return pg_as_postgres(transport, [*argv, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql]).strip()
+    argv = [cluster.tool("psql"), "-h", cluster.socket_dir, "-p", str(cluster.port), "-U", SUPERUSER, "-d", database]
+    return run_as_run_user(transport, [*argv, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql]).stdout.strip()
 
 
 def pid_alive(transport: Transport, pid: int) -> bool:
@@ -208,12 +214,11 @@ def stop(transport: Transport, cluster: Cluster) -> None:
         return
     ctl = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-w"]
     for mode, timeout in (("fast", STOP_TIMEOUT_S), ("immediate", 60)):
-        transport.run(
-            as_user(PG_USER, [*ctl, "-t", str(timeout), "-m", mode, "stop"]), cwd="/", check=False, timeout=timeout + 30
-        )
+        run_as_run_user(transport, [*ctl, "-t", str(timeout), "-m", mode, "stop"], check=False, timeout=timeout + 30)
         if not pid_alive(transport, pid):
             return
-    transport.run(["kill", "-KILL", str(pid)], check=False)
+    # The PID came from a file the user writes: only the user's own process can be killed by it.
+    signal_as_run_user(transport, str(pid), "KILL")
     deadline = time.monotonic() + 30
     while pid_alive(transport, pid):
         if time.monotonic() > deadline:

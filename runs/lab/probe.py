@@ -8,7 +8,8 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from runs.lab.transport import Transport, as_user
+from runs.lab.run_user import ensure_run_user, run_as_run_user
+from runs.lab.transport import Transport
 
 MKFS_PROGRAMS = ("mkfs.ext4", "mkfs.xfs", "mkfs.btrfs")
 TOOLS = ("iostat", "vmstat", "fio", "pgbench")
@@ -41,6 +42,10 @@ class HostFacts:
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
+
+
+def _out_as_run_user(transport: Transport, argv: list[str]) -> str:
+    return run_as_run_user(transport, argv, check=False).stdout.strip()
 
 
 def _out(transport: Transport, argv: list[str]) -> str:
@@ -95,9 +100,10 @@ def _disks(transport: Transport, facts: HostFacts) -> None:
 
 
 def _pg_installs(transport: Transport, facts: HostFacts) -> None:
+    # Programs found on the host are run as benchlab's unprivileged user, never as root.
     for bin_dir in _out(transport, ["sh", "-c", _PG_DIRS]).split():
-        version = re.search(r"(\d+(?:\.\d+)*)", _out(transport, [f"{bin_dir}/postgres", "--version"]))
-        sizes = _out(transport, as_user("postgres", ["sh", "-c", _PG_SIZES, "sh", bin_dir])).split()
+        version = re.search(r"(\d+(?:\.\d+)*)", _out_as_run_user(transport, [f"{bin_dir}/postgres", "--version"]))
+        sizes = _out_as_run_user(transport, ["sh", "-c", _PG_SIZES, "sh", bin_dir]).split()
         if version and len(sizes) == 2 and all(size.isdigit() for size in sizes):
             facts.pg_installs.append(PgInstallFacts(bin_dir, version.group(1), int(sizes[0]), int(sizes[1])))
 
@@ -107,12 +113,15 @@ def _tools(transport: Transport, facts: HostFacts) -> None:
     facts.mkfs_programs = [name.removeprefix("mkfs.") for name in MKFS_PROGRAMS if name in present]
     facts.tools = {name: name in present for name in TOOLS}
     if facts.tools["pgbench"]:
-        facts.pgbench_version = _out(transport, ["pgbench", "--version"])
+        facts.pgbench_version = _out_as_run_user(transport, ["pgbench", "--version"])
     elif facts.pg_installs:
-        facts.pgbench_version = _out(transport, [f"{facts.pg_installs[-1].bin_dir}/pgbench", "--version"])
+        facts.pgbench_version = _out_as_run_user(transport, [f"{facts.pg_installs[-1].bin_dir}/pgbench", "--version"])
 
 
 def probe_host(transport: Transport) -> HostFacts:
+    """What the host is. Creates benchlab's unprivileged user there if it is missing: the
+    programs the probe finds run only as that user."""
+    ensure_run_user(transport)
     facts = HostFacts()
     _system(transport, facts)
     _disks(transport, facts)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from runs.lab.device_paths import check_block_device_path, check_directory_device_path
 from runs.lab.errors import CommandFailed, InvalidOption, LabError, SafetyCheckFailed
+from runs.lab.run_user import signal_as_run_user
 from runs.lab.transport import Transport
 
 MOUNT_ROOT = "/mnt/benchlab"
@@ -178,7 +179,8 @@ class PreparedStorage:
     device_node: str | None  # /dev/loop3 etc.; None for directories and tmpfs
     mount_options: str  # as /proc/mounts shows them
     mkfs_command: str = ""
-    # PIDs of processes benchlab started that use the mount: the only ones it may stop.
+    # PIDs of processes benchlab started as its unprivileged user that use the mount: the only
+    # ones it may stop (as that user).
     own_pids: list[int] = field(default_factory=list)
 
 
@@ -404,14 +406,15 @@ def is_mounted(transport: Transport, mountpoint: str) -> bool:
 
 def _signal_own(transport: Transport, pid: int, signal_name: str) -> bool:
     """Signal the process group `pid` leads (pgbench's wrapper and pg_ctl's postmaster both lead
-    one), or the single process if it leads none. True if something was there to signal."""
-    if transport.run(["kill", f"-{signal_name}", "--", f"-{pid}"], check=False).exit_status == 0:
-        return True
-    return transport.run(["kill", f"-{signal_name}", str(pid)], check=False).exit_status == 0
+    one), or the single process if it leads none. True if something was there to signal.
+
+    As benchlab's unprivileged user, who runs them: their PIDs come from files that user
+    writes, and a forged one must not reach anybody else's process."""
+    return signal_as_run_user(transport, f"-{pid}", signal_name) or signal_as_run_user(transport, str(pid), signal_name)
 
 
 def stop_own_processes(transport: Transport, pids: Sequence[int], grace_seconds: float = 10.0) -> None:
-    """SIGTERM then SIGKILL the given PIDs (ours) and their groups, never anything found by name."""
+    """SIGTERM then SIGKILL the given PIDs (the run's own) and their groups, never anything found by name."""
     alive = [pid for pid in pids if _signal_own(transport, pid, "TERM")]
     deadline = time.monotonic() + grace_seconds
     while alive and time.monotonic() < deadline:

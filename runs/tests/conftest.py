@@ -5,7 +5,11 @@ empties the tables afterwards, which would also delete the role groups made by t
 migration, so such tests also ask for serialized_rollback=True (the rows are restored).
 """
 
+import shutil
+import subprocess
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +19,8 @@ from django.test import Client
 
 from benchlab.celery import app as celery_app
 from runs import live
+from runs.lab.run_user import RUN_USER, ensure_run_user
+from runs.lab.transport import LocalTransport
 from runs.roles import ADMIN, OPERATOR, VIEWER
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
@@ -40,6 +46,30 @@ def _delete_keys(pattern: str) -> None:
     keys = list(live.client().scan_iter(match=pattern, count=1000))
     if keys:
         live.client().delete(*keys)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def run_user_is_removed_if_the_session_made_it() -> Iterator[None]:
+    """Runs (and the probe) create benchlab's unprivileged OS user on the machine (the virtual
+    lab's hosts share its /etc/passwd). A session that made it removes it; that fails while
+    any process of the user is left, which would be a test's leak."""
+    existed = subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0
+    yield
+    if not existed and subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0:
+        removed = subprocess.run(["userdel", RUN_USER], capture_output=True, text=True)
+        assert removed.returncode == 0, f"userdel {RUN_USER}: {removed.stderr}"
+
+
+@pytest.fixture
+def run_user_dir() -> Iterator[Path]:
+    """A directory of benchlab's unprivileged user on this machine (as a run's work dir is)."""
+    ensure_run_user(LocalTransport())
+    directory = Path(tempfile.mkdtemp(prefix="benchlab-test-", dir="/var/tmp"))
+    try:
+        shutil.chown(directory, RUN_USER, RUN_USER)
+        yield directory
+    finally:
+        shutil.rmtree(directory)
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Browser, Page, Playwright, sync_playwright
 
 from runs.management.commands.lab_register import lab_host_name
-from runs.tests.factories import make_user
+from runs.models import AuditAction, AuditEvent, RunState
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.virtual_lab import VirtualLab
 from runs.tests.workers import CeleryWorker, database_url_for_tests
 
@@ -58,6 +59,37 @@ def web_server(celery_worker: CeleryWorker) -> Iterator[str]:
         process.wait(timeout=20)
 
 
+def launch(playwright: Playwright) -> Browser:
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+    )
+
+
+def watch_for_policy_violations(page: Page, found: list[str]) -> None:
+    """Chromium reports what the Content-Security-Policy blocked on the console."""
+    page.on(
+        "console",
+        lambda message: found.append(message.text) if "Content Security Policy" in message.text else None,
+    )
+
+
+def wait_until(page: Page, expression: str, timeout_ms: int) -> None:
+    """Poll a JavaScript expression until it is true. (Playwright's wait_for_function compiles
+    its predicate with eval, which the pages' Content-Security-Policy rightly refuses.)"""
+    deadline = time.monotonic() + timeout_ms / 1000
+    while not page.evaluate(expression):
+        assert time.monotonic() < deadline, f"not true within {timeout_ms} ms: {expression}"
+        time.sleep(0.2)
+
+
+def log_in(page: Page, server: str, username: str, password: str = PASSWORD) -> None:
+    page.goto(f"{server}/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_load_state()
+
+
 def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
     virtual_lab: VirtualLab, web_server: str
 ) -> None:
@@ -65,19 +97,16 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
     make_user("otto", "operator", password=PASSWORD)
     lab1 = lab_host_name(virtual_lab.lab_id, "lab1")
     ARTIFACTS.mkdir(exist_ok=True)
+    violations: list[str] = []
     # Playwright's sync API runs an event loop in this thread: no ORM calls below this line.
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-            )
+            browser = launch(playwright)
             context = browser.new_context(viewport={"width": 1280, "height": 1100})
             page = context.new_page()
-            page.goto(f"{web_server}/accounts/login/")
-            page.fill("#id_username", "otto")
-            page.fill("#id_password", PASSWORD)
-            page.click("button[type=submit]")
+            watch_for_policy_violations(page, violations)
+            log_in(page, web_server, "otto")
             page.goto(f"{web_server}/runs/new/")
             page.select_option("#id_server_host", label=lab1)
             page.select_option("#id_device", label=f"{lab1}:ram")
@@ -99,7 +128,7 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
             listing_state = f"document.querySelector('td.state[data-run=\"{run_id}\"]').textContent.trim()"
 
             # The chart gains points while the run runs.
-            page.wait_for_function("window.benchlabCharts.tps.data.datasets[0].data.length >= 3", timeout=120_000)
+            wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length >= 3", timeout_ms=120_000)
             live_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
             live_state = page.text_content("#run-state")
             page.screenshot(path=str(ARTIFACTS / "run-live.png"), full_page=True)
@@ -108,7 +137,7 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
             page.screenshot(path=str(ARTIFACTS / "run-results.png"), full_page=True)
             results = page.text_content("section.results") or ""
             final_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
-            listing.wait_for_function(f"{listing_state} === 'done'", timeout=30_000)
+            wait_until(listing, f"{listing_state} === 'done'", timeout_ms=30_000)
             listing_live = listing.evaluate("window.notReloaded === true")
             browser.close()
     finally:
@@ -120,4 +149,60 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
     assert "steady-state tps" in results and "noatime" in results
     assert "p95" in results and "warm-up excluded" in results
     assert listing_live, "the run list reloaded instead of updating the row"
+    assert not violations, violations
     assert (ARTIFACTS / "run-live.png").stat().st_size > 10_000
+
+
+def test_refusals_locks_and_the_audit_log_in_the_browser(celery_worker: CeleryWorker, web_server: str) -> None:
+    """The pages that say no, and the admins' audit log: each shown, each within the policy."""
+    host = make_host()
+    device, pg = make_device(host), make_pg_install(host)
+    otto = make_user("otto", "operator", password=PASSWORD)
+    make_user("olga", "operator", password=PASSWORD)
+    make_user("ada", "admin", password=PASSWORD)
+    make_user("lockme", "viewer", password=PASSWORD)
+    run = make_run(host, device, pg, state=RunState.MEASURING, queued_by=otto)
+    AuditEvent.objects.create(actor_name="otto", action=AuditAction.RUN_QUEUED, object_type="run",
+                              object_id=str(run.pk), object_repr=str(run), message="lab1:ssd0 ext4")  # fmt: skip
+    ARTIFACTS.mkdir(exist_ok=True)
+    violations: list[str] = []
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = launch(playwright)
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            watch_for_policy_violations(page, violations)
+            for _ in range(5):
+                log_in(page, web_server, "lockme", "wrong")
+            locked = page.text_content("#locked-out") or ""
+            page.screenshot(path=str(ARTIFACTS / "login-locked-out.png"), full_page=True)
+
+            page.context.clear_cookies()
+            log_in(page, web_server, "olga")
+            page.goto(f"{web_server}/runs/{run.pk}/")
+            cancel_refusal = page.text_content("#cancel-refusal") or ""
+            cancel_disabled = page.is_disabled("#cancel")
+            page.screenshot(path=str(ARTIFACTS / "run-cancel-refused.png"), full_page=True)
+            page.goto(f"{web_server}/runs/new/?again=%C2%B2")
+            bad_request = page.text_content("#refusal") or ""
+            page.screenshot(path=str(ARTIFACTS / "bad-request.png"), full_page=True)
+
+            page.context.clear_cookies()
+            log_in(page, web_server, "ada")
+            page.goto(f"{web_server}/admin/runs/auditevent/")
+            audit = page.text_content("#result_list") or ""
+            page.screenshot(path=str(ARTIFACTS / "admin-audit-log.png"), full_page=True)
+            page.goto(f"{web_server}/admin/runs/host/{host.pk}/change/")
+            own_server_flag = page.is_visible("#id_allow_runs_on_benchlab_server")
+            page.screenshot(path=str(ARTIFACTS / "admin-host.png"), full_page=True)
+            page.goto(f"{web_server}/admin/")
+            browser.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+
+    assert "5 wrong passwords in a row for lockme" in locked
+    assert cancel_disabled and "Only otto, who queued this run, or an admin can cancel it." in cancel_refusal
+    assert "again (the run to queue again) must be an id" in bad_request
+    assert "run queued" in audit and "otto" in audit
+    assert own_server_flag
+    assert not violations, violations

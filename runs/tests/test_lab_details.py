@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, InvalidOption
-from runs.lab.postgres import parse_settings, psql, throwaway_cluster
+from runs.lab.postgres import BENCH_ROLE, parse_settings, psql, throwaway_cluster
+from runs.lab.run_user import ensure_run_user, run_as_run_user
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted, prepared_storage
 from runs.lab.transport import SSHTransport
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
@@ -87,22 +88,72 @@ def test_tmpfs_and_directory_storage_need_no_mkfs_and_are_cleaned_up(
         lab1.run(["rmdir", device.path])
 
 
+def test_a_directory_device_linking_into_a_system_directory_is_refused_after_resolving_the_link(
+    virtual_lab: VirtualLab, lab1: SSHTransport
+) -> None:
+    link = f"/var/tmp/benchlab-lab{virtual_lab.lab_id}-link-to-etc"
+    lab1.run(["ln", "-sfn", "/etc", link])
+    try:
+        with pytest.raises(InvalidOption, match=r"^/etc is a system directory"):
+            with prepared_storage(lab1, DeviceIdentity(path=link), FilesystemSpec("directory"), "linked"):
+                pass
+        created = lab1.run(["test", "-e", "/etc/benchlab-linked"], check=False).exit_status == 0
+    finally:
+        lab1.run(["rm", "-f", link])
+    assert not created
+
+
+def test_a_directory_device_holding_benchlabs_own_data_is_refused(virtual_lab: VirtualLab, lab1: SSHTransport) -> None:
+    directory = f"/var/tmp/benchlab-lab{virtual_lab.lab_id}-checkout"
+    device = DeviceIdentity(path=directory, protected_dirs=(f"{directory}/var",))
+    lab1.run(["mkdir", "-p", f"{directory}/var"])
+    try:
+        with pytest.raises(InvalidOption, match="holds benchlab's own data"):
+            with prepared_storage(lab1, device, FilesystemSpec("directory"), "own-data"):
+                pass
+    finally:
+        lab1.run(["rm", "-rf", directory])
+
+
 def test_a_block_filesystem_on_a_directory_device_is_refused(lab1: SSHTransport) -> None:
     with pytest.raises(InvalidOption, match="needs a block device"):
         with prepared_storage(lab1, DeviceIdentity(path="/var/tmp"), FilesystemSpec("ext4"), "nope"):
             pass
 
 
+def start_sleeper(transport: SSHTransport, directory: str, as_run_user: bool) -> int:
+    argv = ["sh", "-c", 'cd "$1" && setsid sleep 600 >/dev/null 2>&1 & echo $!', "sh", directory]
+    started = run_as_run_user(transport, argv) if as_run_user else transport.run(argv)
+    return int(started.stdout.strip())
+
+
 def test_a_busy_mount_is_unmounted_after_stopping_our_own_process(virtual_lab: VirtualLab, lab1: SSHTransport) -> None:
+    ensure_run_user(lab1)
     with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "busy") as storage:
-        started = lab1.run(
-            ["sh", "-c", 'cd "$1" && setsid sleep 600 >/dev/null 2>&1 & echo $!', "sh", storage.mountpoint]
-        )
-        pid = int(started.stdout.strip())
+        pid = start_sleeper(lab1, storage.mountpoint, as_run_user=True)
         storage.own_pids.append(pid)
 
     assert not is_mounted(lab1, storage.mountpoint)
     assert lab1.run(["kill", "-0", str(pid)], check=False).exit_status != 0
+
+
+def test_a_forged_pid_among_the_runs_own_reaches_no_process_but_the_run_users(
+    virtual_lab: VirtualLab, lab1: SSHTransport
+) -> None:
+    # The run's PIDs come from files its user writes: a PID planted there (root's sshd, say)
+    # must survive the cleanup that stops the run's own processes.
+    ensure_run_user(lab1)
+    bystander = start_sleeper(lab1, "/", as_run_user=False)  # root's
+    try:
+        with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "forged") as storage:
+            own = start_sleeper(lab1, storage.mountpoint, as_run_user=True)  # keeps the mount busy
+            storage.own_pids.extend([bystander, own])
+
+        assert not is_mounted(lab1, storage.mountpoint)
+        assert lab1.run(["kill", "-0", str(own)], check=False).exit_status != 0
+        assert lab1.run(["kill", "-0", str(bystander)], check=False).exit_status == 0
+    finally:
+        lab1.run(["kill", "-KILL", str(bystander)], check=False)
 
 
 def test_a_bad_postgresql_setting_fails_with_postgresqls_own_message(
@@ -124,13 +175,19 @@ def test_a_client_host_reaches_the_cluster_over_tcp(virtual_lab: VirtualLab, lab
     try:
         with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "tcp") as storage:
             with throwaway_cluster(lab1, PG_BIN, f"{storage.mountpoint}/pg", {}, [client], storage.own_pids) as cluster:
+                psql(lab1, cluster, f"CREATE ROLE {BENCH_ROLE} LOGIN")
                 server = virtual_lab.host("lab1")["address"]
-                query = [f"{PG_BIN}/psql", "-h", server, "-p", str(cluster.port), "-U", "postgres", "-d", "postgres"]
-                answer = lab2.run([*query, "-AtXc", "SELECT inet_client_addr()"])
+                query = [f"{PG_BIN}/psql", "-h", server, "-p", str(cluster.port), "-d", "postgres", "-AtXc"]
+                answer = lab2.run([*query, "SELECT inet_client_addr()", "-U", BENCH_ROLE])
+                as_superuser = lab2.run([*query, "SELECT 1", "-U", "postgres"], check=False)
                 assert answer.stdout.strip() == client
                 assert psql(lab1, cluster, "SHOW listen_addresses") == "*"
     finally:
         lab2.close()
+
+    # The client host is let in as pgbench's role only, never as the superuser.
+    assert as_superuser.exit_status != 0
+    assert 'no pg_hba.conf entry for host "' + client + '", user "postgres"' in as_superuser.stderr
 
 
 def test_the_lab_layer_imports_nothing_from_django() -> None:

@@ -288,3 +288,30 @@ def test_a_custom_script_cannot_do_what_only_a_superuser_may(virtual_lab: Virtua
     assert result.exit_status != 0
     assert "pg_execute_server_program" in result.stderr
     assert not created
+
+
+def test_the_cluster_and_pgbench_run_as_benchlabs_unprivileged_user(virtual_lab: VirtualLab) -> None:
+    """Not as root, not as postgres: a hole in the script checks reaches no other cluster."""
+    watcher = virtual_lab.connect("lab1")
+    owners: dict[str, set[str]] = {}
+
+    class Watcher(Recorder):
+        def started(self, process: Detached) -> None:
+            # Observed only: `ps -C` names processes, and nothing is signalled by name.
+            pgbench = watcher.run(["ps", "-o", "user=", "--ppid", str(process.pid)]).stdout.split()
+            servers = watcher.run(["ps", "-o", "user=", "-C", "postgres"]).stdout.split()
+            owners.update(pgbench=set(pgbench), postgres=set(servers), wrapper={process.user or "root"})
+
+    transport = virtual_lab.connect("lab1")
+    spec = ram_ext4_spec(virtual_lab, "lab1", RunOptions(clients=1, duration_s=3), "run-user")
+    try:
+        result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec, Watcher())
+        leftover = transport.run(["test", "-e", "/var/lib/benchlab/runs/run-user/bench"], check=False)
+    finally:
+        remove_run_dir(transport, "run-user")
+        transport.close()
+        watcher.close()
+
+    assert result.exit_status == 0
+    assert owners == {"pgbench": {"benchlab-run"}, "postgres": {"benchlab-run"}, "wrapper": {"benchlab-run"}}
+    assert leftover.exit_status == 0  # the user's work dir, inside root's run directory

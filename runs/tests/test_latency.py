@@ -27,9 +27,10 @@ def log_line(client: int, number: int, latency: str, end: float) -> str:
 
 
 @pytest.fixture
-def run_dir(tmp_path: Path) -> Path:
-    (tmp_path / "pgbench.started").write_text(f"{START:.9f}\n")
-    return tmp_path
+def run_dir(run_user_dir: Path) -> Path:
+    """A work dir like a run's: the unprivileged user's, who computes the percentiles there."""
+    (run_user_dir / "pgbench.started").write_text(f"{START:.9f}\n")
+    return run_user_dir
 
 
 def test_percentiles_match_nearest_rank_and_leave_out_the_warmup(run_dir: Path) -> None:

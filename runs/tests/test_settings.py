@@ -11,13 +11,16 @@ from django.core.exceptions import ImproperlyConfigured
 
 from benchlab.env import env_bool, env_list, env_secret, env_url
 
+PRINT_DATABASE_NAME = (
+    "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['NAME'])"
+)
 
-def start_django(env: dict[str, str], unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    """Import the settings in a fresh interpreter, as `manage.py` or uvicorn would."""
+
+def start_django(
+    env: dict[str, str], unset: tuple[str, ...] = (), code: str = PRINT_DATABASE_NAME
+) -> subprocess.CompletedProcess[str]:
+    """Import the settings in a fresh interpreter, as `manage.py` or uvicorn would, and run `code`."""
     inherited = {k: v for k, v in os.environ.items() if k not in unset}
-    code = (
-        "import django; django.setup(); from django.conf import settings; print(settings.DATABASES['default']['NAME'])"
-    )
     return subprocess.run(
         [sys.executable, "-c", code],
         cwd=settings.BASE_DIR,

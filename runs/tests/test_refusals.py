@@ -1,0 +1,141 @@
+"""What benchlab refuses, and that it says why: cancelling another operator's run, queueing on
+benchlab's own server unless an admin allows it, event streams that cannot be served."""
+
+import logging
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from runs.models import Host, Run, RunState
+from runs.services.execute import run_execute
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
+
+pytestmark = pytest.mark.django_db
+
+
+def logged_in(name: str, role: str) -> Client:
+    client = Client()
+    client.force_login(make_user(name, role))
+    return client
+
+
+@pytest.fixture
+def ottos_run() -> Run:
+    host = make_host()
+    otto = make_user("otto", "operator")
+    return make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING, queued_by=otto)
+
+
+def test_another_operator_sees_who_may_cancel_and_cannot(ottos_run: Run) -> None:
+    olga = logged_in("olga", "operator")
+
+    page = olga.get(reverse("run-detail", args=[ottos_run.pk])).content.decode()
+    posted = olga.post(reverse("run-cancel", args=[ottos_run.pk]))
+
+    assert "Only otto, who queued this run, or an admin can cancel it." in page
+    assert 'id="cancel" disabled' in page
+    assert posted.status_code == 403
+    assert "Only otto, who queued this run, or an admin can cancel it." in posted.content.decode()
+    ottos_run.refresh_from_db()
+    assert not ottos_run.cancel_requested
+
+
+def test_the_api_refuses_another_operators_cancel_with_the_reason(ottos_run: Run) -> None:
+    api = APIClient()
+    api.force_authenticate(make_user("olga", "operator"))
+
+    response = api.post(f"/api/runs/{ottos_run.pk}/cancel/")
+
+    assert response.status_code == 403
+    assert response.json()["detail"] == "Only otto, who queued this run, or an admin can cancel it."
+
+
+@pytest.mark.parametrize("who, role", [("otto", None), ("ada", "admin")])
+def test_the_owner_and_admins_may_cancel(ottos_run: Run, who: str, role: str | None) -> None:
+    client = Client()
+    client.force_login(ottos_run.queued_by if role is None else make_user(who, role))  # type: ignore[arg-type]
+
+    page = client.get(reverse("run-detail", args=[ottos_run.pk])).content.decode()
+    client.post(reverse("run-cancel", args=[ottos_run.pk]))
+
+    assert '<button type="submit" id="cancel">' in page
+    ottos_run.refresh_from_db()
+    assert ottos_run.cancel_requested
+
+
+def this_machine(**fields: object) -> Host:
+    host = make_host(name="this-machine", transport=Host.Transport.LOCAL, address="localhost", **fields)
+    make_device(host, name="var-dir", kind="virtual", path="/srv/benchlab-device")
+    make_pg_install(host)
+    return host
+
+
+def queue_form(host: Host) -> dict[str, object]:
+    return run_form_fields(host, host.devices.get(), host.pg_installs.get(), filesystem="directory", mount_options="")
+
+
+def test_benchlab_s_own_server_takes_no_runs_unless_an_admin_allows_it() -> None:
+    host = this_machine()
+    otto = logged_in("otto", "operator")
+
+    form = otto.get(reverse("run-new")).content.decode()
+    refused = otto.post(reverse("run-new"), queue_form(host))
+    Host.objects.filter(pk=host.pk).update(allow_runs_on_benchlab_server=True)
+    allowed = otto.post(reverse("run-new"), queue_form(host))
+
+    assert "this-machine (benchlab&#x27;s own server: runs not allowed)" in form
+    assert refused.status_code == 400
+    assert "this-machine is benchlab&#x27;s own server, and an admin has not allowed runs on it" in (
+        refused.content.decode()
+    )
+    assert allowed.status_code == 302 and Run.objects.count() == 1
+
+
+def test_an_ssh_host_on_loopback_is_benchlab_s_own_server_too() -> None:
+    assert make_host(name="self", address="127.0.0.1").is_benchlab_server
+    assert make_host(name="self6", address="::1").is_benchlab_server
+    assert not make_host(name="lab9", address="10.200.0.11").is_benchlab_server
+
+
+def test_a_queued_run_on_a_server_no_longer_allowed_fails_with_the_reason_instead_of_waiting() -> None:
+    host = this_machine(allow_runs_on_benchlab_server=True)
+    run = make_run(host, host.devices.get(), host.pg_installs.get(), state=RunState.QUEUED, filesystem="directory")
+    Host.objects.filter(pk=host.pk).update(allow_runs_on_benchlab_server=False)
+
+    outcome = run_execute(run_id=run.pk)
+
+    run.refresh_from_db()
+    assert outcome == run.state == RunState.FAILED
+    assert "an admin has not allowed runs on it" in run.error
+    assert Host.objects.get(pk=host.pk).claimed_by is None
+
+
+def test_the_event_stream_of_a_run_that_does_not_exist_is_404_not_an_endless_stream() -> None:
+    response = logged_in("vera", "viewer").get("/runs/987654/events")
+
+    assert response.status_code == 404
+    assert b"There is no run 987654" in response.content
+
+
+@pytest.mark.parametrize("after", ["18446744073709551616-0", "1-18446744073709551616", "abc", "1-2-3"])
+def test_an_event_id_redis_cannot_take_is_400_with_what_is_allowed(ottos_run: Run, after: str) -> None:
+    response = logged_in("vera", "viewer").get(f"/runs/{ottos_run.pk}/events", {"after": after})
+
+    assert response.status_code == 400
+    assert b"after must be an event id such as 1700000000000-0" in response.content
+
+
+def test_a_refused_event_stream_is_logged_in_one_line_without_a_traceback(
+    ottos_run: Run, caplog: pytest.LogCaptureFixture
+) -> None:
+    nora = Client()
+    nora.force_login(make_user("nora"))
+
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = nora.get(f"/runs/{ottos_run.pk}/events")
+
+    assert response.status_code == 403
+    assert [record.getMessage() for record in caplog.records] == [f"Forbidden: /runs/{ottos_run.pk}/events"]
+    assert all(record.exc_info is None for record in caplog.records)
