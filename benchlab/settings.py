@@ -116,6 +116,10 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+# Behind a reverse proxy, the header in which it names the client (X-Real-IP, X-Forwarded-For);
+# empty: the connection's address. Used by the lockout above and by the audit log.
+CLIENT_IP_HEADER = env_str("BENCHLAB_CLIENT_IP_HEADER", "")
+AXES_CLIENT_IP_CALLABLE = "benchlab.client_ip.client_ip"
 
 # Served over HTTPS (by a reverse proxy that sets X-Forwarded-Proto): cookies only travel
 # encrypted and browsers are told to keep to HTTPS. Off for plain-HTTP labs on a private network.

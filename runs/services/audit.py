@@ -5,6 +5,7 @@ from typing import Any
 from django.db import models
 from django.http import HttpRequest
 
+from benchlab.client_ip import client_ip
 from runs.models import AuditAction, AuditEvent
 
 BENCHLAB = "benchlab"  # the actor of what benchlab does on its own
@@ -28,7 +29,7 @@ def audit_record(
     return AuditEvent.objects.create(
         actor=actor if actor is not None and actor.pk is not None else None,
         actor_name=actor.get_username() if actor is not None else BENCHLAB,
-        address=request.META.get("REMOTE_ADDR") if request is not None else None,
+        address=client_ip(request) if request is not None else None,
         action=action,
         object_type=object_type or (target._meta.model_name if target is not None else "") or "",
         object_id=str(target.pk) if target is not None and target.pk is not None else "",

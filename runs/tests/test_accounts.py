@@ -6,7 +6,7 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 from rest_framework.throttling import ScopedRateThrottle, UserRateThrottle
@@ -140,3 +140,20 @@ def test_cookies_are_secure_and_hsts_is_sent_when_served_over_https(https: str, 
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == printed
+
+
+@override_settings(CLIENT_IP_HEADER="X-Forwarded-For")
+def test_behind_a_proxy_the_lock_is_per_client_address_the_proxy_names() -> None:
+    make_user("otto", "operator", password=PASSWORD)
+
+    def via_proxy(client_address: str, password: str) -> int:
+        # A client may send its own X-Forwarded-For; the proxy appends the address it saw.
+        forwarded = f"6.6.6.6, {client_address}"
+        client = Client(REMOTE_ADDR="10.0.0.1", headers={"X-Forwarded-For": forwarded})
+        return client.post("/accounts/login/", {"username": "otto", "password": password}).status_code
+
+    locked = [via_proxy("192.0.2.7", "guess") for _ in range(5)]
+
+    assert locked[-1] == 429
+    assert via_proxy("192.0.2.8", PASSWORD) == 302  # another client behind the same proxy
+    assert via_proxy("192.0.2.7", PASSWORD) == 429

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import Group, User
-from django.test import Client
+from django.test import Client, override_settings
 from django.urls import reverse
 from knox.models import AuthToken
 
@@ -62,6 +62,18 @@ def test_queueing_is_recorded_with_who_when_and_from_where() -> None:
     assert (event.action, event.actor, event.actor_name) == (AuditAction.RUN_QUEUED, otto, "otto")
     assert (event.object_type, event.object_id, event.address) == ("run", str(run.pk), "10.1.2.3")
     assert "lab1:ssd0 ext4" in event.message
+
+
+@override_settings(CLIENT_IP_HEADER="X-Real-IP")
+def test_behind_a_proxy_the_address_is_the_one_the_proxy_names() -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+    client = Client(REMOTE_ADDR="10.0.0.1", headers={"X-Real-IP": "192.0.2.7"})
+    client.force_login(make_user("ada", "admin"))
+
+    client.post(reverse("run-cancel", args=[run.pk]))
+
+    assert only_event().address == "192.0.2.7"
 
 
 def test_a_refused_queue_form_records_nothing() -> None:
