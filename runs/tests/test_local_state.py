@@ -63,3 +63,8 @@ def test_preparing_twice_keeps_the_admin_the_inventory_and_the_data() -> None:
     assert User.objects.get(username="admin").check_password("first-password-long")
     assert Host.objects.filter(name="this-machine").count() == 1
     assert Host.objects.filter(name="lab9").exists()
+    # A new install does not run benchmarks on its own server; `make run`'s lab to try does.
+    assert not Host.objects.get(name="this-machine").allow_runs_on_benchlab_server
+    subprocess.run(["scripts/prepare"], cwd=ROOT, env=env | {"BENCHLAB_RUNS_ON_THIS_MACHINE": "yes"}, check=True,
+                   capture_output=True)  # fmt: skip
+    assert Host.objects.get(name="this-machine").allow_runs_on_benchlab_server

@@ -15,9 +15,10 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs import live
-from runs.lab.benchmark import RUNS_ROOT
+from runs.lab.benchmark import RUNS_ROOT, WORK_SUBDIR
+from runs.lab.run_user import RUN_USER
 from runs.management.commands.lab_register import lab_host_name
-from runs.models import Host, Run, RunState
+from runs.models import AuditAction, AuditEvent, Host, Run, RunState
 from runs.services.runs import run_cancel, run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
@@ -95,6 +96,13 @@ def test_a_queued_run_goes_through_every_state_and_stores_its_results(
     events = live.events_after(live.run_stream(run.pk))
     assert [e.data["second"] for e in events if e.kind == "sample"] == [s.second for s in samples]
     assert [e.data["state"] for e in events if e.kind == "state"] == states
+    # The audit log has who queued it and which device was formatted with which command.
+    audit = list(AuditEvent.objects.filter(object_id__in=[str(run.pk), str(run.device_id)]).order_by("id"))
+    assert [(e.action, e.actor_name) for e in audit] == [
+        (AuditAction.RUN_QUEUED, "otto"),
+        (AuditAction.DEVICE_FORMATTED, "otto"),
+    ]
+    assert audit[1].message.startswith(f"run {run.pk} on {run.server_host.name}: mkfs.ext4 -F -q /dev/loop")
 
 
 def test_pgbench_runs_on_a_named_client_host_over_tcp(
@@ -104,10 +112,11 @@ def test_pgbench_runs_on_a_named_client_host_over_tcp(
     run = new_run(server, make_user("otto", "operator"), client_host=client, duration_s=6, log_sampling_rate=0.5)
     wait_for_state(run, RunState.MEASURING)
     run_dir = f"{RUNS_ROOT}/run-{run.pk}-{run.key.hex[:12]}"
-    pid_file = f"{run_dir}/pgbench.pid"
+    pid_file = f"{run_dir}/{WORK_SUBDIR}/pgbench.pid"
     with closing(virtual_lab.connect("lab2")) as on_client, closing(virtual_lab.connect("lab1")) as on_server:
         client_pid = on_client.run(["cat", pid_file]).stdout.strip()
         client_pgbench_alive = on_client.run(["kill", "-0", client_pid], check=False).exit_status == 0
+        client_pgbench_user = on_client.run(["ps", "-o", "user=", "--ppid", client_pid]).stdout.strip()
         server_pgbench = on_server.run(["test", "-e", pid_file], check=False).exit_status == 0
         # While it runs, both hosts are claimed: no other run may start on either.
         claims = set(Host.objects.filter(pk__in=[server.pk, client.pk]).values_list("claimed_by", flat=True))
@@ -116,6 +125,7 @@ def test_pgbench_runs_on_a_named_client_host_over_tcp(
 
     assert run.state == RunState.DONE, (run.error, run.failed_output)
     assert client_pgbench_alive and not server_pgbench
+    assert client_pgbench_user == RUN_USER
     assert claims == {run.pk}
     assert f"-h {server.address} -p " in run.environment["pgbench"]["command"]
     assert run.environment["pgbench"]["host"] == client.name
