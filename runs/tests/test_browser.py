@@ -6,13 +6,14 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.conf import settings
 from django.core.management import call_command
-from playwright.sync_api import Browser, Page, Playwright, sync_playwright
+from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, RunState
@@ -59,18 +60,31 @@ def web_server(celery_worker: CeleryWorker) -> Iterator[str]:
         process.wait(timeout=20)
 
 
-def launch(playwright: Playwright) -> Browser:
-    return playwright.chromium.launch(
-        executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-    )
+@contextmanager
+def chromium(height: int) -> Iterator[tuple[BrowserContext, list[str]]]:
+    """Debian's chromium under Playwright, and what the Content-Security-Policy blocked on any of
+    its pages (Chromium reports that on the console). Playwright's sync API runs an event loop
+    in this thread: no ORM calls inside the block."""
+    violations: list[str] = []
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+            )
+            context = browser.new_context(viewport={"width": 1280, "height": height})
+            context.on("console", lambda message: _keep_violation(message.text, violations))
+            try:
+                yield context, violations
+            finally:
+                browser.close()
+    finally:
+        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
 
 
-def watch_for_policy_violations(page: Page, found: list[str]) -> None:
-    """Chromium reports what the Content-Security-Policy blocked on the console."""
-    page.on(
-        "console",
-        lambda message: found.append(message.text) if "Content Security Policy" in message.text else None,
-    )
+def _keep_violation(text: str, violations: list[str]) -> None:
+    if "Content Security Policy" in text:
+        violations.append(text)
 
 
 def wait_until(page: Page, expression: str, timeout_ms: int) -> None:
@@ -97,51 +111,41 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
     make_user("otto", "operator", password=PASSWORD)
     lab1 = lab_host_name(virtual_lab.lab_id, "lab1")
     ARTIFACTS.mkdir(exist_ok=True)
-    violations: list[str] = []
-    # Playwright's sync API runs an event loop in this thread: no ORM calls below this line.
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            browser = launch(playwright)
-            context = browser.new_context(viewport={"width": 1280, "height": 1100})
-            page = context.new_page()
-            watch_for_policy_violations(page, violations)
-            log_in(page, web_server, "otto")
-            page.goto(f"{web_server}/runs/new/")
-            page.select_option("#id_server_host", label=lab1)
-            page.select_option("#id_device", label=f"{lab1}:ram")
-            page.select_option("#id_pg_install", label=f"PostgreSQL 15.20 (8 kB pages) on {lab1}")
-            page.fill("#id_mount_options", "noatime")
-            page.fill("#id_scale", "1")
-            page.fill("#id_clients", "2")
-            page.fill("#id_threads", "1")
-            page.fill("#id_duration_s", "8")
-            page.fill("#id_warmup_s", "2")
-            page.click("form.run-form button[type=submit]")
-            page.wait_for_load_state()
-            assert "/runs/new/" not in page.url, page.locator(".error").all_text_contents()
-            run_id = page.url.rstrip("/").rsplit("/", 1)[-1]
-            # The run list, open in another tab, follows the run's state without reloading.
-            listing = context.new_page()  # the same session
-            listing.goto(f"{web_server}/runs/")
-            listing.evaluate("window.notReloaded = true")
-            listing_state = f"document.querySelector('td.state[data-run=\"{run_id}\"]').textContent.trim()"
+    with chromium(height=1100) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "otto")
+        page.goto(f"{web_server}/runs/new/")
+        page.select_option("#id_server_host", label=lab1)
+        page.select_option("#id_device", label=f"{lab1}:ram")
+        page.select_option("#id_pg_install", label=f"PostgreSQL 15.20 (8 kB pages) on {lab1}")
+        page.fill("#id_mount_options", "noatime")
+        page.fill("#id_scale", "1")
+        page.fill("#id_clients", "2")
+        page.fill("#id_threads", "1")
+        page.fill("#id_duration_s", "8")
+        page.fill("#id_warmup_s", "2")
+        page.click("form.run-form button[type=submit]")
+        page.wait_for_load_state()
+        assert "/runs/new/" not in page.url, page.locator(".error").all_text_contents()
+        run_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+        # The run list, open in another tab, follows the run's state without reloading.
+        listing = context.new_page()  # the same session
+        listing.goto(f"{web_server}/runs/")
+        listing.evaluate("window.notReloaded = true")
+        listing_state = f"document.querySelector('td.state[data-run=\"{run_id}\"]').textContent.trim()"
 
-            # The chart gains points while the run runs.
-            wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length >= 3", timeout_ms=120_000)
-            live_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
-            live_state = page.text_content("#run-state")
-            page.screenshot(path=str(ARTIFACTS / "run-live.png"), full_page=True)
+        # The chart gains points while the run runs.
+        wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length >= 3", timeout_ms=120_000)
+        live_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
+        live_state = page.text_content("#run-state")
+        page.screenshot(path=str(ARTIFACTS / "run-live.png"), full_page=True)
 
-            page.wait_for_selector("section.results", timeout=180_000)
-            page.screenshot(path=str(ARTIFACTS / "run-results.png"), full_page=True)
-            results = page.text_content("section.results") or ""
-            final_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
-            wait_until(listing, f"{listing_state} === 'done'", timeout_ms=30_000)
-            listing_live = listing.evaluate("window.notReloaded === true")
-            browser.close()
-    finally:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        page.wait_for_selector("section.results", timeout=180_000)
+        page.screenshot(path=str(ARTIFACTS / "run-results.png"), full_page=True)
+        results = page.text_content("section.results") or ""
+        final_points = page.evaluate("window.benchlabCharts.tps.data.datasets[0].data.length")
+        wait_until(listing, f"{listing_state} === 'done'", timeout_ms=30_000)
+        listing_live = listing.evaluate("window.notReloaded === true")
 
     assert live_state in ("warming up", "measuring", "collecting")
     assert 3 <= live_points <= final_points
@@ -165,40 +169,32 @@ def test_refusals_locks_and_the_audit_log_in_the_browser(celery_worker: CeleryWo
     AuditEvent.objects.create(actor_name="otto", action=AuditAction.RUN_QUEUED, object_type="run",
                               object_id=str(run.pk), object_repr=str(run), message="lab1:ssd0 ext4")  # fmt: skip
     ARTIFACTS.mkdir(exist_ok=True)
-    violations: list[str] = []
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            browser = launch(playwright)
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            watch_for_policy_violations(page, violations)
-            for _ in range(5):
-                log_in(page, web_server, "lockme", "wrong")
-            locked = page.text_content("#locked-out") or ""
-            page.screenshot(path=str(ARTIFACTS / "login-locked-out.png"), full_page=True)
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        for _ in range(5):
+            log_in(page, web_server, "lockme", "wrong")
+        locked = page.text_content("#locked-out") or ""
+        page.screenshot(path=str(ARTIFACTS / "login-locked-out.png"), full_page=True)
 
-            page.context.clear_cookies()
-            log_in(page, web_server, "olga")
-            page.goto(f"{web_server}/runs/{run.pk}/")
-            cancel_refusal = page.text_content("#cancel-refusal") or ""
-            cancel_disabled = page.is_disabled("#cancel")
-            page.screenshot(path=str(ARTIFACTS / "run-cancel-refused.png"), full_page=True)
-            page.goto(f"{web_server}/runs/new/?again=%C2%B2")
-            bad_request = page.text_content("#refusal") or ""
-            page.screenshot(path=str(ARTIFACTS / "bad-request.png"), full_page=True)
+        page.context.clear_cookies()
+        log_in(page, web_server, "olga")
+        page.goto(f"{web_server}/runs/{run.pk}/")
+        cancel_refusal = page.text_content("#cancel-refusal") or ""
+        cancel_disabled = page.is_disabled("#cancel")
+        page.screenshot(path=str(ARTIFACTS / "run-cancel-refused.png"), full_page=True)
+        page.goto(f"{web_server}/runs/new/?again=%C2%B2")
+        bad_request = page.text_content("#refusal") or ""
+        page.screenshot(path=str(ARTIFACTS / "bad-request.png"), full_page=True)
 
-            page.context.clear_cookies()
-            log_in(page, web_server, "ada")
-            page.goto(f"{web_server}/admin/runs/auditevent/")
-            audit = page.text_content("#result_list") or ""
-            page.screenshot(path=str(ARTIFACTS / "admin-audit-log.png"), full_page=True)
-            page.goto(f"{web_server}/admin/runs/host/{host.pk}/change/")
-            own_server_flag = page.is_visible("#id_allow_runs_on_benchlab_server")
-            page.screenshot(path=str(ARTIFACTS / "admin-host.png"), full_page=True)
-            page.goto(f"{web_server}/admin/")
-            browser.close()
-    finally:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
+        page.context.clear_cookies()
+        log_in(page, web_server, "ada")
+        page.goto(f"{web_server}/admin/runs/auditevent/")
+        audit = page.text_content("#result_list") or ""
+        page.screenshot(path=str(ARTIFACTS / "admin-audit-log.png"), full_page=True)
+        page.goto(f"{web_server}/admin/runs/host/{host.pk}/change/")
+        own_server_flag = page.is_visible("#id_allow_runs_on_benchlab_server")
+        page.screenshot(path=str(ARTIFACTS / "admin-host.png"), full_page=True)
+        page.goto(f"{web_server}/admin/")
 
     assert "5 wrong passwords in a row for lockme" in locked
     assert cancel_disabled and "Only otto, who queued this run, or an admin can cancel it." in cancel_refusal
