@@ -16,6 +16,9 @@ from benchlab.env import env_bool, env_list, env_optional_secret, env_secret, en
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Untracked local state: generated secrets, the database password file, collected static files.
 VAR_DIR = Path(env_str("BENCHLAB_VAR_DIR", str(BASE_DIR / "var")))
+# The directory runs on "this machine" use as their disk (register_local_host): outside the
+# checkout and var/, which hold benchlab's own data and may not be a device.
+LOCAL_DEVICE_DIR = Path(env_str("BENCHLAB_LOCAL_DEVICE_DIR", "/srv/benchlab/this-machine"))
 
 SECRET_KEY = env_secret("SECRET_KEY", VAR_DIR / "secret_key")
 DEBUG = env_bool("DEBUG", False)

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from runs.lab.follow import Follower
@@ -45,7 +46,13 @@ from runs.lab.pgbench import (
     wait_for_exit,
 )
 from runs.lab.postgres import BENCH_ROLE, SUPERUSER, psql, throwaway_cluster
-from runs.lab.run_user import RUN_USER, ensure_run_user, read_as_run_user, run_as_run_user
+from runs.lab.run_user import (
+    RUN_USER,
+    ensure_run_user,
+    read_as_run_user,
+    run_as_run_user,
+    stop_run_user_processes,
+)
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
 from runs.lab.transport import Transport, clean_text
 
@@ -167,12 +174,16 @@ def _as_run_user(transport: Transport, argv: list[str], timeout: float, on_line:
 
 def _prepare_hosts(endpoints: list[Endpoint], run_dir: str) -> None:
     """The run's user and directories on each host: run_dir is root's (iostat, vmstat, the custom
-    script), its work dir the unprivileged user's (pgbench writes there, and nothing else does)."""
+    script), its work dir the unprivileged user's (pgbench writes there, and nothing else does).
+    Whatever the user left running from an earlier run is stopped first."""
     for endpoint in endpoints:
-        ensure_run_user(endpoint.transport)
-        endpoint.transport.run(["mkdir", "-p", "-m", "0755", run_dir])
+        transport = endpoint.transport
+        ensure_run_user(transport)
+        stop_run_user_processes(transport)
+        # Each level explicitly: a restrictive umask must not lock the user out of its work dir.
+        transport.run(["install", "-d", "-m", "0755", str(Path(RUNS_ROOT).parent), RUNS_ROOT, run_dir])
         owner = ["-o", RUN_USER, "-g", RUN_USER]
-        endpoint.transport.run(["install", "-d", "-m", "0700", *owner, work_dir_for(run_dir)])
+        transport.run(["install", "-d", "-m", "0700", *owner, work_dir_for(run_dir)])
 
 
 def run_benchmark(
@@ -216,11 +227,16 @@ def _run_stages(
 ) -> BenchmarkResult:
     transport = server.transport
     observer.step(Step.PREPARING_STORAGE)
-    _prepare_hosts(list({id(server): server, id(bench): bench}.values()), run_dir)
+    endpoints = list({id(server): server, id(bench): bench}.values())
+    _prepare_hosts(endpoints, run_dir)
     work_dir = work_dir_for(run_dir)
     storage = cleanup.enter_context(
         prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
     )
+    # Unwound after the cluster has stopped and before the unmount: nothing of the run's user
+    # outlives the run, or keeps the mount busy.
+    for endpoint in endpoints:
+        cleanup.callback(stop_run_user_processes, endpoint.transport)
     result = BenchmarkResult(storage=storage, run_dir=run_dir)
 
     observer.step(Step.INITIALIZING_DATABASE)

@@ -84,8 +84,8 @@ def check_block_device_path(path: str) -> None:
 
 
 def check_directory_device_path(path: str, protected: Sequence[str] = ()) -> None:
-    """Refuse a directory device that is the root, a system directory, or holds `protected`
-    (benchlab's own data directories: its checkout, its var/)."""
+    """Refuse a directory device that is the root, a system directory, or inside or above one
+    of `protected` (benchlab's own data directories: its checkout, its var/)."""
     normal_form(path)
     for tree in SYSTEM_TREES:
         if is_within(path, tree):
@@ -93,5 +93,5 @@ def check_directory_device_path(path: str, protected: Sequence[str] = ()) -> Non
     if path in SYSTEM_DIRECTORIES:
         raise InvalidOption(f"{path} is a system directory; choose a directory of its own below it for runs")
     for own in protected:
-        if is_within(own, path):
+        if is_within(own, path) or is_within(path, own):
             raise InvalidOption(f"{path} holds benchlab's own data ({own}); choose a directory of its own for runs")

@@ -53,6 +53,10 @@ class CommandTimeout(LabError):
         super().__init__(f"`{command}` on {host} did not finish within {timeout:g} s")
 
 
+class OutputTooLarge(LabError):
+    """A command printed more than benchlab keeps in memory (transport.MAX_OUTPUT_BYTES)."""
+
+
 class SafetyCheckFailed(LabError):
     """A destructive step was refused because one of the device checks did not hold."""
 

@@ -37,9 +37,16 @@ pgbench counts them.
 One deliberate difference: pgbench stops reading at a NUL byte; this reads on, so a
 command hidden after a NUL is still refused.
 
+Other pgbench versions lex a few corners differently (PG 14 reads `1E'…'` as 1 and an
+E-string; PG 17 counts \\v as whitespace between continued strings), and benchlab runs
+whatever pgbench an install has. So, whatever the version, a script is also refused when
+its text anywhere -- inside a string or comment too -- has a backslash that could start
+\\shell or \\setshell (SHELL_ANYWHERE): no lexer difference can turn that text into a command.
+
 Pure functions only: no Django, no I/O.
 """
 
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 
@@ -61,6 +68,8 @@ ALLOWED_META_COMMANDS = (
     "syncpipeline",
 )
 _ALLOWED_LIST = ", ".join("\\" + name for name in ALLOWED_META_COMMANDS)
+# A backslash, blanks or continuations, then shell or setshell in any letter case.
+SHELL_ANYWHERE = re.compile(r"\\(?:[ \t\r\f\v]|\\\r?\n)*((?:set)?shell)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -82,7 +91,14 @@ def is_allowed(name: str) -> bool:
 
 
 def check_custom_script(script: str) -> None:
-    """Raise InvalidOption naming the first meta-command that is not on the allowed list."""
+    """Raise InvalidOption naming the first meta-command that is not on the allowed list, or
+    any text that some pgbench version could read as \\shell or \\setshell."""
+    if found := SHELL_ANYWHERE.search(script):
+        line = script.count("\n", 0, found.start()) + 1
+        raise InvalidOption(
+            f"custom script line {line}: \\{found.group(1)} is not allowed, even inside a string or a comment "
+            "(pgbench versions differ in where they see commands)"
+        )
     for command in meta_commands(script):
         if not command.name:
             raise InvalidOption(

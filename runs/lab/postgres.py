@@ -20,7 +20,6 @@ from runs.lab.pg_settings import check_setting
 from runs.lab.run_user import (
     RUN_USER,
     append_as_run_user,
-    ensure_run_user,
     read_as_run_user,
     run_as_run_user,
     signal_as_run_user,
@@ -118,10 +117,10 @@ def free_port(transport: Transport) -> int:
 
 
 def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
-    ensure_run_user(transport)
-    # base_dir is new (the run's own mount), so root creates it before the user can plant anything.
+    """A new cluster in base_dir (on the run's own mount, which only root may write to), as
+    RUN_USER (run_user.ensure_run_user() has made sure it exists)."""
     transport.run(["mkdir", "-m", "0700", base_dir])
-    transport.run(["chown", f"{RUN_USER}:", base_dir])
+    transport.run(["chown", "-h", f"{RUN_USER}:", base_dir])  # -h: never through a symlink
     cluster = Cluster(bin_dir=bin_dir, base_dir=base_dir, port=0)
     run_as_run_user(transport, ["mkdir", "-m", "0700", cluster.socket_dir])
     # Unix sockets (in a directory only the user can enter) are trusted; TCP is refused, except
@@ -190,8 +189,10 @@ def start(transport: Transport, cluster: Cluster) -> None:
 
 
 def _postmaster_pid(transport: Transport, cluster: Cluster) -> int | None:
-    result = transport.run(["head", "-n", "1", f"{cluster.data_dir}/postmaster.pid"], check=False)
-    return int(result.stdout.strip()) if result.exit_status == 0 and result.stdout.strip().isdigit() else None
+    # The user's file, read as the user: it could be a symlink to anything.
+    first_line = read_as_run_user(transport, f"{cluster.data_dir}/postmaster.pid", check=False).partition("\n")[0]
+    text = first_line.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def psql(transport: Transport, cluster: Cluster, sql: str, database: str = "postgres") -> str:
@@ -200,7 +201,8 @@ def psql(transport: Transport, cluster: Cluster, sql: str, database: str = "post
 
 
 def pid_alive(transport: Transport, pid: int) -> bool:
-    return transport.run(["kill", "-0", str(pid)], check=False).exit_status == 0
+    """Whether the run user's process `pid` still runs (a PID from its files means nothing else)."""
+    return signal_as_run_user(transport, str(pid), "0")
 
 
 def stop(transport: Transport, cluster: Cluster) -> None:

@@ -57,7 +57,17 @@ _SYSTEM = 'hostname; uname -r; nproc --all; echo "==cpuinfo"; cat /proc/cpuinfo;
 _HOLDERS = 'for d in /sys/class/block/*/holders; do n=${d%/holders}; echo "${n##*/}:" $(ls "$d"); done'
 _BY_ID = 'for l in /dev/disk/by-id/*; do [ -L "$l" ] && echo "$l $(readlink -f "$l")"; done; true'
 _TOOLS = 'for t in "$@"; do command -v "$t" >/dev/null 2>&1 && echo "$t"; done; true'
-_PG_DIRS = f"for d in {PG_BIN_GLOBS}; do [ -x $d/postgres ] && echo $d; done; true"
+# Only installs nobody but root can change (the program, its directory and every directory
+# above, sticky ones like /tmp aside): an admin still decides which become inventory.
+TRUSTED_PATH = (
+    "trusted() { p=$1; while :; do "
+    '[ -n "$(find "$p" -maxdepth 0 -user 0 \\( ! -perm /022 -o -perm -1000 \\))" ] || return 1; '
+    '[ "$p" = / ] && return 0; p=$(dirname "$p"); done; }'
+)
+_PG_DIRS = (
+    f"{TRUSTED_PATH}; "
+    f'for d in {PG_BIN_GLOBS}; do [ -x "$d/postgres" ] && trusted "$d/postgres" && echo "$d"; done; true'
+)
 # block_size and wal_block_size are compiled in; `postgres -C` reads them without a cluster.
 _PG_SIZES = (
     'set -e; s=$(mktemp -d); trap \'rm -rf "$s"\' EXIT; mkdir -m 0700 "$s/data"; touch "$s/postgresql.conf"; '

@@ -3,13 +3,15 @@
 Not `postgres`: on a host with a real PostgreSQL (benchlab's own database on "this machine")
 the `postgres` OS user may connect to it as a superuser. A run's cluster, its pgbench and
 the user's custom script run as RUN_USER instead, which benchlab creates on each host with no
-login, no home and no group but its own.
+login, no home, no group but its own, no cron or at jobs, and a clean environment (a worker's
+environment holds benchlab's secrets).
 
 Defence in depth: root never acts on a path or a PID that this user could have planted.
 Files the user writes (pgbench's output, the cluster's files) are read and written through
 the user itself (`read_as_run_user`, `append_as_run_user`), and processes whose PID came from
 such a file are signalled as the user (`signal_as_run_user`), so a symlink or a forged PID
-cannot make root read, write or kill anything else.
+cannot make root read, write or kill anything else. Whatever the user left running is stopped
+before and after each run (`stop_run_user_processes`).
 """
 
 from collections.abc import Sequence
@@ -20,35 +22,64 @@ from runs.lab.transport import CommandResult, Transport, as_user
 
 # A name PostgreSQL's peer authentication maps to no existing role (unlike "benchlab" or "postgres").
 RUN_USER = "benchlab-run"
-_USERADD = [
-    "useradd",
-    "--system",
-    "--user-group",
-    "--no-create-home",
-    "--home-dir",
-    "/nonexistent",
-    "--shell",
-    "/usr/sbin/nologin",
-    "--comment",
-    "benchlab runs throw-away PostgreSQL clusters and pgbench as this user",
-    RUN_USER,
-]
+# What the user may read of the host, in one round trip: create it if missing (retrying while
+# another run on a host sharing /etc/passwd holds the lock), keep it out of cron and at, and
+# report its uid, how many accounts share that uid, its groups and the members of its group.
+_ENSURE = r"""
+user=$1
+for attempt in 1 2 3 4 5; do
+  id -u "$user" >/dev/null 2>&1 && break
+  if getent group "$user" >/dev/null; then group="-g $user"; else group=--user-group; fi
+  useradd --system $group --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin \
+    --comment "benchlab runs throw-away PostgreSQL clusters and pgbench as this user" "$user" && break
+  sleep 0.$attempt
+done
+id -u "$user" >/dev/null || exit 1
+for deny in /etc/cron.deny /etc/at.deny; do
+  grep -qx "$user" "$deny" 2>/dev/null || echo "$user" >> "$deny"
+done
+uid=$(id -u "$user")
+echo "uid $uid"
+echo "sharing $(getent passwd | awk -F: -v uid="$uid" '$3 == uid' | wc -l)"
+echo "groups $(id -Gn "$user")"
+echo "members $(getent group "$user" | cut -d: -f4)"
+"""
+# The user's processes in this host's PID namespace (a virtual lab host's own, or the
+# machine's): found by owner, stopped by PID, as the user.
+_STOP_ALL = (
+    'pids=$(pgrep -u "$1" --ns $$ --nslist pid); '
+    '[ -z "$pids" ] || runuser -u "$1" -- kill -KILL $pids; '
+    'for _ in $(seq 50); do pgrep -u "$1" --ns $$ --nslist pid >/dev/null || exit 0; sleep 0.1; done; exit 1'
+)
 
 
 def ensure_run_user(transport: Transport) -> None:
     """Create RUN_USER unless it exists; refuse to use one that is not unprivileged."""
-    if transport.run(["id", "-u", RUN_USER], check=False).exit_status != 0:
-        created = transport.run(_USERADD, check=False)
-        # Another run on a host sharing /etc/passwd may have created it meanwhile.
-        if created.exit_status != 0 and transport.run(["id", "-u", RUN_USER], check=False).exit_status != 0:
-            raise LabError(f"cannot create the OS user {RUN_USER} on {transport.label}: {created.stderr.strip()}")
-    uid = transport.run(["id", "-u", RUN_USER]).stdout.strip()
-    groups = transport.run(["id", "-Gn", RUN_USER]).stdout.split()
-    if uid == "0" or groups != [RUN_USER]:
+    found = transport.run(["sh", "-c", _ENSURE, "sh", RUN_USER], check=False)
+    if found.exit_status != 0:
+        raise LabError(f"cannot create the OS user {RUN_USER} on {transport.label}: {found.stderr.strip()}")
+    facts = dict(line.partition(" ")[::2] for line in found.stdout.splitlines())
+    problems = []
+    if facts.get("uid") in (None, "0"):
+        problems.append(f"uid {facts.get('uid')}")
+    if facts.get("sharing") != "1":
+        problems.append(f"its uid is shared by {facts.get('sharing')} accounts")
+    if facts.get("groups") != RUN_USER:
+        problems.append(f"groups {facts.get('groups')}")
+    if facts.get("members"):
+        problems.append(f"its group also holds {facts['members']}")
+    if problems:
         raise LabError(
-            f"the OS user {RUN_USER} on {transport.label} is not unprivileged (uid {uid}, groups "
-            f"{', '.join(groups)}): benchlab runs benchmarks only as a user with no other rights"
+            f"the OS user {RUN_USER} on {transport.label} is not unprivileged ({'; '.join(problems)}): "
+            "benchlab runs benchmarks only as a user with no other rights"
         )
+
+
+def stop_run_user_processes(transport: Transport) -> None:
+    """Stop every process of RUN_USER on the host (its PID namespace): one run's leftovers must
+    not outlive it (hosts are claimed one run at a time)."""
+    if transport.run(["sh", "-c", _STOP_ALL, "sh", RUN_USER], check=False).exit_status != 0:
+        raise LabError(f"processes of {RUN_USER} on {transport.label} survived SIGKILL")
 
 
 def as_run_user(argv: Sequence[str]) -> list[str]:

@@ -101,7 +101,6 @@ MOUNT_OPTIONS: dict[str, dict[str, str]] = {
     | {
         "size": _SIZE + "|" + r"\d+%",
         "nr_inodes": _SIZE,
-        "mode": "[0-7]{3,4}",
         "huge": "never|always|within_size|advise",
     },
     "directory": {},
@@ -380,7 +379,7 @@ def _kernel_reason(transport: Transport, since: float, fstype: str, node: str) -
 
 def mount_filesystem(transport: Transport, source: str, mountpoint: str, fstype: str, options: Sequence[str]) -> str:
     """Mount and return the options as /proc/mounts shows them (not as requested)."""
-    transport.run(["mkdir", "-p", mountpoint])
+    make_mountpoint(transport, mountpoint)
     cursor = _kernel_log_cursor(transport)
     argv = ["mount", "-t", fstype, *(["-o", ",".join(options)] if options else []), source, mountpoint]
     result = transport.run(argv, check=False)
@@ -443,6 +442,11 @@ def unmount_reliably(
     transport.run(["rmdir", mountpoint], check=False)
 
 
+def make_mountpoint(transport: Transport, mountpoint: str) -> None:
+    # Each level 0755 whatever root's umask: the run's user must reach its cluster below it.
+    transport.run(["install", "-d", "-m", "0755", MOUNT_ROOT, mountpoint])
+
+
 def mountpoint_for(run_key: str, identity: DeviceIdentity) -> str:
     """Where the run's storage appears: always under /mnt/benchlab, which postgres can reach
     (a directory device may sit below a directory it cannot enter, like /root)."""
@@ -493,10 +497,11 @@ def prepared_storage(
             raise InvalidOption(f"{identity.path} is a block device; pick a filesystem to create on it")
         # The data lives in the device's directory; a bind mount shows it where postgres can reach it.
         directory = directory_for(run_key, resolved_device_directory(transport, identity))
-        transport.run(["mkdir", "-p", "-m", "0755", directory])
+        # Not -p: a path already there (a symlink planted in a shared directory) is refused.
+        transport.run(["mkdir", "-m", "0755", directory])
         storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options="")
         try:
-            transport.run(["mkdir", "-p", mountpoint])
+            make_mountpoint(transport, mountpoint)
             transport.run(["mount", "--bind", directory, mountpoint])
             storage.mount_options = mounted_options(transport, mountpoint)
             yield storage

@@ -23,7 +23,14 @@ from typing import Protocol
 
 import paramiko
 
-from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused
+from runs.lab.errors import (
+    CommandFailed,
+    CommandTimeout,
+    ConnectFailed,
+    ConnectionLost,
+    HostKeyRefused,
+    OutputTooLarge,
+)
 
 # Lines are decoded with "surrogateescape": line.encode(errors="surrogateescape") gives back the
 # exact bytes (the follower counts them), and clean_text() makes a line safe to store.
@@ -37,6 +44,11 @@ def clean_text(line: str) -> str:
 
 DEFAULT_TIMEOUT = 120.0
 _READ_CHUNK = 65536
+# A command's output is held in memory: a file that never ends (a symlink to /dev/zero among
+# the run user's files) must not take the worker's memory with it. A week-long run's pgbench
+# progress log is about 50 MB.
+MAX_OUTPUT_BYTES = 512 * 2**20
+MAX_LINE_BYTES = 16 * 2**20
 
 
 @dataclass(frozen=True)
@@ -88,9 +100,14 @@ def command_line(argv: Sequence[str], cwd: str | None = None) -> str:
     return f"cd {shlex.quote(cwd)} && exec {line}" if cwd else line
 
 
+# The whole environment of a command run as another user: runuser would pass on the caller's,
+# and a worker's environment holds benchlab's secrets (DATABASE_URL, CREDENTIALS_KEY, ...).
+CLEAN_ENVIRONMENT = ("PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "HOME=/nonexistent", "LC_ALL=C.UTF-8")
+
+
 def as_user(user: str, argv: Sequence[str]) -> list[str]:
-    """argv run as another OS user (e.g. initdb, which refuses root)."""
-    return ["runuser", "-u", user, "--", *argv]
+    """argv run as another OS user (e.g. initdb, which refuses root), with a clean environment."""
+    return ["runuser", "-u", user, "--", "env", "-i", *CLEAN_ENVIRONMENT, *argv]
 
 
 class _LineSplitter:
@@ -102,10 +119,14 @@ class _LineSplitter:
         self.collected = io.BytesIO()
 
     def feed(self, chunk: bytes) -> None:
+        if self.collected.tell() + len(chunk) > MAX_OUTPUT_BYTES:
+            raise OutputTooLarge(f"more than {MAX_OUTPUT_BYTES // 2**20} MiB of output")
         self.collected.write(chunk)
         if self.callback is None:
             return
         self.pending += chunk
+        if b"\n" not in chunk and len(self.pending) > MAX_LINE_BYTES:
+            raise OutputTooLarge(f"a line of more than {MAX_LINE_BYTES // 2**20} MiB")
         *lines, self.pending = self.pending.split(b"\n")
         for line in lines:
             self.callback(line.decode(errors="surrogateescape"))
@@ -369,7 +390,12 @@ class LocalTransport:
         deadline = None if timeout is None else time.monotonic() + timeout
         feeder = self._feed_stdin(process, stdin) if stdin is not None else None
         try:
-            if not self._pump(process, out, err, deadline):
+            try:
+                pumped = self._pump(process, out, err, deadline)
+            except OutputTooLarge:
+                self._kill(process)
+                raise
+            if not pumped:
                 self._kill(process)
                 raise CommandTimeout(command, timeout or 0, self.label)
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0)

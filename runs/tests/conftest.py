@@ -5,6 +5,7 @@ empties the tables afterwards, which would also delete the role groups made by t
 migration, so such tests also ask for serialized_rollback=True (the rows are restored).
 """
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -37,6 +38,12 @@ def _test_database_name() -> str:
     return (database.get("TEST") or {}).get("NAME") or f"test_{str(database['NAME']).removeprefix('test_')}"
 
 
+# This machine's run disk (register_local_host) in a directory of the session's own, for this
+# process and the scripts it starts; removed when the session ends.
+LOCAL_DEVICE_DIR = Path(f"/var/tmp/benchlab-test-{os.getpid()}-this-machine")
+settings.LOCAL_DEVICE_DIR = LOCAL_DEVICE_DIR
+os.environ["BENCHLAB_LOCAL_DEVICE_DIR"] = str(LOCAL_DEVICE_DIR)
+
 # The cache (API throttle counters) under the test database's prefix, set before any cache is
 # made: a test's requests never count against a real benchlab's users sharing this Redis.
 settings.CACHES["default"]["KEY_PREFIX"] = f"benchlab:{_test_database_name()}:cache"
@@ -46,6 +53,12 @@ def _delete_keys(pattern: str) -> None:
     keys = list(live.client().scan_iter(match=pattern, count=1000))
     if keys:
         live.client().delete(*keys)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def local_device_dir_is_removed() -> Iterator[None]:
+    yield
+    shutil.rmtree(LOCAL_DEVICE_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)

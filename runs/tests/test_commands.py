@@ -3,16 +3,21 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from runs.models import Host
+from runs.models import AuditAction, AuditEvent, Device, Host
 
 
 def run(command: str) -> str:
+    return run_with(command)
+
+
+def run_with(command: str, *args: str) -> str:
     out = StringIO()
-    call_command(command, stdout=out)
+    call_command(command, *args, stdout=out)
     return out.getvalue()
 
 
@@ -61,6 +66,24 @@ def test_register_local_host_adds_this_machine_once() -> None:
     assert host.transport == Host.Transport.LOCAL
     assert host.notes == "kept by the admin"
     assert "Already registered" in output
+
+
+@pytest.mark.django_db
+def test_register_local_host_moves_the_device_out_of_var_and_records_allowing_runs() -> None:
+    host = Host.objects.create(name="this-machine", transport=Host.Transport.LOCAL, address="localhost")
+    old = Device.objects.create(host=host, name="var-dir", kind="virtual", path=str(settings.VAR_DIR / "local-device"))
+
+    output = run_with("register_local_host", "--allow-runs")
+
+    old.refresh_from_db()
+    assert (old.name, old.path) == ("local-dir", str(settings.LOCAL_DEVICE_DIR))
+    assert "Moved this machine's device" in output
+    event = AuditEvent.objects.get()
+    assert (event.action, event.actor_name, event.object_repr) == (
+        AuditAction.INVENTORY_CHANGED,
+        "benchlab",
+        "this-machine",
+    )
 
 
 @pytest.mark.django_db

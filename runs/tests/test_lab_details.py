@@ -21,7 +21,9 @@ HOSTILE = ["a b", "it's", '"quoted"', "$(touch /tmp/pwned)", "`id`", "x; rm -rf 
 
 @pytest.fixture
 def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
+    """lab1, with benchlab's run user there (as every run makes sure)."""
     transport = virtual_lab.connect("lab1")
+    ensure_run_user(transport)
     yield transport
     transport.close()
 
@@ -128,7 +130,6 @@ def start_sleeper(transport: SSHTransport, directory: str, as_run_user: bool) ->
 
 
 def test_a_busy_mount_is_unmounted_after_stopping_our_own_process(virtual_lab: VirtualLab, lab1: SSHTransport) -> None:
-    ensure_run_user(lab1)
     with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "busy") as storage:
         pid = start_sleeper(lab1, storage.mountpoint, as_run_user=True)
         storage.own_pids.append(pid)
@@ -142,7 +143,6 @@ def test_a_forged_pid_among_the_runs_own_reaches_no_process_but_the_run_users(
 ) -> None:
     # The run's PIDs come from files its user writes: a PID planted there (root's sshd, say)
     # must survive the cleanup that stops the run's own processes.
-    ensure_run_user(lab1)
     bystander = start_sleeper(lab1, "/", as_run_user=False)  # root's
     try:
         with prepared_storage(lab1, virtual_lab.disk("lab1", "ram"), FilesystemSpec("ext4"), "forged") as storage:

@@ -67,7 +67,7 @@ def test_the_owner_and_admins_may_cancel(ottos_run: Run, who: str, role: str | N
 
 def this_machine(**fields: object) -> Host:
     host = make_host(name="this-machine", transport=Host.Transport.LOCAL, address="localhost", **fields)
-    make_device(host, name="var-dir", kind="virtual", path="/srv/benchlab-device")
+    make_device(host, name="local-dir", kind="virtual", path="/srv/benchlab-device")
     make_pg_install(host)
     return host
 

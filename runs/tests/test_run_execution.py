@@ -208,7 +208,7 @@ def test_a_small_run_on_this_machine_works_without_a_lab(celery_worker: CeleryWo
     """The first minute after `make run`: this machine, its directory under var/, no lab."""
     call_command("register_local_host", "--allow-runs", stdout=StringIO())
     host = Host.objects.get(name="this-machine")
-    device = host.devices.get(name="var-dir")
+    device = host.devices.get(name="local-dir")
     run = new_run(host, make_user("otto", "operator"), device=device, filesystem="directory", mount_options="",
                   duration_s=3, warmup_s=0, clients=1)  # fmt: skip
 

@@ -343,8 +343,19 @@ def test_it_refuses_an_empty_command() -> None:
         LocalTransport().run([])
 
 
-def test_it_runs_a_command_as_another_user_through_runuser() -> None:
-    assert as_user("postgres", ["initdb", "-D", "/x y"]) == ["runuser", "-u", "postgres", "--", "initdb", "-D", "/x y"]
+def test_a_command_run_as_another_user_sees_none_of_the_workers_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CREDENTIALS_KEY", "a-secret-the-run-user-must-not-see")
+
+    seen = LocalTransport().run(as_user("nobody", ["env"]), cwd="/").stdout
+
+    assert "a-secret-the-run-user-must-not-see" not in seen
+    assert sorted(seen.split()) == [
+        "HOME=/nonexistent",
+        "LC_ALL=C.UTF-8",
+        "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+    ]
 
 
 # --- files ---------------------------------------------------------------------------------------

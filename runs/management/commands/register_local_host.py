@@ -1,5 +1,6 @@
 """Register the machine benchlab runs on as a lab host with the local transport, with a
-directory-backed device under var/ so a first small run needs no spare disk.
+directory-backed device (LOCAL_DEVICE_DIR, /srv/benchlab/this-machine) so a first small run
+needs no spare disk.
 
 Runs on benchlab's own server are off unless asked for (--allow-runs, which `make run`'s
 ready-to-try lab passes): a benchmark there shares the machine with benchlab's database.
@@ -13,15 +14,18 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from runs.lab.errors import LabError
-from runs.models import Device, Host
+from runs.models import AuditAction, Device, Host
+from runs.services.audit import audit_record
 from runs.services.probe import host_probe
 
 LOCAL_HOST_NAME = "this-machine"
-LOCAL_DEVICE_NAME = "var-dir"
+LOCAL_DEVICE_NAME = "local-dir"
+# Where earlier versions kept it: inside benchlab's own var/, which a device may not be now.
+OLD_DEVICE_NAME, OLD_DEVICE_SUBDIR = "var-dir", "local-device"
 
 
 def local_device_path() -> Path:
-    return Path(settings.VAR_DIR) / "local-device"
+    return Path(settings.LOCAL_DEVICE_DIR)
 
 
 class Command(BaseCommand):
@@ -48,11 +52,30 @@ class Command(BaseCommand):
         if options["allow_runs"] and not host.allow_runs_on_benchlab_server:
             host.allow_runs_on_benchlab_server = True
             host.save(update_fields=["allow_runs_on_benchlab_server", "updated_at"])
+            audit_record(
+                action=AuditAction.INVENTORY_CHANGED,
+                target=host,
+                message="allow runs on benchlab's own server = True (register_local_host --allow-runs)",
+            )
         allowed = "allowed" if host.allow_runs_on_benchlab_server else "not allowed (an admin can allow them)"
         self.stdout.write(f"Runs on {host.name}, benchlab's own server: {allowed}.")
+        self._register_device(host)
+        try:
+            facts = host_probe(host=host)
+        except LabError as exc:
+            self.stdout.write(self.style.WARNING(f"Probing this machine failed: {exc}"))
+            return
+        installs = ", ".join(pg.version for pg in facts.pg_installs) or "none"
+        self.stdout.write(f"Probed this machine: {facts.cpu_cores} cores; PostgreSQL installs: {installs}.")
+
+    def _register_device(self, host: Host) -> None:
         directory = local_device_path()
         directory.mkdir(parents=True, exist_ok=True)
-        directory.chmod(0o755)  # initdb runs as postgres in a subdirectory of it
+        directory.chmod(0o755)
+        old_path = str(Path(settings.VAR_DIR) / OLD_DEVICE_SUBDIR)
+        moved = Device.objects.filter(host=host, name=OLD_DEVICE_NAME, path=old_path)
+        if moved.update(name=LOCAL_DEVICE_NAME, path=str(directory)):
+            self.stdout.write(f"Moved this machine's device from {old_path} to {directory}.")
         Device.objects.get_or_create(
             host=host,
             name=LOCAL_DEVICE_NAME,
@@ -62,10 +85,3 @@ class Command(BaseCommand):
                 "notes": "A directory on this machine's own disk: runs use it as it is, nothing is formatted.",
             },
         )
-        try:
-            facts = host_probe(host=host)
-        except LabError as exc:
-            self.stdout.write(self.style.WARNING(f"Probing this machine failed: {exc}"))
-            return
-        installs = ", ".join(pg.version for pg in facts.pg_installs) or "none"
-        self.stdout.write(f"Probed this machine: {facts.cpu_cores} cores; PostgreSQL installs: {installs}.")
