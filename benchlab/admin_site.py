@@ -3,6 +3,8 @@ from django.contrib import admin
 from django.contrib.admin.apps import AdminConfig
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.urls import reverse
 
 from runs.roles import ADMIN_SITE_PERMISSION
 
@@ -26,6 +28,21 @@ class BenchlabAdminSite(admin.AdminSite):
                 return super().login(request, extra_context)  # redirects on to the admin
             raise PermissionDenied("The inventory admin is for the admin role.")
         return redirect_to_login(request.GET.get("next", request.get_full_path()), settings.LOGIN_URL)
+
+    def password_change(  # type: ignore[override]  # Django's own view returns any response too
+        self, request: HttpRequest, extra_context: dict[str, object] | None = None
+    ) -> HttpResponseBase:
+        """Django's admin page for changing one's own password, with the change audited."""
+        from django.contrib.admin.forms import AdminPasswordChangeForm
+
+        from runs.views.accounts import AuditedPasswordChangeView
+
+        request.current_app = self.name
+        return AuditedPasswordChangeView.as_view(
+            form_class=AdminPasswordChangeForm,
+            success_url=reverse("admin:password_change_done", current_app=self.name),
+            extra_context={**self.each_context(request), **(extra_context or {})},
+        )(request)
 
 
 class BenchlabAdminConfig(AdminConfig):

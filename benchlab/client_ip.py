@@ -13,10 +13,14 @@ from django.http import HttpRequest
 
 def client_ip(request: HttpRequest) -> str | None:
     header = settings.CLIENT_IP_HEADER
-    if header:
-        forwarded = request.headers.get(header, "").split(",")[-1].strip()
-        try:
-            return str(ipaddress.ip_address(forwarded))
-        except ValueError:
-            pass  # no usable header: the connection's own address
-    return request.META.get("REMOTE_ADDR")
+    if header and (forwarded := _address(request.headers.get(header, "").split(",")[-1])):
+        return forwarded
+    return _address(request.META.get("REMOTE_ADDR", ""))
+
+
+def _address(text: str) -> str | None:
+    """An address as PostgreSQL's inet type takes it (no IPv6 zone such as %eth0), or None."""
+    try:
+        return str(ipaddress.ip_address(text.strip().split("%", 1)[0]))
+    except ValueError:
+        return None

@@ -139,7 +139,7 @@ class RunForm(forms.ModelForm):
 
 
 def _host_label(host: Host) -> str:
-    return f"{host.name} (benchlab's own server: runs not allowed)" if not host.takes_runs else host.name
+    return f"{host.name} (benchlab's own server: runs not allowed)" if host.own_server_refusal() else host.name
 
 
 def run_form_initial(run: Run) -> dict[str, Any]:

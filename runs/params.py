@@ -12,6 +12,8 @@ from django.urls import register_converter
 
 MAX_ID = 2**63 - 1  # PostgreSQL's bigint, the type of every id
 _ASCII_DIGITS = re.compile(r"[0-9]{1,19}")
+EVENT_ID_PART_MAX = 2**64 - 1  # a Redis stream id is <milliseconds>-<sequence>, each at most this
+_EVENT_ID = re.compile(r"([0-9]{1,20})(?:-([0-9]{1,20}))?")
 
 
 class BadParameter(ValueError):
@@ -36,6 +38,17 @@ def parse_whole_number(raw: str, name: str, low: int, high: int) -> int:
     if not _ASCII_DIGITS.fullmatch(raw) or not low <= int(raw) <= high:
         raise BadParameter(f"{name} must be a whole number from {low} to {high}, not {_shown(raw)}")
     return int(raw)
+
+
+def parse_event_id(raw: str, name: str) -> str:
+    """A live event's id, as Redis streams number them (where a stream resumes)."""
+    match = _EVENT_ID.fullmatch(raw)
+    if not match or any(int(part) > EVENT_ID_PART_MAX for part in match.groups("0")):
+        raise BadParameter(
+            f"{name} must be an event id such as 1700000000000-0 (two whole numbers up to {EVENT_ID_PART_MAX}), "
+            f"not {_shown(raw)}"
+        )
+    return raw
 
 
 def parse_choice(raw: str, name: str, choices: Iterable[str]) -> str:

@@ -4,11 +4,13 @@ DRF's LimitOffsetPagination quietly ignores a limit it cannot read and passes an
 PostgreSQL, which refuses one past bigint (a 500). Here a bad value is a 400 that says why.
 """
 
-from rest_framework.exceptions import ValidationError
+from functools import partial
+
 from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
-from runs.params import MAX_ID, BadParameter, parse_whole_number
+from runs.api.parameters import query_parameter
+from runs.params import MAX_ID, parse_whole_number
 
 MAX_PAGE = 1000
 
@@ -18,17 +20,9 @@ class CheckedLimitOffsetPagination(LimitOffsetPagination):
     max_limit = MAX_PAGE
 
     def get_limit(self, request: Request) -> int:
-        return self._number(request, self.limit_query_param, 1, MAX_PAGE, self.default_limit)
+        limit = query_parameter(request, self.limit_query_param, partial(parse_whole_number, low=1, high=MAX_PAGE))
+        return self.default_limit if limit is None else limit
 
     def get_offset(self, request: Request) -> int:
-        return self._number(request, self.offset_query_param, 0, MAX_ID, 0)
-
-    @staticmethod
-    def _number(request: Request, name: str, low: int, high: int, default: int) -> int:
-        raw = request.query_params.get(name)
-        if raw is None or raw == "":
-            return default
-        try:
-            return parse_whole_number(raw, name, low, high)
-        except BadParameter as exc:
-            raise ValidationError({name: [str(exc)]}) from None
+        offset = query_parameter(request, self.offset_query_param, partial(parse_whole_number, low=0, high=MAX_ID))
+        return offset or 0

@@ -2,15 +2,26 @@
 
 from typing import Any
 
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+
+READ = "runs.view_host"
 
 
 class RolePermission(BasePermission):
-    """Reads need runs.view_host; creating a run needs runs.queue_run; cancel needs runs.cancel_run."""
+    """Reads need runs.view_host; every action that writes names its permission in the view's
+    `required_permission` (creating a run: runs.queue_run, cancelling: runs.cancel_run).
+
+    An action that writes and names none is refused: a new one is closed until it says who
+    may use it. A method no action answers needs only a reader, who is then told 405."""
 
     def has_permission(self, request: Any, view: Any) -> bool:
         user = request.user
         if not (user and user.is_authenticated):
             return False
-        needed = getattr(view, "required_permission", {}).get(getattr(view, "action", None), "runs.view_host")
-        return bool(user.has_perm(needed))
+        action = getattr(view, "action", None)
+        required: dict[str, str] = getattr(view, "required_permission", {})
+        if action in required:
+            return bool(user.has_perm(required[action]))
+        if action is None or request.method in SAFE_METHODS:
+            return bool(user.has_perm(READ))
+        return False

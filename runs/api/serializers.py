@@ -37,6 +37,11 @@ class RunSerializer(serializers.ModelSerializer):
                   "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
                   "skipped_transactions"]  # fmt: skip
         read_only_fields = [name for name in fields if name not in RUN_FIELDS]
+        # An id is a whole number: without this, 2.5 would be read as host 2.
+        extra_kwargs = {
+            name: {"pk_field": serializers.IntegerField()}
+            for name in ("server_host", "device", "pg_install", "client_host")
+        }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # A field left out takes the model's default, as the page's form shows it; null is null.

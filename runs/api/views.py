@@ -1,14 +1,16 @@
 """The JSON API for automation: inventory (read), runs (queue, list, detail, cancel), samples."""
 
+from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import (
     DeviceSerializer,
@@ -19,11 +21,10 @@ from runs.api.serializers import (
     RunSerializer,
 )
 from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
-from runs.params import BadParameter, parse_choice, parse_id
-from runs.roles import cancel_refusal
-from runs.services.runs import run_cancel, run_enqueue
+from runs.params import IdConverter, parse_choice, parse_id
+from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 
-ID_IN_URL = "[0-9]{1,19}"  # anything else is no object at all (404), never a database error
+ID_IN_URL = IdConverter.regex  # anything else is no object at all (404), never a database error
 
 
 class HostViewSet(viewsets.ReadOnlyModelViewSet):
@@ -40,7 +41,7 @@ class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     permission_classes = [RolePermission]
 
     def get_queryset(self) -> QuerySet[Device]:
-        host = _id_parameter(self.request, "host")
+        host = query_parameter(self.request, "host", parse_id)
         return self.queryset.filter(host_id=host) if host is not None else self.queryset
 
 
@@ -53,27 +54,6 @@ class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
 
 RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install": "pg_install_id"}
 RUN_CHOICE_FILTERS = {"state": RunState.values, "filesystem": Filesystem.values, "workload": Workload.values}
-
-
-def _id_parameter(request: Request, name: str) -> int | None:
-    """An id from the query string; anything else is the caller's mistake (400), not ours."""
-    value = request.query_params.get(name)
-    if not value:
-        return None
-    try:
-        return parse_id(value, name)
-    except BadParameter as exc:
-        raise ValidationError({name: [str(exc)]}) from None
-
-
-def _choice_parameter(request: Request, name: str, choices: list[str]) -> str | None:
-    value = request.query_params.get(name)
-    if not value:
-        return None
-    try:
-        return parse_choice(value, name, choices)
-    except BadParameter as exc:
-        raise ValidationError({name: [str(exc)]}) from None
 
 
 class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
@@ -90,10 +70,10 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
         for parameter, field in RUN_ID_FILTERS.items():
-            if (found := _id_parameter(self.request, parameter)) is not None:
+            if (found := query_parameter(self.request, parameter, parse_id)) is not None:
                 runs = runs.filter(**{field: found})
         for parameter, choices in RUN_CHOICE_FILTERS.items():
-            if (value := _choice_parameter(self.request, parameter, choices)) is not None:
+            if (value := query_parameter(self.request, parameter, partial(parse_choice, choices=choices))) is not None:
                 runs = runs.filter(**{parameter: value})
         return runs
 
@@ -108,9 +88,10 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
         run = self.get_object()
-        if refusal := cancel_refusal(request.user, run):
-            raise PermissionDenied(refusal)
-        run_cancel(run=run, by=request.user, request=request)
+        try:
+            run_cancel(run=run, by=request.user, request=request)
+        except CancelRefused as exc:
+            raise PermissionDenied(str(exc)) from None
         run.refresh_from_db()
         return Response(RunSerializer(run).data)
 

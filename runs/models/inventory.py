@@ -95,20 +95,20 @@ class Host(models.Model):
         """Whether this host is the machine benchlab runs on, as far as the inventory tells."""
         return self.is_local or is_loopback(self.address)
 
-    @property
-    def takes_runs(self) -> bool:
-        return self.enabled and (self.allow_runs_on_benchlab_server or not self.is_benchlab_server)
-
-    def refusal_for_runs(self) -> str | None:
-        """Why no run may be queued on this host now, or None."""
-        if not self.enabled:
-            return f"{self.name} is disabled in the inventory: it takes no new runs."
+    def own_server_refusal(self) -> str | None:
+        """Why runs may not use this host because it is benchlab's own server, or None."""
         if self.is_benchlab_server and not self.allow_runs_on_benchlab_server:
             return (
                 f"{self.name} is benchlab's own server, and an admin has not allowed runs on it "
                 "(Admin → Hosts → allow runs on benchlab's own server)."
             )
         return None
+
+    def refusal_for_runs(self) -> str | None:
+        """Why no run may be queued on this host now, or None."""
+        if not self.enabled:
+            return f"{self.name} is disabled in the inventory: it takes no new runs."
+        return self.own_server_refusal()
 
     def clean(self) -> None:
         errors: dict[str, str] = {}
@@ -182,10 +182,15 @@ class Device(models.Model):
 
 
 def is_loopback(address: str) -> bool:
+    """Whether an inventory address means this very machine, as far as it can be told without
+    asking DNS (an admin who enters the server's own LAN address is not caught)."""
     try:
-        return ipaddress.ip_address(address).is_loopback
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
-        return address.lower() == "localhost"
+        name = address.lower().rstrip(".")
+        return name in ("localhost", "localhost.localdomain") or name.endswith(".localhost")
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip.is_loopback or ip.is_unspecified or bool(mapped and (mapped.is_loopback or mapped.is_unspecified))
 
 
 def benchlab_data_dirs() -> tuple[str, ...]:

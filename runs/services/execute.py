@@ -242,7 +242,7 @@ def run_execute(*, run_id: int) -> str:
         return run.state
     # Not a wait (a disabled host is one): runs on benchlab's own server were forbidden after
     # this run was queued.
-    forbidden = [host.refusal_for_runs() for host in run.hosts if host.enabled and not host.takes_runs]
+    forbidden = [refusal for host in run.hosts if (refusal := host.own_server_refusal())]
     if forbidden:
         run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
         return run.state

@@ -5,15 +5,18 @@ the safety checks compare against it)."""
 from dataclasses import asdict
 
 from django.db import transaction
+from django.http import HttpRequest
 from django.utils import timezone
 
 from runs.lab.probe import HostFacts, probe_host
 from runs.lab.transport import Transport
-from runs.models import Device, Host, PgInstall
+from runs.models import AuditAction, Device, Host, PgInstall
+from runs.services.audit import audit_record
 from runs.services.lab_access import host_connect
 
 
-def host_probe(*, host: Host, transport: Transport | None = None) -> HostFacts:
+def host_probe(*, host: Host, transport: Transport | None = None, request: HttpRequest | None = None) -> HostFacts:
+    """Probe the host and store what it is (an audited inventory change: installs may appear)."""
     connection = transport or host_connect(host)
     try:
         facts = probe_host(connection)
@@ -21,6 +24,10 @@ def host_probe(*, host: Host, transport: Transport | None = None) -> HostFacts:
         if transport is None:
             connection.close()
     host_store_facts(host=host, facts=facts)
+    installs = ", ".join(f"{pg.version} ({pg.block_size // 1024} kB)" for pg in facts.pg_installs) or "none"
+    audit_record(
+        action=AuditAction.INVENTORY_CHANGED, target=host, request=request, message=f"probed: PostgreSQL {installs}"
+    )
     return facts
 
 

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from runs import live
 from runs.models import FINAL_STATES, AuditAction, Run, RunState, RunTransition
+from runs.roles import cancel_refusal
 from runs.services.audit import audit_record
 
 
@@ -59,21 +60,30 @@ def run_transition(*, run: Run, state: RunState, from_state: RunState | None = N
         RunTransition.objects.create(run=run, state=state, at=now)
     for name, value in updates.items():
         setattr(run, name, value)
-    _publish_state(run, state)
+    # Once committed (at once outside a transaction): a page must not show what may roll back.
+    transaction.on_commit(lambda: _publish_state(run, state))
     return True
+
+
+class CancelRefused(Exception):
+    """The user may not cancel this run; str() says why, for them to read."""
 
 
 def run_cancel(*, run: Run, by: Any, request: HttpRequest | None = None) -> None:
     """A queued run is cancelled at once; a running one is asked to stop, and its worker
-    stops pgbench and cleans up. The caller has checked that `by` may (roles.cancel_refusal)."""
+    stops pgbench and cleans up. Operators cancel their own runs, admins anybody's
+    (roles.cancel_refusal); anyone else gets CancelRefused."""
+    if refusal := cancel_refusal(by, run):
+        raise CancelRefused(refusal)
     if run.is_finished:
         return
-    audit_record(
-        action=AuditAction.RUN_CANCELLED, target=run, actor=by, request=request, message=f"in state {run.state}"
-    )
-    if run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
-        return
-    Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
+    state_before = run.state
+    with transaction.atomic():  # the cancel and its audit row together
+        if not run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
+            Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
+        audit_record(
+            action=AuditAction.RUN_CANCELLED, target=run, actor=by, request=request, message=f"while {state_before}"
+        )
     run.refresh_from_db(fields=["cancel_requested", "state"])
     if not run.is_finished:
         live.publish(run.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

@@ -71,7 +71,7 @@ def test_queueing_through_the_api_is_throttled_per_user_with_a_message(monkeypat
 
 
 def test_every_api_request_counts_against_the_users_rate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "3/min", "anon": "3/min"})
+    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "3/min"})
     client = APIClient()
     client.force_authenticate(make_user("vera", "viewer"))
 

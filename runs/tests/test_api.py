@@ -3,8 +3,9 @@
 import pytest
 from django.contrib.auth.models import User
 from knox.models import AuthToken
-from rest_framework.test import APIClient
+from rest_framework.test import APIClient, APIRequestFactory
 
+from runs.api.permissions import RolePermission
 from runs.models import Run, RunSample, RunState
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -119,3 +120,14 @@ def test_runs_are_listed_with_filters_and_cancelled_and_their_samples_read() -> 
     assert detail["tps"] == 812.5 and "environment" in detail and "summary" in detail
     assert [s["second"] for s in samples] == [1, 2, 3] and samples[0]["tps"] == 801
     assert cancelled["state"] == "cancelled"
+
+
+def test_an_action_that_writes_without_naming_its_permission_is_refused_to_everyone() -> None:
+    """A future POST action that forgot `required_permission` must be closed, not open to viewers."""
+    ada = make_user("ada", "admin")
+    view = type("View", (), {"action": "archive", "required_permission": {"create": "runs.queue_run"}})()
+    post, get = APIRequestFactory().post("/api/x/"), APIRequestFactory().get("/api/x/")
+    post.user = get.user = ada
+
+    assert not RolePermission().has_permission(post, view)
+    assert RolePermission().has_permission(get, view)  # a read needs only the viewer role

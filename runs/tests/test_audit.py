@@ -76,6 +76,17 @@ def test_behind_a_proxy_the_address_is_the_one_the_proxy_names() -> None:
     assert only_event().address == "192.0.2.7"
 
 
+def test_an_ipv6_address_with_a_zone_is_recorded_without_it() -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+    client = Client(REMOTE_ADDR="fe80::1%eth0")
+    client.force_login(make_user("ada", "admin"))
+
+    client.post(reverse("run-cancel", args=[run.pk]))
+
+    assert only_event().address == "fe80::1"
+
+
 def test_a_refused_queue_form_records_nothing() -> None:
     host = make_host()
     body = run_form_fields(host, make_device(host), make_pg_install(host), scale=0)
@@ -205,3 +216,60 @@ def test_admins_read_and_filter_the_log_but_nobody_can_change_it() -> None:
     assert "run queued" in filtered and "inventory: changed" not in filtered
     assert edit.status_code == 403 and AuditEvent.objects.get(pk=event.pk).actor_name == "ada"
     assert logged_in(otto).get(reverse("admin:runs_auditevent_changelist"), follow=True).status_code == 403
+
+
+def test_changing_ones_own_password_is_recorded_without_the_password() -> None:
+    otto = make_user("otto", "operator", password="otto-old-long-password")
+
+    response = logged_in(otto).post(
+        reverse("password_change"),
+        {
+            "old_password": "otto-old-long-password",
+            "new_password1": "otto-new-long-password",
+            "new_password2": "otto-new-long-password",
+        },
+    )
+
+    assert response.status_code == 302
+    event = only_event()
+    assert (event.action, event.actor_name, event.object_repr) == (AuditAction.CREDENTIALS_CHANGED, "otto", "otto")
+    assert event.message == "changed their own password"
+
+
+def test_a_device_changed_on_its_hosts_page_gets_a_row_of_its_own() -> None:
+    ada = make_user("ada", "admin")
+    host = make_host()
+    device = make_device(host)
+    inline = {
+        "devices-TOTAL_FORMS": 1,
+        "devices-INITIAL_FORMS": 1,
+        "devices-0-id": device.pk,
+        "devices-0-host": host.pk,
+        "devices-0-name": device.name,
+        "devices-0-kind": device.kind,
+        "devices-0-path": device.path,
+        "devices-0-wipe_allowed": "on",
+    }
+
+    response = logged_in(ada).post(reverse("admin:runs_host_change", args=[host.pk]), host_form(host) | inline)
+
+    assert response.status_code == 302, response.content.decode()[:3000]
+    on_device = AuditEvent.objects.get(object_type="device")
+    assert (on_device.action, on_device.object_id) == (AuditAction.INVENTORY_CHANGED, str(device.pk))
+    assert on_device.message == "Changed Wipe allowed (inline)."
+
+
+def test_deleting_a_host_records_the_devices_and_installs_it_takes_along() -> None:
+    ada = make_user("ada", "admin")
+    host = make_host()
+    make_device(host)
+    make_pg_install(host)
+
+    logged_in(ada).post(reverse("admin:runs_host_delete", args=[host.pk]), {"post": "yes"})
+
+    event = only_event()
+    assert event.action == AuditAction.INVENTORY_DELETED
+    assert (
+        event.message
+        == "deleted, with its devices (ssd0) and PostgreSQL installs (PostgreSQL 15.19 (8 kB pages) on lab1)"
+    )

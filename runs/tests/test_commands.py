@@ -78,7 +78,7 @@ def test_register_local_host_moves_the_device_out_of_var_and_records_allowing_ru
     old.refresh_from_db()
     assert (old.name, old.path) == ("local-dir", str(settings.LOCAL_DEVICE_DIR))
     assert "Moved this machine's device" in output
-    event = AuditEvent.objects.get()
+    event = AuditEvent.objects.get(message__contains="--allow-runs")
     assert (event.action, event.actor_name, event.object_repr) == (
         AuditAction.INVENTORY_CHANGED,
         "benchlab",

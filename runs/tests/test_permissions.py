@@ -30,7 +30,7 @@ from runs.tests.factories import make_device, make_host, make_pg_install, make_r
 LOGIN, FORBIDDEN, NOT_FOUND, NOT_ALLOWED, ALLOWED = "login", "forbidden", "not found", "not allowed", "allowed"
 UNAUTHORIZED = "unauthorized"  # the API answers 401 instead of redirecting to the login page
 ROLES = ["anonymous", "nora", "vera", "otto", "ada", "root"]  # no role, viewer, operator, admin, superuser
-METHODS = ["get", "post", "put", "patch", "delete"]
+METHODS = ["get", "head", "options", "post", "put", "patch", "delete"]
 
 EVERYONE = frozenset(ROLES)
 SIGNED_IN = EVERYONE - {"anonymous"}
@@ -40,10 +40,18 @@ ADMINS = frozenset({"ada", "root"})
 SUPERUSERS = frozenset({"root"})
 NOBODY: frozenset[str] = frozenset()
 
-READ = frozenset({"get"})
-FORM = frozenset({"get", "post"})
-DJANGO_FORM = frozenset({"get", "post", "put"})  # Django's FormView takes a PUT as a POST
+READ = frozenset({"get", "head"})  # require_safe
+STREAM = frozenset({"get"})  # require_GET: an event stream has no HEAD
+FORM = frozenset({"get", "head", "post"})
 POST = frozenset({"post"})
+# Django's class-based views answer OPTIONS themselves, and a FormView takes a PUT as a POST.
+DJANGO_PAGE = frozenset({"get", "head", "options"})
+DJANGO_FORM = DJANGO_PAGE | {"post", "put"}
+DJANGO_POST = frozenset({"post", "options"})
+# The API: a reader may ask any URL what it offers (OPTIONS); HEAD goes with GET.
+API_READ = frozenset({"get", "head", "options"})
+API_FORM = API_READ | {"post"}
+API_POST = frozenset({"post", "options"})
 ANY = frozenset(METHODS)  # the admin's views answer every method (a PUT is shown the page, like a GET)
 
 
@@ -125,14 +133,16 @@ def run_pk(objects: Objects) -> list[Any]:
     return [objects.run.pk]
 
 
-def read_only_model_rows(app_model: str, obj: Callable[[Objects], Any], view: frozenset[str]) -> dict[str, Row]:
-    """A model the admin shows but nobody may add or delete (its delete page is refused even to
-    superusers), and whose change page shows it but saves nothing (a POST is refused)."""
+def record_rows(
+    app_model: str, obj: Callable[[Objects], Any], view: frozenset[str], delete: frozenset[str] = NOBODY
+) -> dict[str, Row]:
+    """A record the admin shows but nobody adds or edits (its change page saves nothing: a POST
+    is refused), deleted only by `delete` (nobody, unless said)."""
     nobody_saves = {(role, "post"): FORBIDDEN for role in SIGNED_IN}
     return model_rows(app_model, obj, view) | {
         f"admin:{app_model}_add": Admin(NOBODY),
         f"admin:{app_model}_change": Admin(view, args=pk_of(obj), special=nobody_saves),
-        f"admin:{app_model}_delete": Admin(NOBODY, args=pk_of(obj)),
+        f"admin:{app_model}_delete": Admin(delete, args=pk_of(obj)),
     }
 
 
@@ -141,40 +151,40 @@ MATRIX: dict[str, Row] = {
     "health": Row(VIEWERS),
     "health-json": Row(VIEWERS),
     "runs": Row(VIEWERS),
-    "runs-events": Row(VIEWERS),
+    "runs-events": Row(VIEWERS, STREAM),
     "run-new": Row(OPERATORS, FORM),
     "run-detail": Row(VIEWERS, args=run_pk),
     "run-samples-json": Row(VIEWERS, args=run_pk),
-    "run-events": Row(VIEWERS, args=run_pk),
+    "run-events": Row(VIEWERS, STREAM, args=run_pk),
     "run-artifact": Row(VIEWERS, args=lambda objects: [objects.run.pk, "pgbench.stdout.txt"]),
     # Operators may cancel only their own runs; this one was queued by otto.
     "run-cancel": Row(OPERATORS, POST, run_pk),
-    "api:api-root": Row(VIEWERS, kind="api"),
-    "api:host-list": Row(VIEWERS, kind="api"),
-    "api:host-detail": Row(VIEWERS, args=pk_of(lambda o: o.host), kind="api"),
-    "api:device-list": Row(VIEWERS, kind="api"),
-    "api:device-detail": Row(VIEWERS, args=pk_of(lambda o: o.device), kind="api"),
-    "api:pginstall-list": Row(VIEWERS, kind="api"),
-    "api:pginstall-detail": Row(VIEWERS, args=pk_of(lambda o: o.pg), kind="api"),
+    "api:api-root": Row(VIEWERS, API_READ, kind="api"),
+    "api:host-list": Row(VIEWERS, API_READ, kind="api"),
+    "api:host-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.host), kind="api"),
+    "api:device-list": Row(VIEWERS, API_READ, kind="api"),
+    "api:device-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.device), kind="api"),
+    "api:pginstall-list": Row(VIEWERS, API_READ, kind="api"),
+    "api:pginstall-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.pg), kind="api"),
     # Reading needs the viewer role; a POST queues a run, which only operators may.
-    "api:run-list": Row(VIEWERS, FORM, kind="api", who_by_method={"post": OPERATORS}),
-    "api:run-detail": Row(VIEWERS, args=run_pk, kind="api"),
-    "api:run-samples": Row(VIEWERS, args=run_pk, kind="api"),
-    "api:run-cancel": Row(OPERATORS, POST, run_pk, kind="api"),
+    "api:run-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:run-detail": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
+    "api:run-samples": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
+    "api:run-cancel": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
     "login": Row(EVERYONE, DJANGO_FORM),
     # Logging out is a POST, and ends on the login page.
-    "logout": Row(SIGNED_IN, POST, special={(role, "post"): LOGIN for role in ROLES}),
+    "logout": Row(SIGNED_IN, DJANGO_POST, special={(role, "post"): LOGIN for role in ROLES}),
     "password_change": Row(SIGNED_IN, DJANGO_FORM),
-    "password_change_done": Row(SIGNED_IN),
+    "password_change_done": Row(SIGNED_IN, DJANGO_PAGE),
     "admin:index": Admin(ADMINS),
     "admin:login": Admin(ADMINS, DJANGO_FORM),
     # Logging out through the admin ends on the login page too; others are refused by the admin.
-    "admin:logout": Admin(ADMINS, POST, special={("ada", "post"): LOGIN, ("root", "post"): LOGIN}),
+    "admin:logout": Admin(ADMINS, DJANGO_POST, special={("ada", "post"): LOGIN, ("root", "post"): LOGIN}),
     "admin:password_change": Admin(ADMINS, DJANGO_FORM),
-    "admin:password_change_done": Admin(ADMINS, READ),
-    "admin:jsi18n": Admin(ADMINS, READ),
+    "admin:password_change_done": Admin(ADMINS, DJANGO_PAGE),
+    "admin:jsi18n": Admin(ADMINS, DJANGO_PAGE),
     "admin:autocomplete": Admin(
-        ADMINS, READ, query={"app_label": "runs", "model_name": "device", "field_name": "host", "term": "lab"}
+        ADMINS, DJANGO_PAGE, query={"app_label": "runs", "model_name": "device", "field_name": "host", "term": "lab"}
     ),
     # Hosts have no public page of their own, so "view on site" finds nothing even for admins.
     "admin:view_on_site": Admin(
@@ -186,19 +196,22 @@ MATRIX: dict[str, Row] = {
     **model_rows("runs_host", lambda objects: objects.host, ADMINS),
     **model_rows("runs_device", lambda objects: objects.device, ADMINS),
     **model_rows("runs_pginstall", lambda objects: objects.pg, ADMINS),
-    **read_only_model_rows("runs_auditevent", lambda objects: objects.audit, ADMINS),
+    **record_rows("runs_auditevent", lambda objects: objects.audit, ADMINS),
     # Accounts, roles, API tokens and login locks are the superusers' (the admin role runs the lab).
     **model_rows("auth_user", lambda objects: objects.user, SUPERUSERS),
     **model_rows("auth_group", lambda objects: objects.group, SUPERUSERS),
     "admin:auth_user_password_change": Admin(SUPERUSERS, args=pk_of(lambda o: o.user)),
-    **model_rows("knox_authtoken", lambda objects: objects.token, SUPERUSERS),
-    # axes's own admin: attempts can be deleted (a lock lifted), its logs only read.
-    **model_rows("axes_accessattempt", lambda objects: objects.attempt, SUPERUSERS)
-    | {"admin:axes_accessattempt_add": Admin(NOBODY)},
-    **model_rows("axes_accesslog", lambda objects: objects.access_log, SUPERUSERS)
-    | {"admin:axes_accesslog_add": Admin(NOBODY)},
-    **model_rows("axes_accessfailurelog", lambda objects: objects.failure_log, SUPERUSERS)
-    | {"admin:axes_accessfailurelog_add": Admin(NOBODY)},
+    # A token is issued (shown once) and revoked, never edited: knox's form could set its hash.
+    **model_rows("knox_authtoken", lambda objects: objects.token, SUPERUSERS)
+    | {
+        "admin:knox_authtoken_change": Admin(
+            SUPERUSERS, args=pk_of(lambda o: o.token), special={(role, "post"): FORBIDDEN for role in SIGNED_IN}
+        )
+    },
+    # Login locks and history (django-axes): deleting an attempt lifts its lock; the history stays.
+    **record_rows("axes_accessattempt", lambda objects: objects.attempt, SUPERUSERS, delete=SUPERUSERS),
+    **record_rows("axes_accesslog", lambda objects: objects.access_log, SUPERUSERS),
+    **record_rows("axes_accessfailurelog", lambda objects: objects.failure_log, SUPERUSERS),
 }
 
 

@@ -93,12 +93,6 @@ def test_benchlab_s_own_server_takes_no_runs_unless_an_admin_allows_it() -> None
     assert allowed.status_code == 302 and Run.objects.count() == 1
 
 
-def test_an_ssh_host_on_loopback_is_benchlab_s_own_server_too() -> None:
-    assert make_host(name="self", address="127.0.0.1").is_benchlab_server
-    assert make_host(name="self6", address="::1").is_benchlab_server
-    assert not make_host(name="lab9", address="10.200.0.11").is_benchlab_server
-
-
 def test_a_queued_run_on_a_server_no_longer_allowed_fails_with_the_reason_instead_of_waiting() -> None:
     host = this_machine(allow_runs_on_benchlab_server=True)
     run = make_run(host, host.devices.get(), host.pg_installs.get(), state=RunState.QUEUED, filesystem="directory")
@@ -125,6 +119,49 @@ def test_an_event_id_redis_cannot_take_is_400_with_what_is_allowed(ottos_run: Ru
 
     assert response.status_code == 400
     assert b"after must be an event id such as 1700000000000-0" in response.content
+
+
+def test_a_refused_page_is_logged_in_one_line_without_a_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    nora = Client()
+    nora.force_login(make_user("nora"))
+
+    with caplog.at_level(logging.WARNING, logger="django.request"):
+        response = nora.get(reverse("run-new"))  # permission_required raises PermissionDenied
+
+    assert response.status_code == 403
+    assert [record.getMessage() for record in caplog.records] == ["Forbidden (Permission denied): /runs/new/"]
+    assert all(record.exc_info is None for record in caplog.records)
+
+
+def test_a_warm_up_longer_than_a_week_is_refused_like_a_duration() -> None:
+    host = make_host()
+    form = run_form_fields(host, make_device(host, wipe_allowed=True, capacity_bytes=2**30), make_pg_install(host))
+    otto = logged_in("otto", "operator")
+
+    week = otto.post(reverse("run-new"), form | {"warmup_s": 7 * 24 * 3600})
+    longer = otto.post(reverse("run-new"), form | {"warmup_s": 7 * 24 * 3600 + 1})
+
+    assert week.status_code == 302
+    assert longer.status_code == 400
+    assert "Ensure this value is less than or equal to 604800." in longer.content.decode()
+
+
+@pytest.mark.parametrize(
+    "address, own_server",
+    [
+        ("127.0.0.1", True),
+        ("::1", True),
+        ("0.0.0.0", True),  # noqa: S104 - an address to recognise, not to bind
+        ("::ffff:127.0.0.1", True),
+        ("localhost.", True),
+        ("db.localhost", True),
+        ("fe80::1%eth0", False),
+        ("10.200.0.11", False),
+        ("lab1.example", False),
+    ],
+)
+def test_what_counts_as_benchlab_s_own_server(address: str, own_server: bool) -> None:
+    assert Host(name="h", address=address).is_benchlab_server is own_server
 
 
 def test_a_refused_event_stream_is_logged_in_one_line_without_a_traceback(

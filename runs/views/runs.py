@@ -11,7 +11,7 @@ from runs.models import Run, RunArtifact
 from runs.params import BadParameter, parse_id
 from runs.roles import cancel_refusal
 from runs.selectors import run_chart_data, run_list, run_with_details
-from runs.services.runs import run_cancel, run_enqueue
+from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 
 
 @require_safe
@@ -68,9 +68,10 @@ def run_samples_json(request: HttpRequest, run_id: int) -> JsonResponse:
 @permission_required("runs.cancel_run", raise_exception=True)
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("queued_by"), pk=run_id)
-    if refusal := cancel_refusal(request.user, run):
-        return refused(request, refusal, status=403)
-    run_cancel(run=run, by=request.user, request=request)
+    try:
+        run_cancel(run=run, by=request.user, request=request)
+    except CancelRefused as exc:
+        return refused(request, str(exc), status=403)
     return redirect("run-detail", run_id=run_id)
 
 

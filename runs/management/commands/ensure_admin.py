@@ -24,9 +24,9 @@ def admin_password_file() -> Path:
 def _write_private(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode on open(): before writing
     with os.fdopen(descriptor, "w") as file:
         file.write(text + "\n")
-    path.chmod(0o600)  # an existing file keeps its mode on open(): make sure
 
 
 class Command(BaseCommand):

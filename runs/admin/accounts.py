@@ -8,8 +8,8 @@ read-only for everyone.
 
 from typing import Any
 
-from axes.admin import AccessAttemptAdmin
-from axes.models import AccessAttempt
+from axes.admin import AccessAttemptAdmin, AccessFailureLogAdmin, AccessLogAdmin
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
@@ -18,10 +18,11 @@ from django.http import HttpRequest
 from knox.admin import AuthTokenAdmin
 from knox.models import AuthToken
 
-from runs.admin_audit import AuditedAdmin
+from runs.admin.answers import AnswersBadLookups
+from runs.admin.audited import AuditedAdmin
 from runs.models import AuditAction, AuditEvent
 
-for model in (User, Group, AuthToken, AccessAttempt):
+for model in (User, Group, AuthToken, AccessAttempt, AccessLog, AccessFailureLog):
     if admin.site.is_registered(model):
         admin.site.unregister(model)
 
@@ -31,6 +32,10 @@ class AuditedUserAdmin(AuditedAdmin, UserAdmin):
     added_action = AuditAction.ACCOUNT_ADDED
     changed_action = AuditAction.ACCOUNT_CHANGED
     deleted_action = AuditAction.ACCOUNT_DELETED
+
+    def deletion_message(self, obj: Any) -> str:
+        tokens = AuthToken.objects.filter(user=obj).count()
+        return f"deleted, with {tokens} API token(s), which stop working"
 
 
 @admin.register(Group)
@@ -46,9 +51,12 @@ class AuditedAuthTokenAdmin(AuditedAdmin, AuthTokenAdmin):
     """knox's admin: a new token is shown once, in the message after saving; only its hash is kept."""
 
     added_action = AuditAction.API_TOKEN_CREATED
-    changed_action = AuditAction.API_TOKEN_CREATED  # knox offers no change form; kept for completeness
     deleted_action = AuditAction.API_TOKEN_REVOKED
     list_display = ("token_key", "user", "created", "expiry")
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # knox's change form would let anyone who may change tokens set a hash of their choosing.
+        return False
 
     def audit_target(self, obj: models.Model) -> dict[str, Any]:
         token: Any = obj
@@ -63,6 +71,9 @@ class AuditedAccessAttemptAdmin(AuditedAdmin, AccessAttemptAdmin):
     deleted_action = AuditAction.ACCOUNT_CHANGED
     deleted_message = "login lock lifted (its failed attempts were deleted)"
 
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # an attempt is a record; lifting the lock is deleting it
+
     def audit_target(self, obj: models.Model) -> dict[str, Any]:
         attempt: Any = obj
         return {
@@ -71,12 +82,31 @@ class AuditedAccessAttemptAdmin(AuditedAdmin, AccessAttemptAdmin):
         }
 
 
+class LoginHistoryAdmin(AnswersBadLookups):
+    """axes's login history is a record like the audit log: readable, not changed or deleted."""
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AccessLog)
+class ReadOnlyAccessLogAdmin(LoginHistoryAdmin, AccessLogAdmin):
+    pass
+
+
+@admin.register(AccessFailureLog)
+class ReadOnlyAccessFailureLogAdmin(LoginHistoryAdmin, AccessFailureLogAdmin):
+    pass
+
+
 @admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
+class AuditEventAdmin(AnswersBadLookups):
     list_display = ["at", "actor_name", "action", "object_type", "object_repr", "address", "message"]
     list_filter = ["action", "object_type", "at", "actor_name"]
     search_fields = ["actor_name", "object_repr", "object_id", "message", "address"]
-    date_hierarchy = "at"
     list_per_page = 100
 
     def has_add_permission(self, request: HttpRequest) -> bool:

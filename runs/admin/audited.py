@@ -4,12 +4,12 @@ with who, when and from where, beside Django's own admin history."""
 import json
 from typing import Any
 
-from django.contrib import admin
 from django.contrib.admin.models import LogEntry
 from django.db import models
 from django.forms import Form
 from django.http import HttpRequest
 
+from runs.admin.answers import AnswersBadLookups
 from runs.models import AuditAction
 from runs.services.audit import audit_record
 
@@ -34,7 +34,7 @@ def readable_change(message: Any) -> str:
     return LogEntry(change_message=text).get_change_message()
 
 
-class AuditedAdmin(admin.ModelAdmin):
+class AuditedAdmin(AnswersBadLookups):
     """Every add, change and delete through this admin page also goes into the audit log."""
 
     added_action = AuditAction.INVENTORY_ADDED
@@ -77,10 +77,41 @@ class AuditedAdmin(admin.ModelAdmin):
             return AuditAction.CREDENTIALS_CHANGED
         return self.changed_action
 
+    def deletion_message(self, obj: models.Model) -> str:
+        """What deleting obj also deletes, for the audit log (a subclass says)."""
+        return self.deleted_message
+
     def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
         # Called before the deletion: the objects are still there to be named.
         for obj in queryset:
             audit_record(
-                action=self.deleted_action, request=request, message=self.deleted_message, **self.audit_target(obj)
+                action=self.deleted_action,
+                request=request,
+                message=self.deletion_message(obj),
+                **self.audit_target(obj),
             )
         return super().log_deletions(request, queryset)
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        """Rows edited inline (a host's devices) get audit rows of their own: the log filtered by
+        a device shows who allowed wiping it, even when that was done on its host's page."""
+        super().save_related(request, form, formsets, change)
+        for formset in formsets:
+            for obj in formset.new_objects:
+                audit_record(action=AuditAction.INVENTORY_ADDED, target=obj, request=request, message="added inline")
+            for obj, fields in formset.changed_objects:
+                changed = {getattr(formset.form.base_fields.get(name), "label", None) or name for name in fields}
+                audit_record(
+                    action=self.change_action(set(fields)),
+                    target=obj,
+                    request=request,
+                    message=f"Changed {', '.join(sorted(str(label) for label in changed))} (inline).",
+                )
+            for obj in formset.deleted_objects:
+                audit_record(
+                    action=AuditAction.INVENTORY_DELETED,
+                    request=request,
+                    message="deleted inline",
+                    object_type=obj._meta.model_name,
+                    object_repr=str(obj),
+                )

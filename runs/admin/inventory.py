@@ -13,12 +13,12 @@ from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
-from runs.admin_audit import AuditedAdmin
-from runs.admin_forms import HostAdminForm
+from runs.admin.audited import AuditedAdmin
+from runs.admin.forms import HostAdminForm
 from runs.lab.errors import LabError
 from runs.lab.transport import fetch_host_key
-from runs.models import AuditAction, Device, Host, PgInstall
-from runs.services.audit import audit_record
+from runs.models import Device, Host, PgInstall
+from runs.services.inventory import host_pin_key, inventory_set_flag
 from runs.services.probe import host_probe
 from runs.ssh_keys import parse_host_keys
 
@@ -128,6 +128,11 @@ class HostAdmin(AuditedAdmin):
     def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
         return super().get_queryset(request).annotate(device_total=Count("devices"))
 
+    def deletion_message(self, obj: Any) -> str:
+        devices = ", ".join(device.name for device in obj.devices.all()) or "none"
+        installs = ", ".join(str(install) for install in obj.pg_installs.all()) or "none"
+        return f"deleted, with its devices ({devices}) and PostgreSQL installs ({installs})"
+
     @admin.display(description="devices", ordering="device_total")
     def device_count(self, host: Host) -> int:
         return getattr(host, "device_total", 0)
@@ -152,14 +157,11 @@ class HostAdmin(AuditedAdmin):
     def probe_now(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         for host in queryset:
             try:
-                facts = host_probe(host=host)
+                facts = host_probe(host=host, request=request)
             except (LabError, ValidationError) as exc:
                 self.message_user(request, f"{host.name}: probe failed: {exc}", messages.ERROR)
                 continue
             installs = ", ".join(f"{pg.version} ({pg.block_size // 1024} kB)" for pg in facts.pg_installs) or "none"
-            audit_record(
-                action=AuditAction.INVENTORY_CHANGED, target=host, request=request, message=f"probed: {installs}"
-            )
             self.message_user(
                 request,
                 f"{host.name}: {facts.cpu_cores} cores, {facts.distribution}, kernel {facts.kernel}, "
@@ -204,24 +206,17 @@ class HostAdmin(AuditedAdmin):
                 request, f"{host.name}: the host now offers {fingerprint}, not {shown}; nothing pinned.", messages.ERROR
             )
             return
-        host.host_keys = line
-        host.save(update_fields=["host_keys", "updated_at"])
-        audit_record(
-            action=AuditAction.CREDENTIALS_CHANGED,
-            target=host,
-            request=request,
-            message=f"pinned host key {line.split()[0]} {fingerprint}",
-        )
+        host_pin_key(host=host, line=line, fingerprint=fingerprint, request=request)
         self.message_user(request, f"{host.name}: pinned {line.split()[0]} {fingerprint}.", messages.SUCCESS)
 
     @admin.action(description="Enable the selected hosts", permissions=["change"])
     def enable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
-        count = _update_audited(request, queryset, "enabled", True)
+        count = inventory_set_flag(request=request, queryset=queryset, field="enabled", value=True)
         self.message_user(request, f"Enabled {count} host(s).", messages.SUCCESS)
 
     @admin.action(description="Disable the selected hosts (they take no new runs)", permissions=["change"])
     def disable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
-        count = _update_audited(request, queryset, "enabled", False)
+        count = inventory_set_flag(request=request, queryset=queryset, field="enabled", value=False)
         self.message_user(request, f"Disabled {count} host(s).", messages.SUCCESS)
 
 
@@ -242,7 +237,7 @@ class DeviceAdmin(AuditedAdmin):
     # Only the safe direction is a bulk action; allowing a wipe is a per-device decision.
     @admin.action(description="Forbid wiping the selected devices", permissions=["change"])
     def forbid_wiping(self, request: HttpRequest, queryset: QuerySet[Device]) -> None:
-        count = _update_audited(request, queryset, "wipe_allowed", False)
+        count = inventory_set_flag(request=request, queryset=queryset, field="wipe_allowed", value=False)
         self.message_user(request, f"{count} device(s) can no longer be wiped.", messages.SUCCESS)
 
 
@@ -254,16 +249,3 @@ class PgInstallAdmin(AuditedAdmin):
     list_select_related = ["host"]
     autocomplete_fields = ["host"]
     readonly_fields = ["created_at", "updated_at"]
-
-
-def _update_audited(request: HttpRequest, queryset: QuerySet[Any], field: str, value: object) -> int:
-    """A bulk action's update, with one audit row per object it changed."""
-    changed = list(queryset.exclude(**{field: value}))
-    for obj in changed:
-        setattr(obj, field, value)
-        obj.save(update_fields=[field, "updated_at"])
-        audit_record(action=AuditAction.INVENTORY_CHANGED, target=obj, request=request, message=f"{field} = {value}")
-    return len(changed)
-
-
-from runs import admin_accounts  # noqa: E402, F401 - accounts, tokens and the audit log in the admin

@@ -1,0 +1,9 @@
+"""benchlab in the Django admin: the hardware inventory (the admin role's workplace), and
+accounts, API tokens, login locks and the audit log (superusers'; the log is read-only).
+
+Django imports this package to register the pages; each module registers its own.
+"""
+
+from runs.admin import accounts, inventory
+
+__all__ = ["accounts", "inventory"]
