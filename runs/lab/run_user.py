@@ -44,12 +44,14 @@ echo "sharing $(getent passwd | awk -F: -v uid="$uid" '$3 == uid' | wc -l)"
 echo "groups $(id -Gn "$user")"
 echo "members $(getent group "$user" | cut -d: -f4)"
 """
-# The user's processes in this host's PID namespace (a virtual lab host's own, or the
-# machine's): found by owner, stopped by PID, as the user.
+# The user's live processes in this host's PID namespace (a virtual lab host's own, or the
+# machine's): found by owner, stopped by PID, as the user. Zombies are dead already (their
+# parent may be an init that does not reap them).
+_LIVE = '-r D,R,S,T,t,W -u "$1" --ns $$ --nslist pid'
 _STOP_ALL = (
-    'pids=$(pgrep -u "$1" --ns $$ --nslist pid); '
+    f"pids=$(pgrep {_LIVE}); "
     '[ -z "$pids" ] || runuser -u "$1" -- kill -KILL $pids; '
-    'for _ in $(seq 50); do pgrep -u "$1" --ns $$ --nslist pid >/dev/null || exit 0; sleep 0.1; done; exit 1'
+    f"for _ in $(seq 50); do pgrep {_LIVE} >/dev/null || exit 0; sleep 0.1; done; exit 1"
 )
 
 

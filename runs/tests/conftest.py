@@ -55,6 +55,9 @@ def _delete_keys(pattern: str) -> None:
         live.client().delete(*keys)
 
 
+DENY_FILES = [Path("/etc/cron.deny"), Path("/etc/at.deny")]
+
+
 @pytest.fixture(scope="session", autouse=True)
 def local_device_dir_is_removed() -> Iterator[None]:
     yield
@@ -64,13 +67,22 @@ def local_device_dir_is_removed() -> Iterator[None]:
 @pytest.fixture(scope="session", autouse=True)
 def run_user_is_removed_if_the_session_made_it() -> Iterator[None]:
     """Runs (and the probe) create benchlab's unprivileged OS user on the machine (the virtual
-    lab's hosts share its /etc/passwd). A session that made it removes it; that fails while
-    any process of the user is left, which would be a test's leak."""
+    lab's hosts share its /etc) and keep it out of cron and at. A session that made it removes
+    it and restores those files; userdel fails while any process of the user is left, which
+    would be a test's leak."""
     existed = subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0
+    deny_files = {path: path.read_text() if path.exists() else None for path in DENY_FILES}
     yield
-    if not existed and subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0:
+    if existed:
+        return
+    if subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0:
         removed = subprocess.run(["userdel", RUN_USER], capture_output=True, text=True)
         assert removed.returncode == 0, f"userdel {RUN_USER}: {removed.stderr}"
+    for path, text in deny_files.items():
+        if text is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_text(text)
 
 
 @pytest.fixture

@@ -12,9 +12,11 @@ from runs.lab.errors import CommandFailed, LabError
 from runs.lab.run_user import (
     RUN_USER,
     append_as_run_user,
+    as_run_user,
     ensure_run_user,
     read_as_run_user,
     signal_as_run_user,
+    stop_run_user_processes,
 )
 from runs.lab.transport import LocalTransport
 
@@ -85,3 +87,31 @@ def test_a_signal_as_the_user_reaches_only_the_users_processes() -> None:
     finally:
         bystander.kill()
         bystander.wait()
+
+
+def test_whatever_the_user_left_running_is_stopped_and_nobody_elses() -> None:
+    ensure_run_user(LocalTransport())
+    leftover = (
+        LocalTransport()
+        .run(as_run_user(["sh", "-c", "setsid sleep 600 >/dev/null 2>&1 & echo $!"]), cwd="/")
+        .stdout.strip()
+    )
+    bystander = subprocess.Popen(["sleep", "600"])  # root's
+    try:
+        stop_run_user_processes(LocalTransport())
+
+        assert not Path(f"/proc/{leftover}").exists() or "Z" in Path(f"/proc/{leftover}/stat").read_text().split()[2]
+        assert bystander.poll() is None
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def test_a_user_whose_group_has_other_members_is_refused() -> None:
+    ensure_run_user(LocalTransport())
+    subprocess.run(["usermod", "-a", "-G", RUN_USER, "nobody"], check=True)
+    try:
+        with pytest.raises(LabError, match="its group also holds nobody"):
+            ensure_run_user(LocalTransport())
+    finally:
+        subprocess.run(["gpasswd", "-d", "nobody", RUN_USER], check=True, capture_output=True)
