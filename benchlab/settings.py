@@ -229,6 +229,10 @@ CELERY_TASK_ACKS_LATE = True
 # stamps a heartbeat, so a second delivery neither starts a run twice nor fails a live one
 # (runs/services/heartbeat.py).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
+# Runs start when the dispatcher finds it is their turn (runs/services/queue.py): when a run is
+# queued or ends, and also periodically, in case a process died between ending a run and
+# dispatching the next.
+CELERY_BEAT_SCHEDULE = {"dispatch-queue": {"task": "runs.dispatch_queue", "schedule": 30.0}}
 
 LOGGING = {
     "version": 1,

@@ -9,8 +9,7 @@ from django.db import connection
 
 from runs.services.execute import run_execute
 from runs.services.heartbeat import STALE_AFTER_S
-
-BUSY_RETRY_SECONDS = 3
+from runs.services.queue import queue_dispatch
 
 
 class WorkerSelfCheck(TypedDict):
@@ -30,13 +29,17 @@ def worker_self_check() -> WorkerSelfCheck:
 
 @shared_task(bind=True, name="runs.execute_run", max_retries=None, acks_late=True)
 def execute_run(self: Task, run_id: int) -> str:
-    """Run a queued run; while its hosts are busy with another run, try again a little later.
+    """Run a queued run whose hosts the dispatcher claimed for it (services.queue).
 
     A second delivery of a run that another worker is running watches it instead: it looks
     again after a heartbeat could have gone stale, and fails the run if its worker died."""
     outcome = run_execute(run_id=run_id)
-    if outcome == "busy":
-        raise self.retry(countdown=BUSY_RETRY_SECONDS)
     if outcome == "running":
         raise self.retry(countdown=STALE_AFTER_S)
     return outcome
+
+
+@shared_task(name="runs.dispatch_queue")
+def dispatch_queue() -> list[int]:
+    """Start the runs whose turn it is (also run periodically by beat, as a safety net)."""
+    return queue_dispatch()

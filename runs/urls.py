@@ -10,6 +10,7 @@ urlpatterns = [
     path("runs/<id:run_id>/", runs.run_detail, name="run-detail"),
     path("runs/<id:run_id>/samples.json", runs.run_samples_json, name="run-samples-json"),
     path("runs/<id:run_id>/events", live.run_events, name="run-events"),
+    path("runs/<id:run_id>/wait.json", runs.run_wait_json, name="run-wait-json"),
     path("runs/<id:run_id>/cancel", runs.run_cancel_view, name="run-cancel"),
     path("runs/<id:run_id>/outputs/<name:name>", runs.run_artifact, name="run-artifact"),
     path("", home.home, name="home"),

@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.template.defaultfilters import filesizeformat
@@ -20,6 +21,7 @@ from runs.lab.transport import fetch_host_key
 from runs.models import Device, Host, PgInstall
 from runs.services.inventory import host_pin_key, inventory_set_flag
 from runs.services.probe import host_probe
+from runs.services.queue import queue_dispatch
 from runs.ssh_keys import parse_host_keys
 
 admin.site.site_header = "benchlab inventory"
@@ -124,6 +126,11 @@ class HostAdmin(AuditedAdmin):
         ),
         ("Record", {"fields": [("created_at", "updated_at")]}),
     ]
+
+    def save_model(self, request: HttpRequest, obj: Host, form: Any, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        if obj.enabled:  # enabled (again): the runs it held may start
+            transaction.on_commit(queue_dispatch)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
         return super().get_queryset(request).annotate(device_total=Count("devices"))

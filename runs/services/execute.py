@@ -44,9 +44,9 @@ from runs.models import (
 )
 from runs.models.inventory import benchlab_data_dirs
 from runs.services.audit import audit_record
-from runs.services.claims import run_claim_hosts, run_release_hosts
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect
+from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
 from runs.services.runs import run_transition
 from runs.services.samples import sample_upsert
 
@@ -226,12 +226,13 @@ Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that 
 
 
 def run_execute(*, run_id: int) -> str:
-    """Run it if its hosts are free. Returns "busy" (try again later), "running" (another
-    worker is running it: look again later), or the state it ended in."""
+    """Run it: the dispatcher (services.queue) has claimed its hosts for it. Returns "waiting"
+    (it does not hold its hosts: the dispatcher sends it again when its turn comes), "running"
+    (another worker is running it: look again later), or the state it ended in."""
     run = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by").get(pk=run_id)
     if run.is_finished:
         return run.state
-    if run.state != RunState.QUEUED:
+    if run.state != RunState.QUEUED or run.started_at is not None:
         # The broker handed the task out again. A worker still stamping the heartbeat is
         # running it; otherwise that worker died, and the lab host may still hold the run's
         # mount: say so instead of starting over on top of it.
@@ -239,19 +240,22 @@ def run_execute(*, run_id: int) -> str:
             return "running"
         run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
+        queue_dispatch()
         return run.state
+    if not run_holds_its_hosts(run):
+        return "waiting"
     # Not a wait (a disabled host is one): runs on benchlab's own server were forbidden after
     # this run was queued.
     forbidden = [refusal for host in run.hosts if (refusal := host.own_server_refusal())]
     if forbidden:
+        run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
+        queue_dispatch()
         return run.state
-    if not run_claim_hosts(run=run):
-        return "busy"
+    if not _mark_started(run):
+        return run.state  # cancelled while queued; the cancel gave its hosts to the next in line
     try:
         with run_heartbeat(run):
-            run.started_at, run.worker = timezone.now(), socket.gethostname()
-            Run.objects.filter(pk=run.pk).update(started_at=run.started_at, worker=run.worker)
             state, fields = _execute_claimed(run)
     except Exception as exc:
         log.exception("run %s: benchlab failed", run.pk)
@@ -260,7 +264,19 @@ def run_execute(*, run_id: int) -> str:
         run_release_hosts(run=run)
     # Released first: once a run shows as finished, its hosts are free for the next one.
     run_transition(run=run, state=state, **fields)
+    queue_dispatch()
     return run.state
+
+
+def _mark_started(run: Run) -> bool:
+    """Stamp the start unless the run was cancelled meanwhile. From here on a cancel no longer
+    releases the run's hosts (run_cancel): this worker does, when the run has stopped."""
+    run.started_at, run.worker = timezone.now(), socket.gethostname()
+    started = Run.objects.filter(pk=run.pk, state=RunState.QUEUED, started_at__isnull=True)
+    if started.update(started_at=run.started_at, worker=run.worker):
+        return True
+    run.refresh_from_db(fields=["state", "started_at", "worker"])
+    return False
 
 
 def _execute_claimed(run: Run) -> Ending:

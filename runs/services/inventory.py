@@ -8,6 +8,7 @@ from django.http import HttpRequest
 
 from runs.models import AuditAction, Host
 from runs.services.audit import audit_record
+from runs.services.queue import queue_dispatch
 
 
 @transaction.atomic
@@ -31,4 +32,6 @@ def inventory_set_flag(*, queryset: QuerySet[Any], field: str, value: bool, requ
         setattr(obj, field, value)
         obj.save(update_fields=[field, "updated_at"])
         audit_record(action=AuditAction.INVENTORY_CHANGED, target=obj, request=request, message=f"{field} = {value}")
+    if isinstance(obj, Host) and field == "enabled" and value:
+        transaction.on_commit(queue_dispatch)  # the runs these hosts held may start
     return len(changed)

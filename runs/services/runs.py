@@ -1,6 +1,7 @@
 """Writes to runs: queue, move through states, cancel. Every state change is a conditional
 UPDATE (a finished run never changes again), recorded with its time and published live."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
@@ -8,29 +9,38 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from runs import live
-from runs.models import FINAL_STATES, AuditAction, Run, RunState, RunTransition
+from runs.models import FINAL_STATES, AuditAction, Host, Run, RunState, RunTransition
 from runs.roles import cancel_refusal
 from runs.services.audit import audit_record
+from runs.services.queue import queue_dispatch
 
 
 def run_enqueue(*, run: Run, request: HttpRequest | None = None) -> Run:
-    """Save a new run as queued (queued_by set by the caller) and hand it to a worker once the
-    transaction commits."""
-    from runs.tasks import execute_run  # tasks import services; import here to avoid a cycle
+    """Save a new run as queued (queued_by set by the caller), last in line on its hosts; it
+    starts when its turn comes (services.queue)."""
+    return runs_enqueue(runs=[run], request=request)[0]
 
+
+def runs_enqueue(*, runs: Sequence[Run], request: HttpRequest | None = None) -> Sequence[Run]:
+    """Queue runs in this order, all or none, with one dispatch once they are committed."""
     with transaction.atomic():
-        run.state = RunState.QUEUED
-        run.save()
-        RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
-        audit_record(
-            action=AuditAction.RUN_QUEUED, target=run, actor=run.queued_by, request=request, message=_describe(run)
-        )
-        # In this order: an empty stream, "queued" first in it, then the worker may publish.
-        transaction.on_commit(lambda: live.reset_run_stream(run.pk))
-        transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
+        for run in runs:
+            _queue_one(run, request)
         # A worker must never look for a run that is not committed yet.
-        transaction.on_commit(lambda: execute_run.delay(run.pk))
-    return run
+        transaction.on_commit(queue_dispatch)
+    return runs
+
+
+def _queue_one(run: Run, request: HttpRequest | None) -> None:
+    run.state = RunState.QUEUED
+    run.save()
+    RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
+    audit_record(
+        action=AuditAction.RUN_QUEUED, target=run, actor=run.queued_by, request=request, message=_describe(run)
+    )
+    # In this order: an empty stream, "queued" first in it, then the worker may publish.
+    transaction.on_commit(lambda: live.reset_run_stream(run.pk))
+    transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
 
 
 def _describe(run: Run) -> str:
@@ -79,7 +89,12 @@ def run_cancel(*, run: Run, by: Any, request: HttpRequest | None = None) -> None
         return
     state_before = run.state
     with transaction.atomic():  # the cancel and its audit row together
-        if not run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
+        if run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
+            # It may hold its hosts already, its worker not yet started: they go to the next in
+            # line. Once a worker has stamped its start, that worker releases them (execute).
+            Host.objects.filter(claimed_by=run, claimed_by__started_at__isnull=True).update(claimed_by=None)
+            transaction.on_commit(queue_dispatch)
+        else:
             Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
         audit_record(
             action=AuditAction.RUN_CANCELLED, target=run, actor=by, request=request, message=f"while {state_before}"

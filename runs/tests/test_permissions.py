@@ -155,6 +155,7 @@ MATRIX: dict[str, Row] = {
     "run-new": Row(OPERATORS, FORM),
     "run-detail": Row(VIEWERS, args=run_pk),
     "run-samples-json": Row(VIEWERS, args=run_pk),
+    "run-wait-json": Row(VIEWERS, args=run_pk),
     "run-events": Row(VIEWERS, STREAM, args=run_pk),
     "run-artifact": Row(VIEWERS, args=lambda objects: [objects.run.pk, "pgbench.stdout.txt"]),
     # Operators may cancel only their own runs; this one was queued by otto.

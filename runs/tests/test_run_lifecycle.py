@@ -8,9 +8,9 @@ from django.utils import timezone
 
 from runs.lab.benchmark import Step
 from runs.models import Host, Run, RunState
-from runs.services.claims import run_claim_hosts
 from runs.services.execute import RunCancelled, RunObserver, run_execute
 from runs.services.heartbeat import STALE_AFTER_S, run_heartbeat
+from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
 pytestmark = pytest.mark.django_db
@@ -45,19 +45,21 @@ def test_a_second_delivery_fails_a_run_whose_worker_died_and_frees_its_host() ->
     assert "worker running it stopped" in run.error and claim_of(run) is None
 
 
-def test_a_run_whose_worker_died_before_starting_can_claim_its_hosts_again() -> None:
+def test_a_run_that_does_not_hold_its_hosts_waits_for_its_turn() -> None:
     run = running_run(state=RunState.QUEUED)
     other = make_run(run.server_host, run.device, run.pg_install, state=RunState.QUEUED)
 
-    assert run_claim_hosts(run=other) is False
-    assert run_claim_hosts(run=run) is True
-    assert claim_of(run) == run.pk
+    assert run_execute(run_id=other.pk) == "waiting"  # a stray delivery: the host is run's
+
+    other.refresh_from_db()
+    assert other.state == RunState.QUEUED and other.started_at is None and claim_of(run) == run.pk
 
 
 def test_a_run_that_benchlab_cannot_even_connect_for_still_ends_failed() -> None:
     # A stored key that the current CREDENTIALS_KEY cannot decrypt: not a lab error at all.
     host = make_host(private_key_path="", private_key_encrypted="gAAAA-not-a-token")
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+    assert queue_dispatch() == [run.pk]
 
     assert run_execute(run_id=run.pk) == RunState.FAILED
 

@@ -62,7 +62,12 @@ def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
     tag = uuid.uuid4().hex[:10]
     queue, nodename = f"test-{tag}", f"test-{tag}@localhost"
     log_path = Path(f"/tmp/benchlab-test-worker-{tag}.log")
-    env = os.environ | {"DATABASE_URL": database_url_for_tests(), "REDIS_URL": settings.REDIS_URL}
+    # Its own queue also for the tasks it sends itself (the dispatcher in a worker starts runs).
+    env = os.environ | {
+        "DATABASE_URL": database_url_for_tests(),
+        "REDIS_URL": settings.REDIS_URL,
+        "BENCHLAB_QUEUE": queue,
+    }
     command = [
         sys.executable, "-m", "celery", "-A", "benchlab", "worker",
         "--queues", queue, "--hostname", nodename, "--pool", "threads", "--concurrency", "4",

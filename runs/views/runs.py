@@ -11,6 +11,7 @@ from runs.models import Run, RunArtifact
 from runs.params import BadParameter, parse_id
 from runs.roles import cancel_refusal
 from runs.selectors import run_chart_data, run_list, run_with_details
+from runs.services.queue import run_wait
 from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 
 
@@ -53,8 +54,21 @@ def run_new(request: HttpRequest) -> HttpResponse:
 @permission_required("runs.view_host", raise_exception=True)
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_with_details(run_id)
-    context = {"run": run, "chart": run_chart_data(run), "cancel_refusal": cancel_refusal(request.user, run)}
+    context = {
+        "run": run,
+        "chart": run_chart_data(run),
+        "cancel_refusal": cancel_refusal(request.user, run),
+        "waits": [str(wait) for wait in run_wait(run)],
+    }
     return render(request, "runs/run_detail.html", context)
+
+
+@require_safe
+@permission_required("runs.view_host", raise_exception=True)
+def run_wait_json(request: HttpRequest, run_id: int) -> JsonResponse:
+    """What a queued run waits for, for its page to refresh while it waits."""
+    run = get_object_or_404(Run.objects.select_related("server_host", "client_host"), pk=run_id)
+    return JsonResponse({"state": run.state, "waits": [str(wait) for wait in run_wait(run)]})
 
 
 @require_safe

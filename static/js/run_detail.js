@@ -70,6 +70,21 @@
     us: ["user %", "pct"], sy: ["system %", "pct"], wa: ["iowait %", "pct"],
   });
 
+  // A queued run's "waits for" line changes as the runs ahead of it end: ask again now and then.
+  const wait = document.getElementById("run-wait");
+  if (wait) {
+    const refreshWait = async () => {
+      const answer = await fetch(wait.dataset.url, { headers: { Accept: "application/json" } });
+      if (!answer.ok) return;
+      const body = await answer.json();
+      if (body.state !== "queued") { wait.remove(); clearInterval(timer); return; }
+      wait.textContent = body.waits.length
+        ? `Waits for: ${body.waits.join(" · ")}`
+        : "Its turn has come: waiting for a worker to start it.";
+    };
+    const timer = setInterval(refreshWait, 3000);
+  }
+
   if (finished || !window.EventSource) return;
   const seen = new Set();
   const count = document.getElementById("sample-count");
