@@ -11,12 +11,12 @@ import time
 from dataclasses import dataclass
 
 from runs.lab.errors import InvalidOption, LabError
-from runs.lab.pgbench_script import check_custom_script
+from runs.lab.options import BUILTIN_SCRIPTS as BUILTIN_SCRIPTS  # re-exported: checked without a host
+from runs.lab.options import QUERY_MODES as QUERY_MODES
+from runs.lab.options import InitOptions as InitOptions
+from runs.lab.options import RunOptions as RunOptions
 from runs.lab.transport import Transport, as_user
 
-BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
-QUERY_MODES = ("simple", "extended", "prepared")
-_INIT_STEPS = re.compile(r"[dtgGvpf]+")  # used with fullmatch: `$` would allow a trailing newline
 DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 LOG_PREFIX = "pgbench_log"  # pgbench adds .<pid>[.<thread>]
 
@@ -34,75 +34,6 @@ class Connection:
         if not DATABASE_NAME.fullmatch(self.database):
             raise InvalidOption(f"bad database name {self.database!r}")
         return ["-h", self.host, "-p", str(self.port), "-U", self.user]
-
-
-@dataclass(frozen=True)
-class InitOptions:
-    scale: int
-    init_steps: str = ""  # pgbench -I, e.g. "dtgvp"
-    foreign_keys: bool = False
-    unlogged_tables: bool = False
-
-    def validate(self) -> None:
-        if not 1 <= self.scale <= 100_000:
-            raise InvalidOption("scale must be between 1 and 100000")
-        if self.init_steps and not _INIT_STEPS.fullmatch(self.init_steps):
-            raise InvalidOption("init steps (-I) may contain only d, t, g, G, v, p, f")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    builtin: str | None = "tpcb-like"  # or None with a custom script
-    custom_script: str | None = None  # the script's text, uploaded to the run directory
-    clients: int = 1
-    threads: int = 1
-    duration_s: int | None = 60
-    transactions: int | None = None
-    query_mode: str = "simple"
-    rate_tps: float | None = None  # -R
-    latency_limit_ms: float | None = None  # --latency-limit: count (with -R, skip) late transactions
-    progress_interval_s: int = 1
-    aggregate_interval_s: int = 1
-    # A fraction of transactions to log one by one (-l --sampling-rate) for latency
-    # percentiles; None logs per-interval aggregates instead (pgbench cannot do both).
-    log_sampling_rate: float | None = None
-
-    def validate(self) -> None:
-        if (self.builtin is None) == (self.custom_script is None):
-            raise InvalidOption("choose either a builtin workload or a custom script")
-        if self.builtin is not None and self.builtin not in BUILTIN_SCRIPTS:
-            raise InvalidOption(f"unknown builtin workload {self.builtin!r}")
-        if self.custom_script is not None:
-            if not self.custom_script.strip():
-                raise InvalidOption("the custom script is empty")
-            # \shell and \setshell run commands on the host: only harmless meta-commands pass.
-            check_custom_script(self.custom_script)
-        if self.clients < 1 or self.threads < 1:
-            raise InvalidOption("clients and threads must be at least 1")
-        if self.threads > self.clients:
-            raise InvalidOption("threads cannot exceed clients")
-        if (self.duration_s is None) == (self.transactions is None):
-            raise InvalidOption("give either a duration (-T) or a number of transactions per client (-t)")
-        if self.duration_s is not None and self.duration_s < 1:
-            raise InvalidOption("duration must be at least 1 s")
-        if self.transactions is not None and self.transactions < 1:
-            raise InvalidOption("transactions per client must be at least 1")
-        if self.query_mode not in QUERY_MODES:
-            raise InvalidOption(f"query mode must be one of {', '.join(QUERY_MODES)}")
-        if self.rate_tps is not None and self.rate_tps <= 0:
-            raise InvalidOption("the rate limit must be positive")
-        if self.latency_limit_ms is not None and self.latency_limit_ms <= 0:
-            raise InvalidOption("the latency limit must be positive")
-        if self.progress_interval_s < 1 or self.aggregate_interval_s < 1:
-            raise InvalidOption("progress and aggregate intervals must be at least 1 s")
-        if self.log_sampling_rate is not None and not 0 < self.log_sampling_rate <= 1:
-            raise InvalidOption("the log sampling rate must be above 0 and at most 1")
-        if (
-            self.log_sampling_rate is None
-            and self.duration_s is not None
-            and self.duration_s % self.aggregate_interval_s
-        ):
-            raise InvalidOption("the duration must be a multiple of the aggregate interval (pgbench requires it)")
 
 
 def create_database_command(bin_dir: str, connection: Connection, owner: str) -> list[str]:

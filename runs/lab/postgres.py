@@ -6,7 +6,6 @@
 Everything in the cluster's directory is the user's, so benchlab touches it only as the user.
 """
 
-import ipaddress
 import json
 import re
 import time
@@ -14,7 +13,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from runs.lab.errors import CommandFailed, InvalidOption, LabError, tail
+from runs.lab.errors import CommandFailed, LabError, tail
+from runs.lab.options import HBA_KEYWORDS as HBA_KEYWORDS  # re-exported: checked without a host
+from runs.lab.options import hba_address as hba_address
+from runs.lab.options import parse_settings as parse_settings
 from runs.lab.pg_settings import RESERVED_SETTINGS as RESERVED_SETTINGS  # re-exported, as before
 from runs.lab.pg_settings import check_setting
 from runs.lab.run_user import (
@@ -71,37 +73,6 @@ class Cluster:
         }
 
 
-def _split_value(raw_value: str, number: int) -> str:
-    """The value of a postgresql.conf line: a quoted string ('' escapes) or a bare word;
-    a `#` starts a comment only outside quotes."""
-    value = raw_value.strip()
-    if value.startswith("'"):
-        match = re.match(r"'((?:[^']|'')*)'\s*(#.*)?$", value)
-        if not match:
-            raise InvalidOption(f"setting line {number}: unterminated or malformed quoted value {value!r}")
-        return match.group(1).replace("''", "'")
-    return value.split("#", 1)[0].strip()
-
-
-def parse_settings(text: str) -> dict[str, str]:
-    """`key = value` lines (comments and blank lines allowed) into validated settings: see pg_settings."""
-    settings: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        key, sep, raw_value = line.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise InvalidOption(f"setting line {number}: expected 'name = value', got {line!r}")
-        settings[key] = _split_value(raw_value, number)
-        try:
-            check_setting(key, settings[key])
-        except InvalidOption as exc:
-            raise InvalidOption(f"setting line {number}: {exc}") from exc
-    return settings
-
-
 def _quote(value: str) -> str:
     return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
@@ -129,22 +100,6 @@ def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
     initdb_argv = [cluster.tool("initdb"), "-D", cluster.data_dir, *auth, "-E", "UTF8", "--locale=C", "-N"]
     run_as_run_user(transport, initdb_argv, timeout=600)
     return cluster
-
-
-HBA_KEYWORDS = ("all", "samehost", "samenet")  # pg_hba address keywords: whole networks
-
-
-def hba_address(address: str) -> str:
-    """A client's address as a pg_hba.conf address field: exactly that one host."""
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        # A host name: PostgreSQL resolves it and checks the reverse lookup.
-        name_ok = re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?", address)
-        if not name_ok or address.lower() in HBA_KEYWORDS:
-            raise InvalidOption(f"bad client address {address!r}") from None
-        return address
-    return f"{ip}/{ip.max_prefixlen}"
 
 
 def configure(

@@ -15,134 +15,16 @@ from dataclasses import dataclass, field
 
 from runs.lab.device_paths import check_block_device_path, check_directory_device_path
 from runs.lab.errors import CommandFailed, InvalidOption, LabError, SafetyCheckFailed
+from runs.lab.options import BLOCK_FILESYSTEMS as BLOCK_FILESYSTEMS  # re-exported: checked without a host
+from runs.lab.options import FILESYSTEMS as FILESYSTEMS
+from runs.lab.options import MKFS_OPTIONS as MKFS_OPTIONS
+from runs.lab.options import MOUNT_OPTIONS as MOUNT_OPTIONS
+from runs.lab.options import parse_mkfs_options as parse_mkfs_options
+from runs.lab.options import parse_mount_options as parse_mount_options
 from runs.lab.run_user import signal_as_run_user
 from runs.lab.transport import Transport
 
 MOUNT_ROOT = "/mnt/benchlab"
-BLOCK_FILESYSTEMS = ("ext4", "xfs", "btrfs")
-FILESYSTEMS = (*BLOCK_FILESYSTEMS, "tmpfs", "directory")
-
-_N = r"\d+"
-_SIZE = r"\d+[kKmMgG]?"
-_ATIME = {"noatime": "", "relatime": "", "strictatime": "", "nodiratime": "", "lazytime": "", "nolazytime": ""}
-# Mount options each filesystem may be given: name -> regex for its value ("" = takes no value).
-# xfs barrier/nobarrier are listed on purpose: old kernels took them, and when this one does
-# not, the user should see the kernel's own reason rather than ours.
-MOUNT_OPTIONS: dict[str, dict[str, str]] = {
-    "ext4": _ATIME
-    | {
-        "data": "ordered|writeback|journal",
-        "barrier": "0|1|",
-        "nobarrier": "",
-        "commit": _N,
-        "journal_async_commit": "",
-        "journal_checksum": "",
-        "nojournal_checksum": "",
-        "delalloc": "",
-        "nodelalloc": "",
-        "discard": "",
-        "nodiscard": "",
-        "dioread_nolock": "",
-        "dioread_lock": "",
-        "auto_da_alloc": "",
-        "noauto_da_alloc": "",
-        "stripe": _N,
-        "inode_readahead_blks": _N,
-        "min_batch_time": _N,
-        "max_batch_time": _N,
-        "init_itable": _N + "|",
-        "noinit_itable": "",
-        "errors": "remount-ro|continue",  # not panic: with a failing disk it would stop the whole machine
-    },
-    "xfs": _ATIME
-    | {
-        "logbufs": _N,
-        "logbsize": _SIZE,
-        "allocsize": _SIZE,
-        "inode64": "",
-        "inode32": "",
-        "largeio": "",
-        "nolargeio": "",
-        "discard": "",
-        "nodiscard": "",
-        "swalloc": "",
-        "noalign": "",
-        "wsync": "",
-        "barrier": "",
-        "nobarrier": "",
-    },
-    "btrfs": _ATIME
-    | {
-        "nodatacow": "",
-        "datacow": "",
-        "nodatasum": "",
-        "datasum": "",
-        "compress": r"(zlib|lzo|zstd)(:\d+)?|no|",
-        "compress-force": r"(zlib|lzo|zstd)(:\d+)?",
-        "ssd": "",
-        "nossd": "",
-        "ssd_spread": "",
-        "nossd_spread": "",
-        "discard": "sync|async|",
-        "nodiscard": "",
-        "autodefrag": "",
-        "noautodefrag": "",
-        "commit": _N,
-        "space_cache": "v1|v2|",
-        "nospace_cache": "",
-        "barrier": "",
-        "nobarrier": "",
-        "flushoncommit": "",
-        "noflushoncommit": "",
-        "max_inline": _SIZE,
-        "thread_pool": _N,
-    },
-    "tmpfs": _ATIME
-    | {
-        "size": _SIZE + "|" + r"\d+%",
-        "nr_inodes": _SIZE,
-        "huge": "never|always|within_size|advise",
-    },
-    "directory": {},
-}
-
-
-def _suboptions(one: str) -> str:
-    """A comma-separated list of `one`."""
-    return rf"({one})(,({one}))*"
-
-
-# mkfs options: flag -> regex for its value. Destructive-by-design flags are not here.
-MKFS_OPTIONS: dict[str, dict[str, str]] = {
-    "ext4": {
-        "-b": "1024|2048|4096|65536",
-        "-I": "128|256|512|1024",
-        "-i": _N,
-        "-m": r"\d{1,2}(\.\d+)?",
-        "-J": r"size=\d+",
-        "-O": r"\^?[a-z_0-9]+(,\^?[a-z_0-9]+)*",
-        "-E": r"[a-z_]+(=[\d]+)?(,[a-z_]+(=[\d]+)?)*",
-        "-N": _N,
-    },
-    "xfs": {
-        "-b": r"size=\d+[kK]?",
-        "-s": r"size=\d+[kK]?",
-        "-i": r"size=\d+[kK]?",
-        # Sub-options from fixed lists only: logdev=, name=, file= would point mkfs at another device.
-        "-l": _suboptions(r"size=\d+[kKmMgG]?|version=2|lazy-count=[01]|sunit=\d+|su=\d+[kK]?"),
-        "-d": _suboptions(r"(agcount|agsize|su|sw|sunit|swidth)=\d+[kKmMgG]?"),
-        "-m": r"(crc|finobt|reflink|rmapbt|bigtime)=[01](,(crc|finobt|reflink|rmapbt|bigtime)=[01])*",
-        "-n": r"size=\d+[kK]?",
-    },
-    "btrfs": {
-        "-n": r"\d+[kK]?",
-        "-s": r"\d+[kK]?",
-        "-d": "single|dup|raid0|raid1",
-        "-m": "single|dup|raid0|raid1",
-        "-O": r"\^?[a-z_\-0-9]+(,\^?[a-z_\-0-9]+)*",
-        "-R": r"\^?[a-z_\-0-9]+(,\^?[a-z_\-0-9]+)*",
-    },
-}
 # Always non-interactive; quiet where the tool allows it.
 MKFS_COMMAND = {"ext4": ["mkfs.ext4", "-F", "-q"], "xfs": ["mkfs.xfs", "-f", "-q"], "btrfs": ["mkfs.btrfs", "-f", "-q"]}
 
@@ -181,42 +63,6 @@ class PreparedStorage:
     # PIDs of processes benchlab started as its unprivileged user that use the mount: the only
     # ones it may stop (as that user).
     own_pids: list[int] = field(default_factory=list)
-
-
-def parse_mount_options(fstype: str, text: str) -> tuple[str, ...]:
-    """Validate comma-separated mount options against the filesystem's allow-list."""
-    if fstype not in MOUNT_OPTIONS:
-        raise InvalidOption(f"unknown filesystem {fstype!r}; choose one of {', '.join(FILESYSTEMS)}")
-    allowed = MOUNT_OPTIONS[fstype]
-    options = tuple(option.strip() for option in text.split(",") if option.strip())
-    for option in options:
-        name, _, value = option.partition("=")
-        if name not in allowed:
-            raise InvalidOption(f"mount option {name!r} is not allowed for {fstype}")
-        if not re.fullmatch(allowed[name], value):
-            raise InvalidOption(f"mount option {option!r} has a bad value for {fstype}")
-    return options
-
-
-def parse_mkfs_options(fstype: str, text: str) -> tuple[str, ...]:
-    """Validate mkfs options ("-b 4096 -O ^has_journal") against the filesystem's allow-list."""
-    try:
-        words = shlex.split(text)
-    except ValueError as exc:
-        raise InvalidOption(f"mkfs options {text!r} cannot be read: {exc}") from exc
-    if not words:
-        return ()
-    if fstype not in MKFS_OPTIONS:
-        raise InvalidOption(f"{fstype} takes no mkfs options")
-    allowed = MKFS_OPTIONS[fstype]
-    if len(words) % 2:
-        raise InvalidOption(f"mkfs options must be flag/value pairs, got {text!r}")
-    for flag, value in zip(words[::2], words[1::2], strict=True):
-        if flag not in allowed:
-            raise InvalidOption(f"mkfs option {flag} is not allowed for {fstype}")
-        if not re.fullmatch(allowed[flag], value):
-            raise InvalidOption(f"mkfs option {flag} {value!r} has a bad value for {fstype}")
-    return tuple(words)
 
 
 # ---- safety checks ------------------------------------------------------------------------

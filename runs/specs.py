@@ -1,0 +1,300 @@
+"""A run's specification as a value, and the one path that validates it.
+
+The queue form, the API (through the form) and campaign expansion all ask "may this run be
+queued?", and must answer alike, so the answer lives here. A RunSpec is what a run is asked to
+do: every field of the queue form, inventory rows by id. It is frozen, so a campaign varies one
+field with replace() and compares two specs with differences(). spec_errors() is every problem
+with a spec, keyed by the form field it belongs to.
+
+Each rule has one source: the limits of single fields are the Run model's own fields (their
+choices and validators), and the options are checked by the lab layer's pure module
+(runs.lab.options), the very functions that apply them on the host. Nothing here touches a lab
+machine.
+"""
+
+import dataclasses
+import math
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.db import models
+
+from runs.lab.errors import InvalidOption
+from runs.lab.options import RunOptions, hba_address, parse_mkfs_options, parse_mount_options, parse_settings
+from runs.models import Device, Filesystem, Host, PgInstall, Run, Workload
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a run is asked to do: every field of the queue form, by value (ids for inventory rows)."""
+
+    server_host_id: int
+    device_id: int
+    filesystem: str
+    pg_install_id: int
+    mkfs_options: str = ""
+    mount_options: str = ""
+    pg_settings: str = ""
+    workload: str = "tpcb-like"
+    custom_script: str = ""
+    scale: int = 10
+    clients: int = 4
+    threads: int = 2
+    duration_s: int = 60
+    warmup_s: int = 0
+    query_mode: str = "simple"
+    rate_limit_tps: float | None = None
+    log_sampling_rate: float | None = 1.0
+    client_host_id: int | None = None
+
+    @classmethod
+    def from_run(cls, run: Run) -> "RunSpec":
+        return cls(**{name: getattr(run, name) for name in SPEC_FIELDS})
+
+    @classmethod
+    def from_form_data(cls, cleaned_data: Mapping[str, Any]) -> "RunSpec":
+        """The spec a queue form's cleaned data asks for (inventory rows become their ids).
+
+        A field missing from the data (its form field refused the input) is None here: spec_errors
+        then calls it missing and skips the checks that need it, rather than checking a guess."""
+        values: dict[str, Any] = {name: cleaned_data.get(FORM_FIELDS[name]) for name in SPEC_FIELDS}
+        return cls(**{name: v.pk if isinstance(v, models.Model) else v for name, v in values.items()})
+
+    @classmethod
+    def from_json(cls, data: object) -> "RunSpec":
+        """The spec in `data` (stored campaign JSON, API input); ValueError naming the field if
+        a key is unknown, a field without a default is missing, or a value has the wrong type."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"a run specification is a JSON object, not {type(data).__name__}")
+        unknown = [str(key) for key in data if key not in SPEC_FIELDS]
+        if unknown:
+            raise ValueError(f"unknown field {', '.join(unknown)}: a run specification has {', '.join(SPEC_FIELDS)}")
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            if field.name in data:
+                values[field.name] = _typed(field.name, data[field.name])
+            elif field.default is dataclasses.MISSING:
+                raise ValueError(f"{field.name} is missing: a run specification needs it")
+        return cls(**values)
+
+    def as_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def replace(self, **changes: Any) -> "RunSpec":
+        return dataclasses.replace(self, **changes)
+
+    def differences(self, other: "RunSpec") -> tuple[str, ...]:
+        """The fields whose values differ, in field order."""
+        return tuple(name for name in SPEC_FIELDS if getattr(self, name) != getattr(other, name))
+
+    def run_fields(self) -> dict[str, Any]:
+        """Keyword arguments for Run(**...): the spec's field names are the model's attnames."""
+        return {name: getattr(self, name) for name in SPEC_FIELDS}
+
+
+SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(RunSpec))
+# The Run field behind each spec field (a KeyError here: the spec and the model have drifted).
+_BY_ATTNAME = {field.attname: field for field in Run._meta.concrete_fields}
+_MODEL_FIELDS = {name: _BY_ATTNAME[name] for name in SPEC_FIELDS}
+# The form field (and error key) of each spec field: the model field's name, "device" for device_id.
+FORM_FIELDS: dict[str, str] = {name: field.name for name, field in _MODEL_FIELDS.items()}
+FIELD_LABELS: dict[str, str] = {name: str(field.verbose_name) for name, field in _MODEL_FIELDS.items()}
+
+_TYPE_WORDS = {int: "a whole number", float: "a number", str: "a string", type(None): "null"}
+_HINTS = typing.get_type_hints(RunSpec)
+
+
+def _typed(name: str, value: object) -> object:
+    allowed = typing.get_args(_HINTS[name]) or (_HINTS[name],)
+    if value is None and type(None) in allowed:
+        return None
+    if not isinstance(value, bool):  # JSON true is not 1
+        if isinstance(value, int) and int in allowed:
+            return value
+        if isinstance(value, int | float) and float in allowed:
+            return float(value)
+        if isinstance(value, str) and str in allowed:
+            return value
+    words = " or ".join(_TYPE_WORDS[kind] for kind in allowed)
+    raise ValueError(f"{name} must be {words}, not {value!r:.60}")
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """The hosts, devices and installs a validation looks at, by id, loaded once: validating a
+    hundred specs costs three queries."""
+
+    hosts: Mapping[int, Host]
+    devices: Mapping[int, Device]
+    installs: Mapping[int, PgInstall]
+
+    @classmethod
+    def load(cls) -> "Inventory":
+        return cls(
+            hosts={host.pk: host for host in Host.objects.all()},
+            # Their str() names the host: the messages use it.
+            devices={device.pk: device for device in Device.objects.select_related("host")},
+            installs={install.pk: install for install in PgInstall.objects.select_related("host")},
+        )
+
+    def has_install(self, host: Host) -> bool:
+        return any(install.host_id == host.pk for install in self.installs.values())
+
+
+_ROWS = {"server_host_id": "hosts", "client_host_id": "hosts", "device_id": "devices", "pg_install_id": "installs"}
+_ROW_NAMES = {"hosts": Host, "devices": Device, "installs": PgInstall}
+
+
+class _Problems:
+    def __init__(self) -> None:
+        self.by_field: dict[str, list[str]] = {}
+
+    def add(self, field: str, message: str) -> None:
+        self.by_field.setdefault(field, []).append(message)
+
+    def ok(self, *fields: str) -> bool:
+        """Whether none of these form fields has a problem yet: a check that reads one that has
+        would only repeat the mistake under another name."""
+        return not any(field in self.by_field for field in fields)
+
+    def lab(self, field: str, check: Callable[[], object]) -> bool:
+        """Run a lab-layer option check; what it refuses is a problem with `field`."""
+        try:
+            check()
+        except InvalidOption as exc:
+            self.add(field, str(exc))
+            return False
+        return True
+
+
+def spec_errors(spec: RunSpec, inventory: Inventory) -> dict[str, list[str]]:
+    """Every problem with the spec, keyed by its form field ("device", not device_id; "__all__"
+    for the spec as a whole). Empty: the run may be queued."""
+    problems = _Problems()
+    for name in SPEC_FIELDS:
+        for message in _field_problems(name, getattr(spec, name), inventory):
+            problems.add(FORM_FIELDS[name], message)
+    _check_hosts(spec, inventory, problems)
+    _check_storage(spec, inventory, problems)
+    if problems.ok("pg_settings"):
+        problems.lab("pg_settings", lambda: parse_settings(spec.pg_settings))
+    _check_workload(spec, problems)
+    return problems.by_field
+
+
+def _field_problems(name: str, value: object, inventory: Inventory) -> list[str]:
+    """What the Run model's own field says about the value; for a row, whether it exists."""
+    field = _MODEL_FIELDS[name]
+    if name in _ROWS:
+        if value is None:
+            return [] if field.null else [str(field.error_messages["null"])]
+        if value not in getattr(inventory, _ROWS[name]):
+            return [f"{_ROW_NAMES[_ROWS[name]]._meta.verbose_name} {value!r:.40} does not exist in the inventory."]
+        return []
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{value} is not a number: give a finite one."]  # no validator would catch it
+    try:
+        field.clean(value, None)
+    except ValidationError as exc:
+        return list(exc.messages)
+    return []
+
+
+def _check_hosts(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
+    server = inventory.hosts.get(spec.server_host_id)
+    device, install = inventory.devices.get(spec.device_id), inventory.installs.get(spec.pg_install_id)
+    if server:
+        if refusal := server.refusal_for_runs():
+            problems.add("server_host", refusal)
+        elif not server.serves_postgres:
+            problems.add("server_host", f"{server} does not serve PostgreSQL in the inventory: choose one that does.")
+        if device and device.host_id != server.pk:
+            problems.add("device", f"{device} is not a device of {server}.")
+        if install and install.host_id != server.pk:
+            problems.add("pg_install", f"{install} is not installed on {server}.")
+    client = inventory.hosts.get(spec.client_host_id) if spec.client_host_id is not None else None
+    if client:
+        _check_client(client, server, inventory, problems)
+
+
+def _check_client(client: Host, server: Host | None, inventory: Inventory, problems: _Problems) -> None:
+    if not client.enabled or not client.runs_clients:
+        problems.add(
+            "client_host",
+            client.refusal_for_runs()
+            or f"{client} does not run pgbench clients in the inventory: choose a host that does, or leave it empty.",
+        )
+        return
+    on_this_machine = [host for host in (server, client) if host and host.is_benchlab_server]
+    if server is None:
+        pass  # the server's own problem is reported; nothing to check the client against
+    elif client.pk == server.pk:
+        problems.add("client_host", "Leave it empty to run pgbench on the server itself.")
+    elif on_this_machine:
+        problems.add(
+            "client_host",
+            f"{on_this_machine[0]} is this machine, not an address on the lab network: "
+            "a client host and its server must reach each other over the network.",
+        )
+    elif not server.address:
+        problems.add("client_host", f"{server} has no address a client host could reach it at.")
+    elif not client.address:
+        problems.add("client_host", f"{client} has no address the server could let in (pg_hba).")
+    elif not problems.lab("client_host", lambda: hba_address(client.address)):
+        return
+    elif not inventory.has_install(client):
+        problems.add("client_host", f"{client} has no PostgreSQL install, so no pgbench, in the inventory.")
+    if problems.ok("client_host") and (refusal := client.refusal_for_runs()):
+        problems.add("client_host", refusal)
+
+
+def _check_storage(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
+    fstype = spec.filesystem
+    if not problems.ok("filesystem"):
+        return  # no valid filesystem to check the options and the device against
+    if problems.ok("mount_options"):
+        problems.lab("mount_options", lambda: parse_mount_options(fstype, spec.mount_options))
+    if spec.mkfs_options and problems.ok("mkfs_options"):
+        problems.lab("mkfs_options", lambda: parse_mkfs_options(fstype, spec.mkfs_options))
+    device = inventory.devices.get(spec.device_id)
+    if device is None:
+        return
+    keeps_files = fstype in (Filesystem.DIRECTORY, Filesystem.TMPFS)  # neither formats the device
+    if not device.is_block_device and not keeps_files:
+        problems.add("filesystem", f"{device} is a directory: choose directory or tmpfs.")
+    if device.is_block_device and fstype == Filesystem.DIRECTORY:
+        problems.add("filesystem", f"{device} is a block device: choose a filesystem to create.")
+    if not keeps_files and not device.wipe_allowed:
+        problems.add("device", f"{device} is not marked wipeable in the inventory.")
+
+
+def _check_workload(spec: RunSpec, problems: _Problems) -> None:
+    if not problems.ok("workload", "custom_script"):
+        return
+    custom = spec.workload == Workload.CUSTOM
+    if custom and not spec.custom_script.strip():
+        problems.add("custom_script", "A custom workload needs its script.")
+        return
+    if not problems.ok("clients", "threads", "duration_s", "query_mode"):
+        return  # pgbench's rules would repeat what is wrong with them
+    options = RunOptions(
+        builtin=None if custom else spec.workload,
+        custom_script=spec.custom_script if custom else None,
+        clients=spec.clients,
+        threads=spec.threads,
+        # The warm-up is part of pgbench's run; a bad one is reported, and left out here.
+        duration_s=spec.duration_s + (spec.warmup_s if problems.ok("warmup_s") else 0),
+        query_mode=spec.query_mode,
+        rate_tps=spec.rate_limit_tps if problems.ok("rate_limit_tps") else None,
+        log_sampling_rate=spec.log_sampling_rate if problems.ok("log_sampling_rate") else None,
+    )
+    try:
+        options.validate()
+    except InvalidOption as exc:
+        # pgbench's messages name what they are about; the rest concern the spec as a whole.
+        message = str(exc)
+        field = "threads" if "threads" in message else "custom_script" if "script" in message else NON_FIELD_ERRORS
+        problems.add(field, message)
