@@ -1,7 +1,7 @@
 from django.urls import path
 
 from runs import params  # noqa: F401 - registers the <id:…> and <name:…> converters
-from runs.views import health, home, live, runs
+from runs.views import campaigns, health, home, live, runs
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -13,6 +13,11 @@ urlpatterns = [
     path("runs/<id:run_id>/wait.json", runs.run_wait_json, name="run-wait-json"),
     path("runs/<id:run_id>/cancel", runs.run_cancel_view, name="run-cancel"),
     path("runs/<id:run_id>/outputs/<name:name>", runs.run_artifact, name="run-artifact"),
+    path("campaigns/", campaigns.campaigns_page, name="campaigns"),
+    path("campaigns/new/", campaigns.campaign_new, name="campaign-new"),
+    path("campaigns/<id:campaign_id>/", campaigns.campaign_detail, name="campaign-detail"),
+    path("campaigns/<id:campaign_id>/cancel", campaigns.campaign_cancel_view, name="campaign-cancel"),
+    path("campaigns/<id:campaign_id>/retry", campaigns.campaign_retry_view, name="campaign-retry"),
     path("", home.home, name="home"),
     path("health/", health.health_page, name="health"),
     path("health.json", health.health_json, name="health-json"),

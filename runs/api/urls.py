@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import DefaultRouter
 
+from runs.api.campaigns import CampaignViewSet
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
 
 router = DefaultRouter()
@@ -9,6 +10,7 @@ router.register("hosts", HostViewSet)
 router.register("devices", DeviceViewSet)
 router.register("pg-installs", PgInstallViewSet)
 router.register("runs", RunViewSet, basename="run")
+router.register("campaigns", CampaignViewSet, basename="campaign")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -1,5 +1,6 @@
 from runs.models.access import Access
 from runs.models.audit import AuditAction, AuditEvent
+from runs.models.campaigns import MAX_CONFIGURATIONS, MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.models.inventory import BLOCK_SIZES, WAL_BLOCK_SIZES, Device, Host, PgInstall
 from runs.models.runs import (
     ACTIVE_STATES,
@@ -19,11 +20,15 @@ __all__ = [
     "ACTIVE_STATES",
     "BLOCK_SIZES",
     "FINAL_STATES",
+    "MAX_CONFIGURATIONS",
+    "MAX_REPETITIONS",
     "MAX_SECONDS",
     "WAL_BLOCK_SIZES",
     "Access",
     "AuditAction",
     "AuditEvent",
+    "Campaign",
+    "CampaignConfiguration",
     "Device",
     "Filesystem",
     "Host",
@@ -31,6 +36,7 @@ __all__ = [
     "QueryMode",
     "Run",
     "RunArtifact",
+    "RunOrder",
     "RunSample",
     "RunState",
     "RunTransition",

@@ -13,6 +13,9 @@ from django.utils import timezone
 class AuditAction(models.TextChoices):
     RUN_QUEUED = "run_queued", "run queued"
     RUN_CANCELLED = "run_cancelled", "run cancelled"
+    CAMPAIGN_QUEUED = "campaign_queued", "campaign queued"
+    CAMPAIGN_CANCELLED = "campaign_cancelled", "campaign cancelled (all or one configuration)"
+    CAMPAIGN_RETRIED = "campaign_retried", "campaign: failed runs queued again"
     DEVICE_FORMATTED = "device_formatted", "device formatted (mkfs)"
     INVENTORY_ADDED = "inventory_added", "inventory: added"
     INVENTORY_CHANGED = "inventory_changed", "inventory: changed"

@@ -105,6 +105,20 @@ class Run(models.Model):
         "percentiles. Empty: per-second aggregates only.",
     )
 
+    # A campaign's run: which configuration of it, and which repetition (from 1).
+    campaign = models.ForeignKey(
+        "runs.Campaign", on_delete=models.SET_NULL, null=True, blank=True, related_name="runs", editable=False
+    )
+    configuration = models.ForeignKey(
+        "runs.CampaignConfiguration",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="runs",
+        editable=False,
+    )
+    repetition = models.PositiveIntegerField(null=True, blank=True, editable=False)
+
     # Names the run's mountpoint and directories on lab hosts: unique across benchlab
     # installations that share a lab (a test suite and a real one), unlike the id.
     key = models.UUIDField(default=uuid.uuid4, editable=False, unique=True)

@@ -64,9 +64,12 @@ def _claim(run_id: int, host_ids: set[int]) -> bool:
 
 
 def _queued_in_order() -> Iterable[tuple[int, int, int | None]]:
-    # Queued runs that hold their hosts already are waiting for a worker, not for a turn.
+    # Queued runs that hold their hosts already are waiting for a worker, not for a turn; a run
+    # a worker has started stays "queued" until its first step, and may have released its
+    # hosts on its way to failing: neither may be started again.
     holding = Host.objects.filter(claimed_by__isnull=False).values("claimed_by_id")
-    queued = Run.objects.filter(state=RunState.QUEUED).exclude(pk__in=holding).order_by("pk")
+    queued = Run.objects.filter(state=RunState.QUEUED, started_at__isnull=True).exclude(pk__in=holding)
+    queued = queued.order_by("pk")
     return queued.values_list("pk", "server_host_id", "client_host_id").iterator()
 
 

@@ -23,7 +23,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from knox.models import AuthToken
 
-from runs.models import AuditAction, AuditEvent, Device, Host, PgInstall, Run
+from runs.models import AuditAction, AuditEvent, Campaign, CampaignConfiguration, Device, Host, PgInstall, Run
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -68,6 +68,7 @@ class Objects:
     access_log: AccessLog
     failure_log: AccessFailureLog
     audit: AuditEvent
+    campaign: Campaign
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,10 @@ def run_pk(objects: Objects) -> list[Any]:
     return [objects.run.pk]
 
 
+def campaign_pk(objects: Objects) -> list[Any]:
+    return [objects.campaign.pk]
+
+
 def record_rows(
     app_model: str, obj: Callable[[Objects], Any], view: frozenset[str], delete: frozenset[str] = NOBODY
 ) -> dict[str, Row]:
@@ -160,6 +165,16 @@ MATRIX: dict[str, Row] = {
     "run-artifact": Row(VIEWERS, args=lambda objects: [objects.run.pk, "pgbench.stdout.txt"]),
     # Operators may cancel only their own runs; this one was queued by otto.
     "run-cancel": Row(OPERATORS, POST, run_pk),
+    "campaigns": Row(VIEWERS),
+    "campaign-new": Row(OPERATORS, FORM),
+    "campaign-detail": Row(VIEWERS, args=campaign_pk),
+    # The campaign's runs were queued by otto: operators cancel their own, admins anybody's.
+    "campaign-cancel": Row(OPERATORS, POST, campaign_pk),
+    "campaign-retry": Row(OPERATORS, POST, campaign_pk),
+    "api:campaign-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:campaign-detail": Row(VIEWERS, API_READ, args=campaign_pk, kind="api"),
+    "api:campaign-cancel": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:campaign-retry": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:api-root": Row(VIEWERS, API_READ, kind="api"),
     "api:host-list": Row(VIEWERS, API_READ, kind="api"),
     "api:host-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.host), kind="api"),
@@ -252,13 +267,17 @@ def make_objects(users: dict[str, User]) -> Objects:
     device, pg = make_device(host), make_pg_install(host)
     nora = users["nora"]
     token, _ = AuthToken.objects.create(nora)
+    campaign = Campaign.objects.create(name="study", base_spec={}, created_by=users["otto"])
+    configuration = CampaignConfiguration.objects.create(campaign=campaign, index=0, label="base", spec={})
     return Objects(
         host=host,
         device=device,
         pg=pg,
         group=Group.objects.get(name="viewer"),
         user=nora,
-        run=make_run(host, device, pg, state="queued", queued_by=users["otto"]),
+        run=make_run(
+            host, device, pg, state="queued", queued_by=users["otto"], campaign=campaign, configuration=configuration
+        ),
         token=token,
         attempt=AccessAttempt.objects.create(
             username="nora", ip_address="10.0.0.9", user_agent="curl", failures_since_start=2
@@ -268,6 +287,7 @@ def make_objects(users: dict[str, User]) -> Objects:
         audit=AuditEvent.objects.create(
             actor_name="otto", action=AuditAction.RUN_QUEUED, object_type="run", object_repr="run 1"
         ),
+        campaign=campaign,
     )
 
 

@@ -168,14 +168,15 @@ def test_concurrent_dispatchers_never_give_a_host_to_two_runs() -> None:
         assert all(host.claimed_by_id == run.pk for host in Host.objects.filter(pk__in=[h.pk for h in run.hosts]))
 
 
-def wait_until_all_finished(run_ids: list[int], timeout: float = 90) -> list[Run]:
+def wait_until_all_finished(run_ids: list[int], worker: CeleryWorker, timeout: float = 90) -> list[Run]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         runs = list(Run.objects.filter(pk__in=run_ids).order_by("pk"))
         if all(run.is_finished for run in runs):
             return runs
         time.sleep(0.2)
-    raise AssertionError(f"not finished within {timeout} s: {[(r.pk, r.state) for r in runs]}")
+    states = [(r.pk, r.state) for r in runs]
+    raise AssertionError(f"not finished within {timeout} s: {states}, hosts {claims()}\n{worker.log()[-6000:]}")
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -196,7 +197,7 @@ def test_a_real_worker_starts_runs_in_queue_order_on_every_host(celery_worker: C
     ]
     runs_enqueue(runs=runs)  # one transaction; its commit dispatches
 
-    finished = wait_until_all_finished([run.pk for run in runs])
+    finished = wait_until_all_finished([run.pk for run in runs], celery_worker)
 
     assert all(run.state == RunState.FAILED and run.started_at for run in finished), [r.error for r in finished]
     for host in (a, b):
@@ -204,3 +205,14 @@ def test_a_real_worker_starts_runs_in_queue_order_on_every_host(celery_worker: C
         by_start = sorted(using, key=lambda run: (run.started_at, run.pk))
         assert [run.pk for run in by_start] == [run.pk for run in using], f"{host.name} started out of order"
     assert set(claims().values()) == {None}
+
+
+def test_a_run_a_worker_has_started_is_never_dispatched_again() -> None:
+    # A run that fails before its first step is still "queued" (with its start stamped) for a
+    # moment after releasing its hosts; a dispatch then must not hand it out a second time.
+    host = lab_host("lab1")
+    run = queued_run(host)
+    Run.objects.filter(pk=run.pk).update(started_at=timezone.now())
+
+    assert queue_dispatch() == []
+    assert claims() == {"lab1": None}

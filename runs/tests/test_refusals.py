@@ -10,6 +10,7 @@ from rest_framework.test import APIClient
 
 from runs.models import Host, Run, RunState
 from runs.services.execute import run_execute
+from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 
 pytestmark = pytest.mark.django_db
@@ -97,6 +98,7 @@ def test_a_queued_run_on_a_server_no_longer_allowed_fails_with_the_reason_instea
     host = this_machine(allow_runs_on_benchlab_server=True)
     run = make_run(host, host.devices.get(), host.pg_installs.get(), state=RunState.QUEUED, filesystem="directory")
     Host.objects.filter(pk=host.pk).update(allow_runs_on_benchlab_server=False)
+    assert queue_dispatch() == [run.pk]  # its turn: a worker takes it, and finds it forbidden
 
     outcome = run_execute(run_id=run.pk)
 

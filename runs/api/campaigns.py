@@ -1,0 +1,223 @@
+"""The campaign API: create (or preview) from a base run specification and variables, list,
+detail with per-configuration statistics (the numbers the page shows), cancel, retry."""
+
+from typing import Any
+
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.api.parameters import query_parameter
+from runs.api.permissions import RolePermission
+from runs.api.serializers import RunSerializer
+from runs.campaign_results import (
+    campaign_list,
+    campaign_matrix,
+    campaign_progress,
+    campaign_runs,
+    campaign_statistics,
+    plan_wall_estimate,
+)
+from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
+from runs.params import IdConverter, parse_whole_number
+from runs.services.campaigns import (
+    CampaignPlan,
+    CampaignRefused,
+    CancelRefused,
+    campaign_cancel,
+    campaign_create,
+    campaign_refusal,
+    campaign_retry_failed,
+)
+from runs.specs import RunSpec
+from runs.sweep import Cell, SweepError, variables_from_json
+
+
+class CampaignCreateSerializer(serializers.Serializer):
+    """The campaign as the form takes it: the base is a run as POST /api/runs/ takes one."""
+
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    base = serializers.DictField()
+    variables = serializers.ListField(child=serializers.DictField(), allow_empty=True)
+    repetitions = serializers.IntegerField(min_value=1, max_value=MAX_REPETITIONS)
+    order = serializers.ChoiceField(choices=RunOrder.choices, default=RunOrder.INTERLEAVED)
+    seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=2**62)
+    fresh_database = serializers.BooleanField(default=False)
+    preview = serializers.BooleanField(default=False, help_text="Only expand and estimate; queue nothing.")
+
+    def validate_base(self, value: dict[str, Any]) -> RunSpec:
+        base = RunSerializer(data=value)
+        if not base.is_valid():
+            raise ValidationError(base.errors)
+        return RunSpec.from_form_data(base.validated_data)
+
+    def validate_variables(self, value: list[dict[str, Any]]) -> Any:
+        try:
+            return variables_from_json(value)
+        except SweepError as exc:
+            raise ValidationError(str(exc)) from None
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("seed") is not None and attrs["order"] != RunOrder.SHUFFLED:
+            raise ValidationError({"seed": "A seed only means something with the shuffled order."})
+        return attrs
+
+    def plan(self) -> CampaignPlan:
+        data = self.validated_data
+        return CampaignPlan(
+            name=data["name"],
+            description=data["description"],
+            base=data["base"],
+            variables=data["variables"],
+            repetitions=data["repetitions"],
+            order=data["order"],
+            seed=data["seed"],
+            fresh_database=data["fresh_database"],
+        )
+
+
+def cell_json(cell: Cell) -> dict[str, Any]:
+    return {
+        "label": cell.label,
+        "values": dict(cell.values),
+        "valid": cell.valid,
+        "reasons": cell.reasons(),
+        "spec": cell.spec.as_json(),
+    }
+
+
+def campaign_json(campaign: Campaign, baseline: int | None = None, with_details: bool = True) -> dict[str, Any]:
+    runs = campaign_runs(campaign)
+    progress = campaign_progress(campaign, runs)
+    data: dict[str, Any] = {
+        "id": campaign.pk,
+        "name": campaign.name,
+        "description": campaign.description,
+        "preset": campaign.preset,
+        "created_by": campaign.created_by.get_username() if campaign.created_by else None,
+        "created_at": campaign.created_at.isoformat(),
+        "repetitions": campaign.repetitions,
+        "order": campaign.order,
+        "seed": campaign.seed,
+        "fresh_database": campaign.fresh_database,
+        "progress": {
+            "total": progress.total,
+            "finished": progress.finished,
+            "by_state": progress.by_state,
+            "eta_s": progress.eta_s,
+        },
+    }
+    if not with_details:
+        return data
+    baseline = campaign.baseline_index if baseline is None else baseline
+    data["base_spec"] = campaign.base_spec
+    data["variables"] = campaign.variables
+    data["rejected"] = campaign.rejected
+    data["baseline"] = baseline
+    data["configurations"] = [
+        {
+            "index": row.configuration.index,
+            "label": row.configuration.label,
+            "values": row.configuration.values,
+            "spec": row.configuration.spec,
+            "runs": [
+                {"id": run.pk, "repetition": rep, "state": run.state}
+                for rep, attempts in sorted(row.attempts.items())
+                for run in attempts
+            ],
+        }
+        for row in campaign_matrix(campaign, runs)
+    ]
+    tables = campaign_statistics(campaign, runs, baseline) if data["configurations"] else []
+    data["statistics"] = {
+        table.metric.key: {
+            "label": table.metric.label,
+            "unit": table.metric.unit,
+            "rows": [
+                {
+                    "configuration": row.configuration.index,
+                    "summary": row.summary.as_json(),
+                    "comparison": row.comparison.as_json() if row.comparison else None,
+                    "failed": row.failed,
+                    "failures": row.failures,
+                }
+                for row in table.rows
+            ],
+        }
+        for table in tables
+    }
+    return data
+
+
+class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = IdConverter.regex
+    queryset = Campaign.objects.select_related("created_by").order_by("-created_at")
+    serializer_class = CampaignCreateSerializer
+    permission_classes = [RolePermission]
+    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "retry": "runs.queue_run"}
+
+    @property
+    def throttle_scope(self) -> str | None:
+        return "queue" if getattr(self, "action", None) in ("create", "retry") else None
+
+    def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        rows = campaign_list()
+        page = self.paginate_queryset(rows)
+        items = [campaign_json(row["campaign"], with_details=False) for row in (page if page is not None else rows)]
+        return self.get_paginated_response(items) if page is not None else Response(items)
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        campaign = self.get_object()
+        count = campaign.configurations.count()
+        parse = lambda raw, name: parse_whole_number(raw, name, 0, max(count - 1, 0))  # noqa: E731
+        return Response(campaign_json(campaign, query_parameter(request, "baseline", parse)))
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        plan = serializer.plan()
+        cells = plan.cells()
+        if serializer.validated_data["preview"]:
+            valid = [cell.spec for cell in cells if cell.valid]
+            estimate = plan_wall_estimate(valid, plan.repetitions) if valid else None
+            return Response({
+                "configurations": [cell_json(cell) for cell in cells],
+                "runs": len(valid) * plan.repetitions,
+                "estimated_wall_s": estimate.seconds if estimate else None,
+                "refusal": campaign_refusal(plan, cells),
+            })  # fmt: skip
+        try:
+            campaign = campaign_create(plan=plan, by=request.user, request=request)
+        except CampaignRefused as exc:
+            raise ValidationError({"variables": [str(exc)], "rejected": [cell_json(c) for c in cells]}) from None
+        return Response(campaign_json(campaign), status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        campaign = self.get_object()
+        configuration = None
+        if (index := request.data.get("configuration")) is not None:
+            valid_index = isinstance(index, int) and not isinstance(index, bool) and 0 <= index < 2**31
+            if valid_index:
+                configuration = CampaignConfiguration.objects.filter(campaign=campaign, index=index).first()
+            if configuration is None:
+                raise ValidationError({"configuration": f"no configuration {index!r:.20} in this campaign (an index)"})
+        try:
+            cancelled = campaign_cancel(
+                campaign=campaign, by=request.user, configuration=configuration, request=request
+            )
+        except CancelRefused as exc:
+            raise PermissionDenied(str(exc)) from None
+        return Response({"cancelled": cancelled} | campaign_json(campaign, with_details=False))
+
+    @action(detail=True, methods=["post"])
+    def retry(self, request: Request, pk: str | None = None) -> Response:
+        campaign = self.get_object()
+        try:
+            queued = campaign_retry_failed(campaign=campaign, by=request.user, request=request)
+        except CampaignRefused as exc:
+            raise ValidationError(str(exc)) from None
+        return Response({"queued": queued} | campaign_json(campaign, with_details=False))

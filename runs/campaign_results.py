@@ -1,0 +1,242 @@
+"""Reads for campaigns: progress and ETA, the matrix of configurations by repetitions with each
+run's state, the statistics per configuration against a baseline (runs.stats), and the wall
+time a plan is expected to take. The page and the API show the same numbers from here.
+"""
+
+import statistics
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import F
+from django.utils import timezone
+
+from runs.models import FINAL_STATES, Campaign, CampaignConfiguration, Run, RunState
+from runs.specs import RunSpec
+from runs.stats import Comparison, Direction, Summary, compare, summarise
+
+DEFAULT_OVERHEAD_S = 45.0  # storage, initdb, load, start and stop, when a host has no history yet
+HISTORY_RUNS = 20
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    direction: Direction
+    value: Callable[[Run], float | None]
+
+
+def _mean_util(run: Run) -> float | None:
+    values = [s["util_pct"] for s in (run.metrics or {}).get("iostat", []) if s.get("util_pct") is not None]
+    return statistics.fmean(values) if values else None
+
+
+def _cache_hit_pct(run: Run) -> float | None:
+    ratio = (run.metrics or {}).get("cache_hit_ratio")
+    return ratio * 100 if ratio is not None else None
+
+
+METRICS = (
+    Metric("steady_tps", "tps (steady state)", "tps", "higher_is_faster", lambda run: run.steady_tps_mean),
+    Metric("latency_avg", "latency, mean", "ms", "lower_is_faster", lambda run: run.latency_avg_ms),
+    Metric("latency_p95", "latency p95", "ms", "lower_is_faster", lambda run: run.latency_p95_ms),
+    Metric("latency_p99", "latency p99", "ms", "lower_is_faster", lambda run: run.latency_p99_ms),
+    Metric("cache_hit", "cache hit ratio", "%", "neutral", _cache_hit_pct),
+    Metric("util", "device utilisation (iostat %util, mean)", "%", "neutral", _mean_util),
+)
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    by_state: dict[str, int]
+    eta_s: float | None  # None: nothing left, or nothing to base it on
+
+    @property
+    def finished(self) -> int:
+        return sum(self.by_state.get(state, 0) for state in FINAL_STATES)
+
+    @property
+    def running(self) -> int:
+        return self.total - self.finished - self.by_state.get(RunState.QUEUED, 0)
+
+
+@dataclass(frozen=True)
+class MatrixRow:
+    configuration: CampaignConfiguration
+    attempts: dict[int, list[Run]]  # repetition → its runs, first attempt first
+
+    @property
+    def unfinished(self) -> bool:
+        return any(not run.is_finished for runs in self.attempts.values() for run in runs)
+
+
+@dataclass(frozen=True)
+class StatisticsRow:
+    configuration: CampaignConfiguration
+    summary: Summary
+    comparison: Comparison | None  # None for the baseline itself
+    failed: int
+    failures: list[str] = field(default_factory=list)  # "run 12: why", for the failed ones
+
+
+@dataclass(frozen=True)
+class MetricTable:
+    metric: Metric
+    rows: list[StatisticsRow]
+
+    @property
+    def has_values(self) -> bool:
+        return any(row.summary.n for row in self.rows)
+
+
+def campaign_runs(campaign: Campaign) -> list[Run]:
+    # Only what the pages use: the metrics JSON is needed for cache hits and %util.
+    return list(
+        Run.objects.filter(campaign=campaign)
+        .select_related("server_host")
+        .defer("summary", "environment", "failed_output")
+        .order_by("pk")
+    )
+
+
+def campaign_matrix(campaign: Campaign, runs: Sequence[Run]) -> list[MatrixRow]:
+    attempts: dict[int, dict[int, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if run.configuration_id is not None and run.repetition is not None:
+            attempts[run.configuration_id][run.repetition].append(run)
+    return [MatrixRow(c, dict(attempts[c.pk])) for c in campaign.configurations.all()]
+
+
+def campaign_progress(campaign: Campaign, runs: Sequence[Run]) -> Progress:
+    by_state: dict[str, int] = defaultdict(int)
+    for run in runs:
+        by_state[run.state] += 1
+    return Progress(total=len(runs), by_state=dict(by_state), eta_s=_eta(runs))
+
+
+def _eta(runs: Sequence[Run]) -> float | None:
+    """Seconds until the last run ends: per server host, its runs left times their typical wall time
+    (from this campaign's finished runs, else the plan's estimate); hosts work in parallel."""
+    walls = [
+        (run.finished_at - run.started_at).total_seconds()
+        for run in runs
+        if run.state == RunState.DONE and run.started_at and run.finished_at
+    ]
+    typical = statistics.median(walls) if walls else None
+    left: dict[int, float] = defaultdict(float)
+    now = timezone.now()
+    for run in runs:
+        if run.is_finished:
+            continue
+        wall = typical if typical is not None else run_wall_estimate(RunSpec.from_run(run), {})
+        if run.started_at:  # running: what is left of it
+            wall = max(wall - (now - run.started_at).total_seconds(), 0.0)
+        left[run.server_host_id] += wall
+    return max(left.values()) if left else None
+
+
+def campaign_statistics(campaign: Campaign, runs: Sequence[Run], baseline_index: int) -> list[MetricTable]:
+    """Per metric, a row per configuration: its summary over the finished runs, its comparison
+    with the baseline, and the failed runs (never counted silently)."""
+    configurations = list(campaign.configurations.all())
+    done: dict[int, list[Run]] = defaultdict(list)
+    failed: dict[int, list[Run]] = defaultdict(list)
+    for run in runs:
+        if run.configuration_id is None:
+            continue
+        if run.state == RunState.DONE:
+            done[run.configuration_id].append(run)
+        elif run.state == RunState.FAILED:
+            failed[run.configuration_id].append(run)
+    baseline = next((c for c in configurations if c.index == baseline_index), configurations[0])
+    tables = []
+    for metric in METRICS:
+        values = {c.pk: [v for run in done[c.pk] if (v := metric.value(run)) is not None] for c in configurations}
+        others = {pk: vs for pk, vs in values.items() if pk != baseline.pk}
+        comparisons = compare(values[baseline.pk], others, metric.direction)
+        rows = [
+            StatisticsRow(
+                configuration=c,
+                summary=summarise(values[c.pk]),
+                comparison=comparisons.get(c.pk),
+                failed=len(failed[c.pk]),
+                failures=[f"run {run.pk}: {run.error or 'failed'}" for run in failed[c.pk]],
+            )
+            for c in configurations
+        ]
+        tables.append(MetricTable(metric, rows))
+    return tables
+
+
+def host_overheads(host_ids: Sequence[int]) -> dict[tuple[int, int], float]:
+    """(host, scale) → median seconds a done run there took beyond warm-up and duration, over
+    its last runs; (host, 0) holds the host's median over any scale."""
+    overheads: dict[tuple[int, int], float] = {}
+    recent = (
+        Run.objects.filter(
+            server_host_id__in=host_ids, state=RunState.DONE, started_at__isnull=False, finished_at__isnull=False
+        )
+        .annotate(measured=F("warmup_s") + F("duration_s"))
+        .order_by("-finished_at")
+        .values_list("server_host_id", "scale", "measured", "started_at", "finished_at")
+    )
+    by_key: dict[tuple[int, int], list[float]] = defaultdict(list)
+    for host_id, scale, measured, started, finished in recent[: HISTORY_RUNS * max(len(host_ids), 1) * 4]:
+        if finished is None or started is None:
+            continue  # the query excludes them; the types do not know
+        extra = ((finished - started) - timedelta(seconds=measured)).total_seconds()
+        for key in ((host_id, scale), (host_id, 0)):
+            if len(by_key[key]) < HISTORY_RUNS:
+                by_key[key].append(max(extra, 0.0))
+    for key, extras in by_key.items():
+        overheads[key] = statistics.median(extras)
+    return overheads
+
+
+def run_wall_estimate(spec: RunSpec, overheads: dict[tuple[int, int], float]) -> float:
+    overhead = overheads.get((spec.server_host_id, spec.scale), overheads.get((spec.server_host_id, 0)))
+    return spec.warmup_s + spec.duration_s + (overhead if overhead is not None else DEFAULT_OVERHEAD_S)
+
+
+@dataclass(frozen=True)
+class WallEstimate:
+    seconds: float
+    basis: str
+
+
+def plan_wall_estimate(specs: Sequence[RunSpec], repetitions: int) -> WallEstimate:
+    """The plan's wall time: each server host's runs one after another, hosts in parallel."""
+    hosts = sorted({spec.server_host_id for spec in specs})
+    overheads = host_overheads(hosts)
+    per_host: dict[int, float] = defaultdict(float)
+    for spec in specs:
+        per_host[spec.server_host_id] += run_wall_estimate(spec, overheads) * repetitions
+    known = sum(1 for host in hosts if (host, 0) in overheads)
+    basis = (
+        f"measured time plus each host's median set-up time over its recent runs ({known} of {len(hosts)} hosts "
+        f"have history; {DEFAULT_OVERHEAD_S:.0f} s assumed for the others)"
+    )
+    return WallEstimate(seconds=max(per_host.values(), default=0.0), basis=basis)
+
+
+def campaign_list() -> list[dict[str, Any]]:
+    """Every campaign with its run counts by state, newest first, in two queries."""
+    campaigns = list(Campaign.objects.select_related("created_by"))
+    counts: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for campaign_id, state in Run.objects.filter(campaign__isnull=False).values_list("campaign_id", "state"):
+        counts[campaign_id][state] += 1
+    return [
+        {
+            "campaign": c,
+            "total": sum(counts[c.pk].values()),
+            "done": counts[c.pk].get(RunState.DONE, 0),
+            "failed": counts[c.pk].get(RunState.FAILED, 0),
+            "finished": sum(counts[c.pk].get(s, 0) for s in FINAL_STATES),
+        }
+        for c in campaigns
+    ]

@@ -1,0 +1,68 @@
+"""Campaigns: a study as one thing. A base run specification, the variables swept and their
+values, and a repetition count expand into configurations (one RunSpec each); the campaign's
+runs are those configurations' repetitions, queued interleaved so that drift over hours
+favours none of them.
+"""
+
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+
+MAX_REPETITIONS = 100
+MAX_CONFIGURATIONS = 200
+
+
+class RunOrder(models.TextChoices):
+    INTERLEAVED = "interleaved", "interleaved: repetition 1 of every configuration, then 2, …"
+    SHUFFLED = "shuffled", "interleaved, shuffled within each round (seed recorded)"
+
+
+class Campaign(models.Model):
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    preset = models.CharField(max_length=50, blank=True, help_text="The preset that filled the form, if any.")
+    # The specification every configuration starts from (RunSpec.as_json()).
+    base_spec = models.JSONField()
+    # The variables as the user gave them: [{"field": "mount_options", "values": ["noatime", …]}, …].
+    variables = models.JSONField(default=list)
+    repetitions = models.PositiveIntegerField(
+        default=3, validators=[MinValueValidator(1), MaxValueValidator(MAX_REPETITIONS)]
+    )
+    order = models.CharField(max_length=20, choices=RunOrder.choices, default=RunOrder.INTERLEAVED)
+    seed = models.BigIntegerField(null=True, blank=True, help_text="The shuffle's seed, to reproduce the order.")
+    fresh_database = models.BooleanField(
+        "fresh database per run",
+        default=False,
+        help_text="Make the storage and load the database for every run. Off: consecutive runs on a device "
+        "that share storage and database configuration reuse them.",
+    )
+    # Combinations the expansion refused, with why: [{"label": …, "errors": {field: [message]}}].
+    rejected = models.JSONField(default=list, blank=True)
+    baseline_index = models.PositiveIntegerField(default=0, help_text="The configuration others are compared with.")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="campaigns"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"campaign {self.pk}: {self.name}"
+
+
+class CampaignConfiguration(models.Model):
+    """One cell of the campaign's matrix: the base specification with the variables' values."""
+
+    campaign = models.ForeignKey(Campaign, on_delete=models.CASCADE, related_name="configurations")
+    index = models.PositiveIntegerField()  # its place in the matrix, from 0
+    label = models.CharField(max_length=500)  # the varied values, e.g. "lab1:ram · noatime"
+    values = models.JSONField(default=dict)  # {variable label: value as shown}
+    spec = models.JSONField()  # RunSpec.as_json()
+
+    class Meta:
+        ordering = ["campaign", "index"]
+        constraints = [models.UniqueConstraint(fields=["campaign", "index"], name="campaignconfiguration_unique_index")]
+
+    def __str__(self) -> str:
+        return f"{self.campaign_id}#{self.index} {self.label}"

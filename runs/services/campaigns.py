@@ -1,0 +1,194 @@
+"""Writes for campaigns: plan (expand and check, nothing written), queue, cancel, retry.
+
+A campaign is queued in one transaction: the campaign, its configurations and all its runs in
+interleaved order (sweep.run_order), or nothing at all. The runs are ordinary runs from then on:
+the queue starts them in that order, and cancelling or retrying goes through the runs' services.
+"""
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.db import transaction
+from django.http import HttpRequest
+
+from runs.models import MAX_CONFIGURATIONS, AuditAction, Campaign, CampaignConfiguration, Run, RunOrder, RunState
+from runs.services.audit import audit_record
+from runs.services.runs import CancelRefused, run_cancel, runs_enqueue
+from runs.specs import Inventory, RunSpec, spec_errors
+from runs.sweep import Cell, Variable, expand, run_order, variables_as_json
+
+MAX_RUNS = 5000  # one campaign; a week of 2-minute runs
+
+
+class CampaignRefused(Exception):
+    """The campaign cannot be queued as it stands; str() says why, for the user to read."""
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """What a campaign would queue: checked, not yet written."""
+
+    name: str
+    description: str
+    base: RunSpec
+    variables: Sequence[Variable]
+    repetitions: int
+    order: str = RunOrder.INTERLEAVED
+    seed: int | None = None
+    fresh_database: bool = False
+    preset: str = ""
+
+    def cells(self) -> list[Cell]:
+        return expand(self.base, self.variables, Inventory.load())
+
+
+def campaign_refusal(plan: CampaignPlan, cells: Sequence[Cell]) -> str | None:
+    """Why the plan cannot be queued, or None."""
+    valid = [cell for cell in cells if cell.valid]
+    if not valid:
+        return "No combination of the values can run (each one's reason is listed): nothing to queue."
+    if len(valid) > MAX_CONFIGURATIONS:
+        return f"{len(valid)} configurations: a campaign may have at most {MAX_CONFIGURATIONS}. Sweep fewer values."
+    if len(valid) * plan.repetitions > MAX_RUNS:
+        return f"{len(valid) * plan.repetitions} runs: a campaign may queue at most {MAX_RUNS}."
+    return None
+
+
+def campaign_create(
+    *, plan: CampaignPlan, by: AbstractBaseUser | AnonymousUser, request: HttpRequest | None = None
+) -> Campaign:
+    """Queue the plan's valid configurations times repetitions, interleaved; CampaignRefused if it
+    cannot (then nothing is written)."""
+    cells = plan.cells()
+    if refusal := campaign_refusal(plan, cells):
+        raise CampaignRefused(refusal)
+    valid = [cell for cell in cells if cell.valid]
+    seed = plan.seed
+    if plan.order == RunOrder.SHUFFLED and seed is None:
+        seed = secrets.randbelow(2**31)  # recorded, so the order can be reproduced
+    user = by if isinstance(by, User) else None
+    with transaction.atomic():
+        campaign = Campaign.objects.create(
+            name=plan.name,
+            description=plan.description,
+            preset=plan.preset,
+            base_spec=plan.base.as_json(),
+            variables=variables_as_json(plan.variables),
+            repetitions=plan.repetitions,
+            order=plan.order,
+            seed=seed if plan.order == RunOrder.SHUFFLED else None,
+            fresh_database=plan.fresh_database,
+            rejected=[{"label": cell.label, "reasons": cell.reasons()} for cell in cells if not cell.valid],
+            created_by=user,
+        )
+        configurations = [
+            CampaignConfiguration.objects.create(
+                campaign=campaign, index=index, label=cell.label, values=dict(cell.values), spec=cell.spec.as_json()
+            )
+            for index, cell in enumerate(valid)
+        ]
+        runs = [
+            _campaign_run(campaign, configurations[index], valid[index].spec, repetition, user)
+            for index, repetition in run_order(len(valid), plan.repetitions, campaign.seed)
+        ]
+        audit_record(
+            action=AuditAction.CAMPAIGN_QUEUED,
+            target=campaign,
+            actor=user,
+            request=request,
+            message=f"{len(configurations)} configurations × {plan.repetitions} = {len(runs)} runs",
+        )
+        runs_enqueue(runs=runs, request=request)
+    return campaign
+
+
+def _campaign_run(
+    campaign: Campaign,
+    configuration: CampaignConfiguration,
+    spec: RunSpec,
+    repetition: int,
+    user: User | None,
+) -> Run:
+    return Run(
+        **spec.run_fields(),
+        campaign=campaign,
+        configuration=configuration,
+        repetition=repetition,
+        queued_by=user,
+    )
+
+
+def campaign_cancel(
+    *,
+    campaign: Campaign,
+    by: AbstractBaseUser | AnonymousUser,
+    configuration: CampaignConfiguration | None = None,
+    request: HttpRequest | None = None,
+) -> int:
+    """Cancel every unfinished run of the campaign (or of one configuration); how many."""
+    runs = Run.objects.filter(campaign=campaign).exclude(state__in=[RunState.DONE, RunState.FAILED, RunState.CANCELLED])
+    if configuration is not None:
+        runs = runs.filter(configuration=configuration)
+    # Queued runs first (their hosts go to nobody else of the campaign), running ones last.
+    pending = sorted(runs.select_related("queued_by"), key=lambda run: (run.state != RunState.QUEUED, run.pk))
+    with transaction.atomic():
+        for run in pending:
+            run_cancel(run=run, by=by, request=request)  # CancelRefused rolls all of them back
+        what = f"configuration {configuration.index} ({configuration.label})" if configuration else "all"
+        user = by if isinstance(by, User) else None
+        audit_record(
+            action=AuditAction.CAMPAIGN_CANCELLED,
+            target=campaign,
+            actor=user,
+            request=request,
+            message=f"{what}: {len(pending)} runs",
+        )
+    return len(pending)
+
+
+def campaign_retry_failed(
+    *, campaign: Campaign, by: AbstractBaseUser | AnonymousUser, request: HttpRequest | None = None
+) -> int:
+    """Queue again, at the end of the queue, each repetition whose latest attempt failed."""
+    latest: dict[tuple[int, int], Run] = {}
+    for run in Run.objects.filter(campaign=campaign).order_by("pk"):
+        if run.configuration_id is not None and run.repetition is not None:
+            latest[(run.configuration_id, run.repetition)] = run
+    failed = [run for run in latest.values() if run.state == RunState.FAILED]
+    if not failed:
+        return 0
+    user = by if isinstance(by, User) else None
+    configurations = {c.pk: c for c in campaign.configurations.all()}
+    inventory = Inventory.load()
+    again = []
+    for run in failed:
+        configuration = configurations[run.configuration_id]  # type: ignore[index]
+        spec = RunSpec.from_json(configuration.spec)
+        # The inventory may have changed since (a device no longer wipeable): checked like new.
+        if errors := spec_errors(spec, inventory):
+            reasons = "; ".join(message for messages in errors.values() for message in messages)
+            raise CampaignRefused(f"{configuration.label} cannot run again: {reasons}")
+        again.append(_campaign_run(campaign, configuration, spec, run.repetition or 1, user))
+    with transaction.atomic():
+        audit_record(
+            action=AuditAction.CAMPAIGN_RETRIED,
+            target=campaign,
+            actor=user,
+            request=request,
+            message=f"{len(again)} failed runs queued again: " + ", ".join(str(run.pk) for run in failed),
+        )
+        runs_enqueue(runs=again, request=request)
+    return len(again)
+
+
+__all__ = [
+    "CampaignPlan",
+    "CampaignRefused",
+    "CancelRefused",
+    "campaign_cancel",
+    "campaign_create",
+    "campaign_refusal",
+    "campaign_retry_failed",
+]

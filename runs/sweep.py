@@ -1,0 +1,249 @@
+"""A campaign's matrix: the base specification crossed with the variables' values, each combination
+validated by the one path every run takes (specs.spec_errors), and the order its runs are
+queued in. Nothing here writes to the database or touches a machine.
+
+A variable is a spec field and a list of values, given as a person types them ("8/2" for 8
+clients on 2 threads, "shared_buffers=1GB; work_mem=64MB" for settings, a device's id). Varying
+the device moves the run to that device's host, and, unless the install is varied too, to the
+install there with the same version and page size as the base's.
+"""
+
+import itertools
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runs.specs import FIELD_LABELS, Inventory, RunSpec, spec_errors
+
+NONE_SHOWN = "(none)"
+
+
+class SweepError(ValueError):
+    """A variable or value that cannot be read; str() says which and what is allowed."""
+
+
+@dataclass(frozen=True)
+class Variable:
+    field: str  # a key of VARIABLES: the queue form's field name
+    values: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One combination of the variables' values: a configuration, or why it cannot be one."""
+
+    values: tuple[tuple[str, str], ...]  # (variable label, value as shown), in the variables' order
+    spec: RunSpec
+    errors: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return " · ".join(shown for _, shown in self.values) or "base specification"
+
+    @property
+    def valid(self) -> bool:
+        return not self.errors
+
+    def reasons(self) -> list[str]:
+        return [
+            f"{name.replace('_', ' ')}: {message}" for name, messages in self.errors.items() for message in messages
+        ]
+
+
+def _whole_number(text: str, what: str) -> int:
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    if not isinstance(text, str) or not re.fullmatch(r"\s*\d{1,9}\s*", text):
+        raise SweepError(f"{what}: {text!r:.40} is not a whole number")
+    return int(text)
+
+
+def _clients(value: Any, base: RunSpec) -> dict[str, Any]:
+    """ "8" (threads: the base's, at most 8) or "8/2" (8 clients on 2 threads)."""
+    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
+        clients, threads = (_whole_number(part, "clients") for part in value)
+        return {"clients": clients, "threads": threads}
+    text = str(value)
+    clients_text, _, threads_text = text.partition("/")
+    clients = _whole_number(clients_text, "clients")
+    threads = _whole_number(threads_text, "threads") if threads_text else min(base.threads, max(clients, 1))
+    return {"clients": clients, "threads": threads}
+
+
+def _settings(value: Any, base: RunSpec) -> dict[str, Any]:
+    """Settings separated by ";" or by new lines, as `name = value` lines."""
+    text = str(value)
+    lines = [part.strip() for part in re.split(r"[;\n]", text) if part.strip()]
+    return {"pg_settings": "\n".join(lines)}
+
+
+def _row(attname: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
+    def change(value: Any, base: RunSpec) -> dict[str, Any]:
+        if value in (None, "") and attname == "client_host_id":
+            return {attname: None}
+        return {attname: _whole_number(value, attname.removesuffix("_id").replace("_", " "))}
+
+    return change
+
+
+def _text(name: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
+    def change(value: Any, base: RunSpec) -> dict[str, Any]:
+        text = "" if value is None or str(value).strip() == NONE_SHOWN else str(value).strip()
+        return {name: text}
+
+    return change
+
+
+def _number(name: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
+    return lambda value, base: {name: _whole_number(value, name)}
+
+
+# What each variable changes in a spec, from one value as given.
+VARIABLES: dict[str, Callable[[Any, RunSpec], dict[str, Any]]] = {
+    "device": _row("device_id"),
+    "filesystem": _text("filesystem"),
+    "mkfs_options": _text("mkfs_options"),
+    "mount_options": _text("mount_options"),
+    "pg_install": _row("pg_install_id"),
+    "pg_settings": _settings,
+    "scale": _number("scale"),
+    "clients": _clients,
+    "workload": _text("workload"),
+    "query_mode": _text("query_mode"),
+    "client_host": _row("client_host_id"),
+}
+VARIABLE_LABELS = {
+    "device": "device",
+    "filesystem": "filesystem",
+    "mkfs_options": "mkfs options",
+    "mount_options": "mount options",
+    "pg_install": "PostgreSQL install",
+    "pg_settings": "PostgreSQL settings",
+    "scale": "scale",
+    "clients": "clients/threads",
+    "workload": "workload",
+    "query_mode": "query mode",
+    "client_host": "client host",
+}
+
+
+def check_variables(variables: Sequence[Variable]) -> None:
+    """Raise SweepError for an unknown or repeated variable, or one without values."""
+    seen: set[str] = set()
+    for variable in variables:
+        if variable.field not in VARIABLES:
+            raise SweepError(f"{variable.field!r:.40} cannot be swept: choose from {', '.join(VARIABLES)}")
+        if variable.field in seen:
+            raise SweepError(f"{VARIABLE_LABELS[variable.field]} is given twice: list all its values once")
+        if not variable.values:
+            raise SweepError(f"{VARIABLE_LABELS[variable.field]} has no values")
+        if len(set(map(str, variable.values))) != len(variable.values):
+            raise SweepError(f"{VARIABLE_LABELS[variable.field]} lists a value twice")
+        seen.add(variable.field)
+
+
+def expand(base: RunSpec, variables: Sequence[Variable], inventory: Inventory) -> list[Cell]:
+    """Every combination of the variables' values (the first variable varies slowest), each
+    checked like a run queued by hand; a combination equal to an earlier one is refused."""
+    check_variables(variables)
+    changes = [[VARIABLES[v.field](value, base) for value in v.values] for v in variables]
+    cells: list[Cell] = []
+    first_with: dict[RunSpec, str] = {}
+    for combination in itertools.product(*changes):
+        spec = base
+        for change in combination:
+            spec = spec.replace(**change)
+        spec = _follow_device(base, spec, variables, inventory)
+        shown = tuple(
+            (VARIABLE_LABELS[v.field], _shown(v.field, change, inventory))
+            for v, change in zip(variables, combination, strict=True)
+        )
+        errors = spec_errors(spec, inventory)
+        cell = Cell(values=shown, spec=spec, errors=errors)
+        if not errors and spec in first_with:
+            cell = Cell(values=shown, spec=spec, errors={"__all__": [f"the same run as {first_with[spec]}"]})
+        elif not errors:
+            first_with[spec] = cell.label
+        cells.append(cell)
+    return cells
+
+
+def _follow_device(base: RunSpec, spec: RunSpec, variables: Sequence[Variable], inventory: Inventory) -> RunSpec:
+    """A varied device moves the run to its host, with that host's twin of the base install."""
+    if "device" not in {v.field for v in variables}:
+        return spec
+    device = inventory.devices.get(spec.device_id)
+    if device is None:
+        return spec
+    spec = spec.replace(server_host_id=device.host_id)
+    if "pg_install" in {v.field for v in variables}:
+        return spec
+    wanted = inventory.installs.get(base.pg_install_id)
+    twins = [
+        install
+        for install in inventory.installs.values()
+        if install.host_id == device.host_id
+        and wanted is not None
+        and (install.version, install.block_size) == (wanted.version, wanted.block_size)
+    ]
+    return spec.replace(pg_install_id=twins[0].pk) if twins else spec
+
+
+def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> str:
+    if variable == "device":
+        device = inventory.devices.get(change["device_id"])
+        return f"{device.host.name}:{device.name}" if device else f"device {change['device_id']}"
+    if variable == "pg_install":
+        install = inventory.installs.get(change["pg_install_id"])
+        return (
+            f"{install.host.name}: PostgreSQL {install.version}, {install.block_size // 1024} kB pages"
+            if install
+            else "?"
+        )
+    if variable == "client_host":
+        host = inventory.hosts.get(change["client_host_id"]) if change["client_host_id"] else None
+        return f"pgbench on {host.name}" if host else "pgbench on the server"
+    if variable == "clients":
+        return f"{change['clients']} clients/{change['threads']} threads"
+    if variable == "scale":
+        return f"scale {change['scale']}"
+    (value,) = change.values()
+    text = str(value).replace("\n", "; ")
+    return text or NONE_SHOWN
+
+
+def run_order(configurations: int, repetitions: int, seed: int | None = None) -> list[tuple[int, int]]:
+    """(configuration index, repetition) in queue order: round by round (repetition 1 of every
+    configuration, then 2, …); with a seed, each round in its own shuffled order."""
+    shuffler = random.Random(seed) if seed is not None else None  # noqa: S311 - an order, not a secret
+    order: list[tuple[int, int]] = []
+    for repetition in range(1, repetitions + 1):
+        indices = list(range(configurations))
+        if shuffler is not None:
+            shuffler.shuffle(indices)
+        order.extend((index, repetition) for index in indices)
+    return order
+
+
+def describe_changes(spec: RunSpec, base: RunSpec) -> list[str]:
+    """The fields a configuration changes from the base, by their labels."""
+    return [FIELD_LABELS[name] for name in spec.differences(base)]
+
+
+def variables_from_json(data: Any) -> list[Variable]:
+    """[{"field": "mount_options", "values": [...]}, ...] (stored campaigns, the API)."""
+    if not isinstance(data, list):
+        raise SweepError('variables are a list of {"field": …, "values": […]} objects')
+    variables = []
+    for item in data:
+        if not isinstance(item, dict) or set(item) != {"field", "values"} or not isinstance(item["values"], list):
+            raise SweepError(f'each variable is {{"field": …, "values": […]}}, not {item!r:.60}')
+        variables.append(Variable(field=str(item["field"]), values=tuple(item["values"])))
+    check_variables(variables)
+    return variables
+
+
+def variables_as_json(variables: Iterable[Variable]) -> list[dict[str, Any]]:
+    return [{"field": v.field, "values": list(v.values)} for v in variables]

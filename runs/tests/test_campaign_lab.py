@@ -1,0 +1,95 @@
+"""A campaign end to end, as a lab engineer runs one: in the browser, the form previews the
+matrix, queues it, and the campaign's page follows it on the virtual lab (RAM disk vs the
+HDD-like disk, 2 mount options, 3 short repetitions) until its statistics answer."""
+
+import time
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from runs.campaign_results import campaign_runs, campaign_statistics
+from runs.management.commands.lab_register import lab_host_name
+from runs.models import Campaign, Run, RunState
+from runs.stats import ALPHA
+from runs.tests.factories import make_user
+from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, web_server  # noqa: F401 - a fixture
+from runs.tests.test_campaigns import place
+from runs.tests.virtual_lab import VirtualLab
+
+pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+
+
+def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, web_server: str) -> None:  # noqa: F811
+    call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
+    make_user("otto", "operator", password=PASSWORD)
+    lab1 = lab_host_name(virtual_lab.lab_id, "lab1")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium(height=1400) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "otto")
+        page.goto(f"{web_server}/campaigns/new/")
+        page.fill("#id_name", "RAM vs HDD, barrier=0")
+        page.fill("#id_repetitions", "3")
+        page.select_option("#id_base-server_host", label=lab1)
+        page.select_option("#id_base-device", label=f"{lab1}:hdd")
+        page.select_option("#id_base-pg_install", label=f"PostgreSQL 15.20 (8 kB pages) on {lab1}")
+        page.fill("#id_base-scale", "1")
+        page.fill("#id_base-clients", "2")
+        page.fill("#id_base-threads", "1")
+        page.fill("#id_base-duration_s", "4")
+        page.fill("#id_base-warmup_s", "1")
+        page.check(f"#sweep label:has-text('{lab1}:ram') input")
+        page.check(f"#sweep label:has-text('{lab1}:hdd') input")
+        page.fill("#id_mount_options", "(none)\nbarrier=0")
+        page.click("#preview")
+        page.wait_for_load_state()
+        preview = page.text_content("#matrix-preview") or ""
+        page.screenshot(path=str(ARTIFACTS / "campaign-preview.png"), full_page=True)
+        nothing_queued_yet = not Run.objects.exists()
+
+        page.click("#queue")
+        page.wait_for_load_state()
+        assert "/campaigns/new/" not in page.url, page.locator(".error").all_text_contents()
+        campaign = Campaign.objects.get()
+        page.screenshot(path=str(ARTIFACTS / "campaign-running.png"), full_page=True)
+        deadline = time.monotonic() + 900
+        while Run.objects.filter(campaign=campaign).exclude(state__in=["done", "failed", "cancelled"]).exists():
+            assert time.monotonic() < deadline, "the campaign did not finish within 15 minutes"
+            time.sleep(2)
+        # The page follows the runs without a reload.
+        deadline = time.monotonic() + 30
+        while "12 of 12" not in (page.text_content("#progress-count") or ""):
+            assert time.monotonic() < deadline, page.text_content("#progress")
+            time.sleep(0.5)
+        page.screenshot(path=str(ARTIFACTS / "campaign-done.png"), full_page=True)
+        page.goto(f"{web_server}/campaigns/{campaign.pk}/?baseline=0")
+        statistics_page = page.text_content("#statistics") or ""
+        page.screenshot(path=str(ARTIFACTS / "campaign-statistics.png"), full_page=True)
+
+    assert nothing_queued_yet and "4 configurations × 3 = 12 runs" in preview and "Estimated wall time" in preview
+    runs = campaign_runs(campaign)
+    assert [r.state for r in runs] == [RunState.DONE] * 12, [(r.pk, r.error) for r in runs if r.error]
+    # Queued round by round, and started in that order (one host: one run at a time).
+    assert [place(r) for r in runs] == [(c, rep) for rep in (1, 2, 3) for c in range(4)]
+    assert sorted(runs, key=lambda r: r.started_at) == runs  # type: ignore[arg-type, return-value]
+    labels = [c.label for c in campaign.configurations.order_by("index")]
+    # Devices in the inventory's order (host, name), each with every mount option.
+    assert labels == [
+        f"{lab1}:hdd · (none)",
+        f"{lab1}:hdd · barrier=0",
+        f"{lab1}:ram · (none)",
+        f"{lab1}:ram · barrier=0",
+    ]
+
+    # The RAM disk against the HDD-like disk (baseline: hdd, default options): faster, and significantly.
+    tps = campaign_statistics(campaign, runs, baseline_index=0)[0]
+    ram_default = tps.rows[2].comparison
+    assert ram_default is not None and ram_default.verdict == "faster", ram_default
+    assert ram_default.adjusted_p is not None and ram_default.adjusted_p < ALPHA
+    assert "faster" in statistics_page and "Holm-adjusted over 3 comparisons" in statistics_page
+    # The mount-option pair on the RAM disk, reported as it is: a verdict that agrees with its p-value.
+    ram_pair = campaign_statistics(campaign, runs, baseline_index=2)[0].rows[3].comparison
+    assert ram_pair is not None and ram_pair.adjusted_p is not None
+    assert (ram_pair.verdict == "within noise") == (ram_pair.adjusted_p >= ALPHA), ram_pair
+    assert not violations, violations

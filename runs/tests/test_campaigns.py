@@ -1,0 +1,228 @@
+"""Campaigns without a lab: the form's preview and queueing, what is written (all or nothing),
+the interleaved queue order, cancel and retry, and the statistics the page shows."""
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from runs.campaign_results import campaign_runs, campaign_statistics
+from runs.models import AuditEvent, Campaign, Host, Run, RunState
+from runs.presets import preset_initial
+from runs.services.campaigns import (
+    CampaignPlan,
+    CampaignRefused,
+    campaign_cancel,
+    campaign_create,
+    campaign_retry_failed,
+)
+from runs.specs import RunSpec
+from runs.stats import compare, summarise
+from runs.sweep import Variable
+from runs.tests.conftest import ClientFactory
+from runs.tests.factories import make_device, make_host, make_pg_install, run_form_fields
+
+pytestmark = pytest.mark.django_db
+
+
+def lab1() -> Host:
+    host = make_host(name="lab1")
+    make_device(host, name="hdd", kind="hdd", path="/dev/disk/by-id/ata-HDD_1", wipe_allowed=True)
+    make_device(host, name="ram", kind="ram", path="/dev/disk/by-id/ram-1", wipe_allowed=True)
+    make_pg_install(host)
+    return host
+
+
+def plan_on(host: Host, variables: list[Variable], repetitions: int = 3, **fields: object) -> CampaignPlan:
+    base = RunSpec(
+        server_host_id=host.pk, device_id=host.devices.get(name="hdd").pk, filesystem="ext4",
+        pg_install_id=host.pg_installs.get().pk, scale=1, clients=2, threads=1, duration_s=5,
+    )  # fmt: skip
+    return CampaignPlan(name="study", description="", base=base, variables=variables, repetitions=repetitions, **fields)  # type: ignore[arg-type]
+
+
+def place(run: Run) -> tuple[int, int]:
+    """(configuration index, repetition) of a campaign's run."""
+    assert run.configuration is not None and run.repetition is not None
+    return run.configuration.index, run.repetition
+
+
+def devices_and_options(host: Host) -> list[Variable]:
+    ram, hdd = host.devices.get(name="ram"), host.devices.get(name="hdd")
+    return [Variable("device", (ram.pk, hdd.pk)), Variable("mount_options", ("noatime", "(none)"))]
+
+
+def test_a_campaign_queues_every_configuration_interleaved_round_by_round(users: dict) -> None:
+    host = lab1()
+
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host)), by=users["otto"])
+
+    runs = list(Run.objects.filter(campaign=campaign).order_by("pk"))
+    assert [place(run) for run in runs] == [(c, r) for r in (1, 2, 3) for c in range(4)]
+    assert {run.state for run in runs} == {RunState.QUEUED}
+    assert runs[0].mount_options == "noatime" and runs[1].mount_options == ""
+    fifth = runs[4].configuration
+    assert fifth is not None and RunSpec.from_run(runs[4]) == RunSpec.from_json(fifth.spec)
+    event = AuditEvent.objects.get(action="campaign_queued")
+    assert event.message == "4 configurations × 3 = 12 runs" and event.actor_name == "otto"
+
+
+def test_a_shuffled_campaign_records_its_seed(users: dict) -> None:
+    host = lab1()
+
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host), order="shuffled"), by=users["otto"])
+
+    assert campaign.seed is not None
+    first_round = [place(run)[0] for run in Run.objects.filter(campaign=campaign, repetition=1)]
+    assert sorted(first_round) == [0, 1, 2, 3]
+
+
+def test_a_campaign_nothing_of_which_can_run_writes_nothing(users: dict) -> None:
+    host = lab1()
+
+    with pytest.raises(CampaignRefused, match="No combination of the values can run"):
+        campaign_create(plan=plan_on(host, [Variable("filesystem", ("directory",))]), by=users["otto"])
+
+    assert not Campaign.objects.exists() and not Run.objects.exists()
+
+
+def test_rejected_combinations_are_recorded_with_the_campaign(users: dict) -> None:
+    host = lab1()
+    variables = [Variable("filesystem", ("ext4", "btrfs")), Variable("mount_options", ("data=writeback",))]
+
+    campaign = campaign_create(plan=plan_on(host, variables, repetitions=1), by=users["otto"])
+
+    assert campaign.configurations.count() == 1
+    (rejected,) = campaign.rejected
+    assert rejected["label"] == "btrfs · data=writeback" and "mount options" in rejected["reasons"][0]
+
+
+def test_cancelling_a_configuration_cancels_only_its_runs(users: dict) -> None:
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host)), by=users["otto"])
+    configuration = campaign.configurations.get(index=2)
+
+    assert campaign_cancel(campaign=campaign, by=users["otto"], configuration=configuration) == 3
+
+    states = dict(Run.objects.filter(campaign=campaign).values_list("pk", "state"))
+    cancelled = set(
+        Run.objects.filter(campaign=campaign, state=RunState.CANCELLED).values_list("configuration__index", flat=True)
+    )
+    assert cancelled == {2} and list(states.values()).count(RunState.CANCELLED) == 3
+
+    assert campaign_cancel(campaign=campaign, by=users["otto"]) == 9
+    assert set(Run.objects.filter(campaign=campaign).values_list("state", flat=True)) == {RunState.CANCELLED}
+
+
+def test_retrying_queues_the_failed_repetitions_again_at_the_end(users: dict) -> None:
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host), repetitions=2), by=users["otto"])
+    runs = list(Run.objects.filter(campaign=campaign).order_by("pk"))
+    Run.objects.filter(pk__in=[runs[1].pk, runs[6].pk]).update(state=RunState.FAILED, error="mkfs failed")
+    Run.objects.filter(pk__in=[r.pk for r in runs if r.pk not in (runs[1].pk, runs[6].pk)]).update(state=RunState.DONE)
+
+    assert campaign_retry_failed(campaign=campaign, by=users["otto"]) == 2
+    assert campaign_retry_failed(campaign=campaign, by=users["otto"]) == 0  # their latest attempts are queued
+
+    again = list(Run.objects.filter(campaign=campaign, pk__gt=runs[-1].pk).order_by("pk"))
+    assert [(r.configuration_id, r.repetition, r.state) for r in again] == [
+        (runs[1].configuration_id, runs[1].repetition, RunState.QUEUED),
+        (runs[6].configuration_id, runs[6].repetition, RunState.QUEUED),
+    ]
+
+
+def test_statistics_are_scipys_over_done_runs_and_failed_runs_are_counted_apart(users: dict) -> None:
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host)[:1]), by=users["otto"])
+    tps = {(0, 1): 100.0, (0, 2): 102.0, (0, 3): 98.0, (1, 1): 50.0, (1, 2): 51.0, (1, 3): None}
+    for run in Run.objects.filter(campaign=campaign):
+        value = tps[place(run)]
+        state = RunState.DONE if value is not None else RunState.FAILED
+        Run.objects.filter(pk=run.pk).update(state=state, steady_tps_mean=value, error="" if value else "PANIC")
+
+    table = campaign_statistics(campaign, campaign_runs(campaign), baseline_index=1)[0]
+
+    assert table.metric.key == "steady_tps"
+    ram, hdd = table.rows
+    assert ram.summary == summarise([100.0, 102.0, 98.0]) and hdd.summary == summarise([50.0, 51.0])
+    assert hdd.comparison is None  # the baseline
+    expected = compare([50.0, 51.0], {"ram": [100.0, 102.0, 98.0]}, "higher_is_faster")["ram"]
+    assert ram.comparison == expected and ram.comparison.verdict == "faster"
+    assert (hdd.failed, ram.failed) == (1, 0) and hdd.failures[0].endswith(": PANIC")
+
+
+@pytest.fixture
+def otto(client_for: ClientFactory) -> Client:
+    return client_for("otto")
+
+
+def campaign_form(host: Host, **changes: object) -> dict[str, object]:
+    base = run_form_fields(host, host.devices.get(name="hdd"), host.pg_installs.get(), duration_s=5, warmup_s=0)
+    fields: dict[str, object] = {f"base-{name}": value for name, value in base.items()}
+    fields |= {"name": "hdd vs ram", "description": "", "repetitions": 3, "order": "interleaved", "seed": ""}
+    ram, hdd = host.devices.get(name="ram"), host.devices.get(name="hdd")
+    fields |= {"device": [ram.pk, hdd.pk], "mount_options": "noatime\ndata=writeback", "action": "preview"}
+    return fields | changes
+
+
+def test_the_form_previews_the_matrix_and_the_wall_time_before_queueing_anything(otto: Client) -> None:
+    host = lab1()
+
+    response = otto.post(reverse("campaign-new"), campaign_form(host))
+
+    page = response.content.decode()
+    assert response.status_code == 200, page
+    assert "4 configurations × 3 = 12 runs" in page and "Estimated wall time" in page
+    assert "<td>lab1:ram</td>" in page and "<td>noatime</td>" in page and "Queue 12 runs" in page
+    assert not Run.objects.exists()
+
+
+def test_queueing_from_the_form_creates_the_campaign_and_shows_its_page(otto: Client) -> None:
+    host = lab1()
+
+    response = otto.post(reverse("campaign-new"), campaign_form(host, action="queue"))
+
+    campaign = Campaign.objects.get()
+    assert response.status_code == 302 and response["Location"] == reverse("campaign-detail", args=[campaign.pk])
+    assert Run.objects.filter(campaign=campaign).count() == 12
+    page = otto.get(response["Location"]).content.decode()
+    assert "0 of 12" in page and "lab1:hdd · data=writeback" in page
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"repetitions": 0}, "greater than or equal to 1"),
+        ({"scale": "ten"}, "scale: &#x27;ten&#x27; is not a whole number"),
+        ({"base-clients": 0}, "greater than or equal to 1"),
+        ({"seed": "7"}, "A seed only means something with the shuffled order."),
+        ({"mount_options": "nodatacow"}, "No combination of the values can run"),
+    ],
+)
+def test_bad_campaign_input_says_what_is_wrong_and_queues_nothing(otto: Client, changes: dict, message: str) -> None:
+    host = lab1()
+
+    response = otto.post(reverse("campaign-new"), campaign_form(host, action="queue", **changes))
+
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    assert not Campaign.objects.exists() and not Run.objects.exists()
+
+
+@pytest.mark.parametrize("preset", ["ssd-vs-hdd", "mount-options", "page-size", "read-only"])
+def test_every_preset_fills_a_form_whose_preview_has_runnable_configurations(otto: Client, preset: str) -> None:
+    host = lab1()
+    make_pg_install(host, bin_dir="/opt/pg4k/bin", version="15.19", block_size=4096)
+
+    page = otto.get(reverse("campaign-new"), {"preset": preset}).content.decode()
+    assert 'name="name"' in page
+    initial = preset_initial(preset)
+    base = run_form_fields(host, host.devices.get(name="hdd"), host.pg_installs.all()[0]) | initial["base"]
+    data = {f"base-{name}": "" if value is None else value for name, value in base.items()}
+    data |= {"repetitions": 3, "order": "interleaved", "description": ""} | initial["campaign"]
+    data |= {name: value for name, value in initial["sweep"].items()} | {"action": "preview", "preset": preset}
+
+    response = otto.post(reverse("campaign-new"), data)
+
+    assert response.status_code == 200, response.content.decode()
+    assert "Queue " in response.content.decode()
+    assert otto.get(reverse("campaign-new"), {"preset": "nonsense"}).status_code == 400

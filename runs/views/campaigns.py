@@ -1,0 +1,166 @@
+"""Campaign pages: the list, the form (preview of the matrix and its wall time, then queue), and a
+campaign's page (progress, the matrix with each run's state, statistics, cancel and retry)."""
+
+from typing import Any
+
+from django.contrib.auth.decorators import permission_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from runs import live
+from runs.campaign_forms import CampaignForm, SweepForm
+from runs.campaign_results import (
+    METRICS,
+    campaign_list,
+    campaign_matrix,
+    campaign_progress,
+    campaign_runs,
+    campaign_statistics,
+    plan_wall_estimate,
+)
+from runs.forms import RunForm
+from runs.models import Campaign, CampaignConfiguration
+from runs.params import BadParameter, parse_choice, parse_whole_number
+from runs.presets import PRESETS, preset_initial
+from runs.services.campaigns import (
+    CampaignPlan,
+    CampaignRefused,
+    CancelRefused,
+    campaign_cancel,
+    campaign_create,
+    campaign_refusal,
+    campaign_retry_failed,
+)
+from runs.specs import RunSpec
+from runs.sweep import SweepError
+from runs.views.runs import refused
+
+
+@require_safe
+@permission_required("runs.view_host", raise_exception=True)
+def campaigns_page(request: HttpRequest) -> HttpResponse:
+    return render(request, "runs/campaign_list.html", {"campaigns": campaign_list(), "presets": PRESETS})
+
+
+def _forms(request: HttpRequest) -> tuple[CampaignForm, RunForm, SweepForm]:
+    if request.method == "POST":
+        return CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
+    initial: dict[str, dict[str, Any]] = {"campaign": {}, "base": {}, "sweep": {}}
+    if name := request.GET.get("preset"):
+        initial = preset_initial(parse_choice(name, "preset", list(PRESETS)))
+    return (
+        CampaignForm(initial=initial["campaign"]),
+        RunForm(initial=initial["base"], prefix="base"),
+        SweepForm(initial=initial["sweep"]),
+    )
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@permission_required("runs.queue_run", raise_exception=True)
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    try:
+        campaign_form, base_form, sweep_form = _forms(request)
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    context: dict[str, Any] = {"form": campaign_form, "base": base_form, "sweep": sweep_form, "presets": PRESETS}
+    if request.method != "POST":
+        context["preset"] = request.GET.get("preset", "")
+        return render(request, "runs/campaign_form.html", context)
+    if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
+        return render(request, "runs/campaign_form.html", context, status=400)
+    plan = CampaignPlan(
+        name=campaign_form.cleaned_data["name"],
+        description=campaign_form.cleaned_data["description"],
+        base=RunSpec.from_form_data(base_form.cleaned_data),
+        variables=sweep_form.variables(),
+        repetitions=campaign_form.cleaned_data["repetitions"],
+        order=campaign_form.cleaned_data["order"],
+        seed=campaign_form.cleaned_data["seed"],
+        fresh_database=campaign_form.cleaned_data["fresh_database"],
+        preset=request.POST.get("preset", "")[:50] if request.POST.get("preset", "") in PRESETS else "",
+    )
+    try:
+        cells = plan.cells()
+    except SweepError as exc:
+        sweep_form.add_error(None, str(exc))
+        return render(request, "runs/campaign_form.html", context, status=400)
+    refusal = campaign_refusal(plan, cells)
+    if request.POST.get("action") == "queue" and refusal is None:
+        try:
+            campaign = campaign_create(plan=plan, by=request.user, request=request)
+        except CampaignRefused as exc:  # the inventory changed between the preview and now
+            refusal = str(exc)
+        else:
+            return redirect("campaign-detail", campaign_id=campaign.pk)
+    valid = [cell for cell in cells if cell.valid]
+    context |= {
+        "cells": cells,
+        "valid_count": len(valid),
+        "run_count": len(valid) * plan.repetitions,
+        "estimate": plan_wall_estimate([cell.spec for cell in valid], plan.repetitions) if valid else None,
+        "refusal": refusal,
+        "preset": plan.preset,
+    }
+    return render(request, "runs/campaign_form.html", context, status=400 if refusal else 200)
+
+
+@require_safe
+@permission_required("runs.view_host", raise_exception=True)
+def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign.objects.select_related("created_by"), pk=campaign_id)
+    configurations = campaign.configurations.count()
+    baseline = campaign.baseline_index
+    if "baseline" in request.GET:
+        try:
+            baseline = parse_whole_number(request.GET["baseline"], "baseline", 0, max(configurations - 1, 0))
+        except BadParameter as exc:
+            return refused(request, str(exc))
+    events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
+    runs = campaign_runs(campaign)
+    repetitions = range(1, max([campaign.repetitions, *[r.repetition or 0 for r in runs]]) + 1)
+    matrix = [
+        (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished)
+        for row in campaign_matrix(campaign, runs)
+    ]
+    context = {
+        "campaign": campaign,
+        "progress": campaign_progress(campaign, runs),
+        "matrix": matrix,
+        "repetitions": repetitions,
+        "tables": campaign_statistics(campaign, runs, baseline) if configurations else [],
+        "baseline": baseline,
+        "metrics": METRICS,
+        "events_after": events_after,
+        "run_ids": [run.pk for run in runs],
+    }
+    return render(request, "runs/campaign_detail.html", context)
+
+
+@require_POST
+@permission_required("runs.cancel_run", raise_exception=True)
+def campaign_cancel_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    configuration = None
+    if request.POST.get("configuration", "") != "":
+        try:
+            index = parse_whole_number(request.POST["configuration"], "configuration", 0, 10**6)
+        except BadParameter as exc:
+            return refused(request, str(exc))
+        configuration = get_object_or_404(CampaignConfiguration, campaign=campaign, index=index)
+    try:
+        campaign_cancel(campaign=campaign, by=request.user, configuration=configuration, request=request)
+    except CancelRefused as exc:
+        return refused(request, str(exc), status=403)
+    return redirect("campaign-detail", campaign_id=campaign.pk)
+
+
+@require_POST
+@permission_required("runs.queue_run", raise_exception=True)
+def campaign_retry_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
+    campaign = get_object_or_404(Campaign, pk=campaign_id)
+    try:
+        campaign_retry_failed(campaign=campaign, by=request.user, request=request)
+    except CampaignRefused as exc:
+        return refused(request, str(exc))
+    return redirect("campaign-detail", campaign_id=campaign.pk)
