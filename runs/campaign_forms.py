@@ -15,7 +15,16 @@ LINES_HELP = f"One value per line; {NONE_SHOWN} for none."
 class CampaignForm(forms.ModelForm):
     class Meta:
         model = Campaign
-        fields = ["name", "description", "repetitions", "order", "seed", "fresh_database"]
+        fields = [
+            "name",
+            "description",
+            "repetitions",
+            "target_ci_pct",
+            "max_repetitions",
+            "order",
+            "seed",
+            "fresh_database",
+        ]
         widgets = {"description": forms.Textarea(attrs={"rows": 2}), "order": forms.RadioSelect}
         help_texts = {"seed": "For the shuffled order: empty picks one (and records it)."}
 
@@ -23,7 +32,26 @@ class CampaignForm(forms.ModelForm):
         data = super().clean() or {}
         if data.get("seed") is not None and data.get("order") != RunOrder.SHUFFLED:
             self.add_error("seed", "A seed only means something with the shuffled order.")
+        for message in adaptive_problems(
+            data.get("repetitions"), data.get("target_ci_pct"), data.get("max_repetitions")
+        ):
+            self.add_error(message[0], message[1])
         return data
+
+
+def adaptive_problems(repetitions: int | None, target: float | None, most: int | None) -> list[tuple[str, str]]:
+    """What is wrong with an adaptive setting, as (field, message) pairs (the form and the API)."""
+    if target is None and most is None:
+        return []
+    if target is None:
+        return [("target_ci_pct", "A maximum of repetitions needs a target CI to stop at (or leave both empty).")]
+    if most is None:
+        return [("max_repetitions", "An adaptive campaign needs a maximum of repetitions.")]
+    if repetitions is not None and repetitions < 2:
+        return [("repetitions", "Adaptive repetition needs at least 2 repetitions first (a CI needs two values).")]
+    if repetitions is not None and most < repetitions:
+        return [("max_repetitions", f"The maximum must be at least the {repetitions} repetitions that come first.")]
+    return []
 
 
 def _lines(text: str) -> list[str]:

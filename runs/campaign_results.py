@@ -173,6 +173,34 @@ def campaign_statistics(campaign: Campaign, runs: Sequence[Run], baseline_index:
     return tables
 
 
+@dataclass(frozen=True)
+class AdaptiveState:
+    """Where a configuration of an adaptive campaign stands, and why."""
+
+    repeating: bool
+    reason: str
+
+
+def adaptive_status(campaign: Campaign, runs: Sequence[Run]) -> dict[CampaignConfiguration, AdaptiveState]:
+    """For an adaptive campaign, per configuration: does it need another repetition, and why
+    (or why it stopped). Repetitions count attempts: a failed one is used up (retry it)."""
+    target, most = campaign.target_ci_pct, campaign.max_repetitions or campaign.repetitions
+    status: dict[CampaignConfiguration, AdaptiveState] = {}
+    for configuration in campaign.configurations.all():
+        mine = [run for run in runs if run.configuration_id == configuration.pk]
+        values = [run.steady_tps_mean for run in mine if run.state == RunState.DONE and run.steady_tps_mean]
+        used = len({run.repetition for run in mine})
+        half = summarise([v for v in values if v is not None]).ci_half_width_pct
+        shown = f"±{half:.1f} %" if half is not None else "not yet known"
+        if target is not None and half is not None and half <= target:
+            status[configuration] = AdaptiveState(False, f"CI {shown} is within ±{target:g} % after {len(values)} runs")
+        elif used >= most:
+            status[configuration] = AdaptiveState(False, f"stopped at the maximum of {most} repetitions (CI {shown})")
+        else:
+            status[configuration] = AdaptiveState(True, f"repeating: CI {shown}, target ±{target:g} %")
+    return status
+
+
 def host_overheads(host_ids: Sequence[int]) -> dict[tuple[int, int], float]:
     """(host, scale) → median seconds a done run there took beyond warm-up and duration, over
     its last runs; (host, 0) holds the host's median over any scale."""

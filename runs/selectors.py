@@ -21,7 +21,9 @@ def run_list(limit: int = 200) -> QuerySet[Run]:
 
 
 def run_with_details(run_id: int) -> Run:
-    queryset = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by")
+    queryset = Run.objects.select_related(
+        "server_host", "client_host", "device", "pg_install", "queued_by", "configuration"
+    )
     return get_object_or_404(queryset.prefetch_related("transitions", "artifacts"), pk=run_id)
 
 

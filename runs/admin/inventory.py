@@ -234,8 +234,17 @@ class DeviceAdmin(AuditedAdmin):
     search_fields = ["name", "path", "model", "serial", "host__name", "notes"]
     list_select_related = ["host"]
     autocomplete_fields = ["host"]
-    readonly_fields = ["created_at", "updated_at"]
+    readonly_fields = ["kept_for_next_run", "created_at", "updated_at"]
     actions = ["forbid_wiping"]
+
+    @admin.display(description="kept for a campaign's next run")
+    def kept_for_next_run(self, device: Device) -> str:
+        """A campaign's storage left mounted (stopped database) for its next run on this device."""
+        kept = device.kept_setup
+        if not kept:
+            return "nothing"
+        setup = kept.get("setup") or {}
+        return f"{setup.get('mountpoint', '?')}, left by run {kept.get('run')} of campaign {kept.get('campaign')}"
 
     @admin.display(description="capacity", ordering="capacity_bytes")
     def capacity(self, device: Device) -> str:

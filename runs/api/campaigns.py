@@ -12,7 +12,9 @@ from rest_framework.response import Response
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
+from runs.campaign_forms import adaptive_problems
 from runs.campaign_results import (
+    adaptive_status,
     campaign_list,
     campaign_matrix,
     campaign_progress,
@@ -46,6 +48,10 @@ class CampaignCreateSerializer(serializers.Serializer):
     order = serializers.ChoiceField(choices=RunOrder.choices, default=RunOrder.INTERLEAVED)
     seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=2**62)
     fresh_database = serializers.BooleanField(default=False)
+    target_ci_pct = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0.1, max_value=50)
+    max_repetitions = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=2, max_value=MAX_REPETITIONS
+    )
     preview = serializers.BooleanField(default=False, help_text="Only expand and estimate; queue nothing.")
 
     def validate_base(self, value: dict[str, Any]) -> RunSpec:
@@ -63,6 +69,9 @@ class CampaignCreateSerializer(serializers.Serializer):
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs.get("seed") is not None and attrs["order"] != RunOrder.SHUFFLED:
             raise ValidationError({"seed": "A seed only means something with the shuffled order."})
+        problems = adaptive_problems(attrs["repetitions"], attrs.get("target_ci_pct"), attrs.get("max_repetitions"))
+        if problems:
+            raise ValidationError({field: [message] for field, message in problems})
         return attrs
 
     def plan(self) -> CampaignPlan:
@@ -76,6 +85,8 @@ class CampaignCreateSerializer(serializers.Serializer):
             order=data["order"],
             seed=data["seed"],
             fresh_database=data["fresh_database"],
+            target_ci_pct=data["target_ci_pct"],
+            max_repetitions=data["max_repetitions"],
         )
 
 
@@ -103,6 +114,8 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
         "order": campaign.order,
         "seed": campaign.seed,
         "fresh_database": campaign.fresh_database,
+        "target_ci_pct": campaign.target_ci_pct,
+        "max_repetitions": campaign.max_repetitions,
         "progress": {
             "total": progress.total,
             "finished": progress.finished,
@@ -117,8 +130,14 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
     data["variables"] = campaign.variables
     data["rejected"] = campaign.rejected
     data["baseline"] = baseline
+    adaptive = adaptive_status(campaign, runs) if campaign.target_ci_pct is not None else {}
     data["configurations"] = [
         {
+            "adaptive": (
+                {"repeating": adaptive[row.configuration].repeating, "reason": adaptive[row.configuration].reason}
+                if row.configuration in adaptive
+                else None
+            ),
             "index": row.configuration.index,
             "label": row.configuration.label,
             "values": row.configuration.values,

@@ -9,18 +9,25 @@ pgbench runs on the server itself (over the unix socket), or on a separate clien
 TCP: then the cluster listens on the network and trusts only that client's address. The
 database is always loaded on the server (`pgbench -i` over the socket): loading is not what
 is measured, and it does not depend on the network.
+
+A run may keep its storage and stopped cluster for the next run of the same setup (keep=True),
+and a run may start from such a kept setup (reuse=...) instead of mkfs and `pgbench -i`; see
+kept.py. A kept setup given to a run is used up by it on every path: reused, or discarded.
 """
 
 import logging
 import re
 import shlex
 from collections.abc import Callable, Mapping
-from contextlib import ExitStack
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 from runs.lab.follow import Follower
+from runs.lab.kept import Handover, handed_over, keep_setup, reused_database_note, reused_storage
+from runs.lab.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
+from runs.lab.kept import discard_kept_setup as discard_kept_setup
 from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
 from runs.lab.metrics import OsMetrics, PgStatsDelta, iostat_device, os_metrics, pg_stats_delta, pg_stats_snapshot
 from runs.lab.parse_pgbench import (
@@ -45,7 +52,7 @@ from runs.lab.pgbench import (
     start_detached,
     wait_for_exit,
 )
-from runs.lab.postgres import BENCH_ROLE, SUPERUSER, psql, throwaway_cluster
+from runs.lab.postgres import BENCH_ROLE, SUPERUSER, Cluster, psql, running_cluster, throwaway_cluster
 from runs.lab.run_user import (
     RUN_USER,
     ensure_run_user,
@@ -120,6 +127,9 @@ class BenchmarkResult:
     os: OsMetrics = field(default_factory=OsMetrics)
     pg_stats: PgStatsDelta | None = None
     run_dir: str = ""
+    kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
+    reused: bool = False  # the run used the kept setup it was given
+    reuse_refused: str = ""  # why the kept setup it was given could not be used (then discarded)
 
 
 class Observer(Protocol):
@@ -193,24 +203,33 @@ def run_benchmark(
     observer: Observer | None = None,
     measure_timeout_s: float | None = None,
     client: Endpoint | None = None,
+    reuse: KeptSetup | None = None,
+    keep: bool = False,
 ) -> BenchmarkResult:
     """Run the whole benchmark; cleanup (stop PostgreSQL, unmount) happens on every path.
 
     `connect` opens a fresh connection to the same host: the follower reconnects with it
     when the connection is lost mid-run. `client` is where pgbench runs when spec.client
-    names a separate client host.
+    names a separate client host. `reuse` is a setup an earlier run kept on this host: used
+    if it still fits, discarded otherwise (result.reused, result.reuse_refused), and gone
+    from the host after the call in any case unless kept again. With `keep`, a run that
+    succeeded leaves its storage and stopped cluster on the host (result.kept).
     """
     observer = observer or SilentObserver()
-    # Refuse a bad specification before anything touches the host.
-    spec.init.validate()
-    spec.run.validate()
-    if (spec.client is None) != (client is None):
-        raise ValueError("a client host needs both its specification and its connection")
-    run_dir = run_dir_for(spec.run_key)
     server = Endpoint(transport, connect)
     with ExitStack() as cleanup:
+        # Unwound last: a kept setup the run did not get to take over is discarded.
+        handover = cleanup.enter_context(handed_over(transport, reuse)) if reuse is not None else None
+        # Refuse a bad specification before the run touches the host.
+        spec.init.validate()
+        spec.run.validate()
+        if (spec.client is None) != (client is None):
+            raise ValueError("a client host needs both its specification and its connection")
+        run_dir = run_dir_for(spec.run_key)
         try:
-            return _run_stages(server, client or server, spec, observer, cleanup, run_dir, measure_timeout_s)
+            return _run_stages(
+                server, client or server, spec, observer, cleanup, run_dir, measure_timeout_s, handover, keep
+            )
         finally:
             # Runs before the stages' own cleanups unwind (unmount, stop PostgreSQL).
             observer.step(Step.CLEANING_UP)
@@ -224,42 +243,40 @@ def _run_stages(
     cleanup: ExitStack,
     run_dir: str,
     measure_timeout_s: float | None,
+    handover: Handover | None,
+    keep: bool,
 ) -> BenchmarkResult:
     transport = server.transport
     observer.step(Step.PREPARING_STORAGE)
     endpoints = list({id(server): server, id(bench): bench}.values())
     _prepare_hosts(endpoints, run_dir)
     work_dir = work_dir_for(run_dir)
-    storage = cleanup.enter_context(
-        prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
-    )
+    kept, refused = None, ""
+    if handover is not None:
+        kept, refused = handover.take_or_discard(
+            spec.device, spec.filesystem, spec.pg_bin_dir, spec.init, spec.database
+        )
+    if kept is None:
+        storage = cleanup.enter_context(
+            prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
+        )
+    else:  # no mkfs, no mount: and the mountpoint stays the one named after the run that kept it
+        storage = cleanup.enter_context(reused_storage(transport, kept))
     # Unwound after the cluster has stopped and before the unmount: nothing of the run's user
     # outlives the run, or keeps the mount busy.
     for endpoint in endpoints:
         cleanup.callback(stop_run_user_processes, endpoint.transport)
-    result = BenchmarkResult(storage=storage, run_dir=run_dir)
+    result = BenchmarkResult(storage=storage, run_dir=run_dir, reused=kept is not None, reuse_refused=refused)
 
     observer.step(Step.INITIALIZING_DATABASE)
-    client_addresses = [spec.client.address] if spec.client else []
-    cluster = cleanup.enter_context(
-        throwaway_cluster(
-            transport,
-            spec.pg_bin_dir,
-            f"{storage.mountpoint}/postgres",
-            spec.pg_settings,
-            client_addresses=client_addresses,
-            own_pids=storage.own_pids,
-        )
-    )
+    cluster = cleanup.enter_context(_cluster(transport, spec, storage, kept))
     result.pg_version, result.pg_settings = cluster.version, cluster.settings
     result.pg_non_default_settings = cluster.non_default_settings
-    admin = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=SUPERUSER)
-    psql(transport, cluster, f"CREATE ROLE {BENCH_ROLE} LOGIN")
-    _as_run_user(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
     local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
-    init = init_command(spec.pg_bin_dir, local, spec.init)
-    result.init_command = shlex.join(init)
-    result.init_output = _as_run_user(transport, init, 3600, lambda text: observer.line("init", text))
+    if kept is None:
+        result.init_command, result.init_output = _load_database(transport, spec, cluster, local, observer)
+    else:  # loaded by the run that kept it
+        result.init_output = reused_database_note(transport, cluster, kept)
 
     script_path = None
     if spec.run.custom_script is not None:
@@ -315,7 +332,33 @@ def _run_stages(
         result.latency = transaction_latency_percentiles(
             bench.transport, work_dir, process.path("started"), spec.warmup_s, spec.run.log_sampling_rate
         )
+    if keep and result.exit_status == 0:
+        result.kept = keep_setup(transport, storage, cluster, spec.database, spec.init.scale)
     return result
+
+
+def _cluster(
+    transport: Transport, spec: BenchmarkSpec, storage: PreparedStorage, kept: KeptSetup | None
+) -> AbstractContextManager[Cluster]:
+    """A new cluster on fresh storage, or the kept one started again: either way with this run's
+    settings and client addresses, on a port chosen for this run."""
+    addresses = [spec.client.address] if spec.client else []
+    if kept is None:
+        base_dir = f"{storage.mountpoint}/postgres"
+        return throwaway_cluster(transport, spec.pg_bin_dir, base_dir, spec.pg_settings, addresses, storage.own_pids)
+    existing = Cluster(bin_dir=spec.pg_bin_dir, base_dir=kept.base_dir, port=0)
+    return running_cluster(transport, existing, spec.pg_settings, addresses, storage.own_pids)
+
+
+def _load_database(
+    transport: Transport, spec: BenchmarkSpec, cluster: Cluster, local: Connection, observer: Observer
+) -> tuple[str, str]:
+    """pgbench's role and database, loaded with `pgbench -i` over the socket: its command and output."""
+    admin = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=SUPERUSER)
+    psql(transport, cluster, f"CREATE ROLE {BENCH_ROLE} LOGIN")
+    _as_run_user(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
+    init = init_command(spec.pg_bin_dir, local, spec.init)
+    return shlex.join(init), _as_run_user(transport, init, 3600, lambda text: observer.line("init", text))
 
 
 def remove_run_dir(transport: Transport, run_key: str) -> None:

@@ -3,7 +3,12 @@
 `throwaway_cluster` is a setup/cleanup pair: initdb as benchlab's unprivileged OS user
 (run_user.py) into a subdirectory of the mount, apply settings, start; on the way out
 (always) stop fast, then immediate, then make sure the postmaster's PID is really gone.
+`running_cluster` is the same pair for a cluster that exists already (one an earlier run kept).
 Everything in the cluster's directory is the user's, so benchlab touches it only as the user.
+
+A run's settings and client rules are rewritten for each start, never added to the last
+run's: postgresql.conf includes benchlab.conf, which configure() replaces, and pg_hba.conf
+is made anew from initdb's own (kept aside) plus this run's clients.
 """
 
 import json
@@ -25,6 +30,7 @@ from runs.lab.run_user import (
     read_as_run_user,
     run_as_run_user,
     signal_as_run_user,
+    write_as_run_user,
 )
 from runs.lab.transport import Transport
 
@@ -36,6 +42,8 @@ BENCH_ROLE = "bench"
 PORT_RANGE = range(54320, 54999)
 START_TIMEOUT_S = 300  # initdb'd clusters on a slow disk take long for the first checkpoint
 STOP_TIMEOUT_S = 180  # the shutdown checkpoint on the "HDD" took 10-40 s in the lab
+SETTINGS_FILE = "benchlab.conf"  # in the data directory: this run's settings, included by postgresql.conf
+HBA_ORIGINAL = "pg_hba.conf.initdb"  # in the data directory: initdb's pg_hba.conf, kept aside
 
 
 @dataclass
@@ -99,13 +107,21 @@ def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
     auth = ["-U", SUPERUSER, "--auth-local=trust", "--auth-host=reject"]
     initdb_argv = [cluster.tool("initdb"), "-D", cluster.data_dir, *auth, "-E", "UTF8", "--locale=C", "-N"]
     run_as_run_user(transport, initdb_argv, timeout=600)
+    # Once, at the end, so that benchlab's settings win over initdb's (shared_buffers, ...).
+    include = f"\n# benchlab: the settings of the run that started the cluster last\ninclude '{SETTINGS_FILE}'\n"
+    append_as_run_user(transport, f"{cluster.data_dir}/postgresql.conf", include)
+    original_hba = read_as_run_user(transport, f"{cluster.data_dir}/pg_hba.conf")
+    write_as_run_user(transport, f"{cluster.data_dir}/{HBA_ORIGINAL}", original_hba)
     return cluster
 
 
 def configure(
     transport: Transport, cluster: Cluster, settings: Mapping[str, str], client_addresses: Sequence[str] = ()
 ) -> None:
-    """Write benchlab's settings and the user's overrides; open pg_hba to the client hosts."""
+    """Write benchlab's settings and the user's overrides; open pg_hba to the client hosts.
+
+    Both files are replaced, not appended to: a cluster an earlier run kept gets this run's
+    settings and clients only. The port is chosen anew each time."""
     for key, value in settings.items():
         check_setting(key, value)  # also when the caller did not come through parse_settings
     cluster.port = free_port(transport)
@@ -116,11 +132,13 @@ def configure(
         f"listen_addresses = {_quote('*' if client_addresses else '')}",
         *(f"{key} = {_quote(value)}" for key, value in settings.items()),
     ]
-    append_as_run_user(transport, f"{cluster.data_dir}/postgresql.conf", "\n" + "\n".join(lines) + "\n")
-    if client_addresses:
-        # Only pgbench's role, from exactly those hosts: not the superuser, not a network.
-        rules = "".join(f"host all {BENCH_ROLE} {hba_address(address)} trust\n" for address in client_addresses)
-        append_as_run_user(transport, f"{cluster.data_dir}/pg_hba.conf", rules)
+    write_as_run_user(transport, f"{cluster.data_dir}/{SETTINGS_FILE}", "\n".join(lines) + "\n")
+    # After initdb's rules, as before: only pgbench's role, from exactly those hosts (not the
+    # superuser, not a network).
+    hba = read_as_run_user(transport, f"{cluster.data_dir}/{HBA_ORIGINAL}")
+    hba += "" if hba.endswith("\n") or not hba else "\n"
+    hba += "".join(f"host all {BENCH_ROLE} {hba_address(address)} trust\n" for address in client_addresses)
+    write_as_run_user(transport, f"{cluster.data_dir}/pg_hba.conf", hba)
 
 
 def start(transport: Transport, cluster: Cluster) -> None:
@@ -160,6 +178,21 @@ def pid_alive(transport: Transport, pid: int) -> bool:
     return signal_as_run_user(transport, str(pid), "0")
 
 
+def _pg_ctl_stop(transport: Transport, cluster: Cluster, mode: str, timeout: int) -> None:
+    ctl = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-w", "-t", str(timeout), "-m", mode, "stop"]
+    run_as_run_user(transport, ctl, check=False, timeout=timeout + 30)
+
+
+def stop_fast(transport: Transport, cluster: Cluster) -> bool:
+    """Only `pg_ctl stop -m fast` (it ends with a shutdown checkpoint, so the cluster starts
+    again without recovery). True if the postmaster is gone (or was not running)."""
+    pid = cluster.postmaster_pid or _postmaster_pid(transport, cluster)
+    if pid is None or not pid_alive(transport, pid):
+        return True
+    _pg_ctl_stop(transport, cluster, "fast", STOP_TIMEOUT_S)
+    return not pid_alive(transport, pid)
+
+
 def stop(transport: Transport, cluster: Cluster) -> None:
     """Stop fast, then immediate; then check the postmaster PID ourselves and kill it if needed.
 
@@ -169,9 +202,8 @@ def stop(transport: Transport, cluster: Cluster) -> None:
     pid = cluster.postmaster_pid or _postmaster_pid(transport, cluster)
     if pid is None or not pid_alive(transport, pid):
         return
-    ctl = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-w"]
     for mode, timeout in (("fast", STOP_TIMEOUT_S), ("immediate", 60)):
-        run_as_run_user(transport, [*ctl, "-t", str(timeout), "-m", mode, "stop"], check=False, timeout=timeout + 30)
+        _pg_ctl_stop(transport, cluster, mode, timeout)
         if not pid_alive(transport, pid):
             return
     # The PID came from a file the user writes: only the user's own process can be killed by it.
@@ -181,6 +213,25 @@ def stop(transport: Transport, cluster: Cluster) -> None:
         if time.monotonic() > deadline:
             raise LabError(f"postmaster {pid} survived SIGKILL")
         time.sleep(0.2)
+
+
+@contextmanager
+def running_cluster(
+    transport: Transport,
+    cluster: Cluster,
+    settings: Mapping[str, str],
+    client_addresses: Sequence[str] = (),
+    own_pids: list[int] | None = None,
+) -> Iterator[Cluster]:
+    """configure + start an initdb'd cluster; always stop. The postmaster's PID is added to own_pids."""
+    try:
+        configure(transport, cluster, settings, client_addresses)
+        start(transport, cluster)
+        if own_pids is not None and cluster.postmaster_pid:
+            own_pids.append(cluster.postmaster_pid)
+        yield cluster
+    finally:
+        stop(transport, cluster)
 
 
 @contextmanager
@@ -194,11 +245,5 @@ def throwaway_cluster(
 ) -> Iterator[Cluster]:
     """initdb + configure + start; always stop. The postmaster's PID is added to own_pids."""
     cluster = initdb(transport, bin_dir, base_dir)
-    try:
-        configure(transport, cluster, settings, client_addresses)
-        start(transport, cluster)
-        if own_pids is not None and cluster.postmaster_pid:
-            own_pids.append(cluster.postmaster_pid)
-        yield cluster
-    finally:
-        stop(transport, cluster)
+    with running_cluster(transport, cluster, settings, client_addresses, own_pids) as running:
+        yield running

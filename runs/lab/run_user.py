@@ -8,10 +8,10 @@ environment holds benchlab's secrets).
 
 Defence in depth: root never acts on a path or a PID that this user could have planted.
 Files the user writes (pgbench's output, the cluster's files) are read and written through
-the user itself (`read_as_run_user`, `append_as_run_user`), and processes whose PID came from
-such a file are signalled as the user (`signal_as_run_user`), so a symlink or a forged PID
-cannot make root read, write or kill anything else. Whatever the user left running is stopped
-before and after each run (`stop_run_user_processes`).
+the user itself (`read_as_run_user`, `append_as_run_user`, `write_as_run_user`), and
+processes whose PID came from such a file are signalled as the user (`signal_as_run_user`),
+so a symlink or a forged PID cannot make root read, write or kill anything else. Whatever
+the user left running is stopped before and after each run (`stop_run_user_processes`).
 """
 
 from collections.abc import Sequence
@@ -101,6 +101,20 @@ def read_as_run_user(transport: Transport, path: str, check: bool = True) -> str
 
 def append_as_run_user(transport: Transport, path: str, text: str) -> None:
     run_as_run_user(transport, ["sh", "-c", 'cat >> "$1"', "sh", path], stdin=text.encode())
+
+
+# Written beside the file and renamed over it: a symlink at the path is replaced, never
+# followed, and a reader never sees half a file. With the user's rights only, like the rest.
+_REPLACE = (
+    'tmp=$(mktemp -- "$1.XXXXXX") || exit 1; '
+    'if cat > "$tmp" && mv -fT -- "$tmp" "$1"; then exit 0; fi; '
+    'rm -f -- "$tmp"; exit 1'
+)
+
+
+def write_as_run_user(transport: Transport, path: str, text: str) -> None:
+    """Replace the user's file `path` with `text` (mode 0600), as the user."""
+    run_as_run_user(transport, ["sh", "-c", _REPLACE, "sh", path], stdin=text.encode())
 
 
 def signal_as_run_user(transport: Transport, target: str, signal_name: str) -> bool:

@@ -2,7 +2,8 @@
 
 `prepared_storage` is the setup/cleanup pair a run uses: it refuses to format a device
 unless every safety check holds, makes the filesystem, mounts it with validated options,
-and on the way out — on every path, error or cancel — unmounts it again.
+and on the way out — on every path, error or cancel — unmounts it again, unless the run
+succeeded and kept it for the next run of the same setup (`PreparedStorage.keep`, kept.py).
 """
 
 import json
@@ -60,9 +61,13 @@ class PreparedStorage:
     device_node: str | None  # /dev/loop3 etc.; None for directories and tmpfs
     mount_options: str  # as /proc/mounts shows them
     mkfs_command: str = ""
+    directory: str | None = None  # a directory device's run directory (bind-mounted at mountpoint)
     # PIDs of processes benchlab started as its unprivileged user that use the mount: the only
     # ones it may stop (as that user).
     own_pids: list[int] = field(default_factory=list)
+    # Set by a run that succeeded and stopped its cluster cleanly: the cleanup then leaves the
+    # storage mounted, data and all, for the next run of the same setup (kept.py).
+    keep: bool = False
 
 
 # ---- safety checks ------------------------------------------------------------------------
@@ -320,6 +325,26 @@ def resolved_device_directory(transport: Transport, identity: DeviceIdentity) ->
     return resolved
 
 
+def release_storage(transport: Transport, storage: PreparedStorage) -> None:
+    """Unmount, remove the mountpoint and a directory device's run directory (once unmounted)."""
+    unmount_reliably(transport, storage.mountpoint, storage.own_pids)
+    if storage.directory is not None:
+        transport.run(["rm", "-rf", "--one-file-system", "--", storage.directory], check=False)
+
+
+@contextmanager
+def released_unless_kept(transport: Transport, storage: PreparedStorage) -> Iterator[PreparedStorage]:
+    """Release the storage on the way out, unless the run set storage.keep and nothing failed
+    after that (on any error, even in a later cleanup step, it is released)."""
+    try:
+        yield storage
+    except BaseException:
+        release_storage(transport, storage)
+        raise
+    if not storage.keep:
+        release_storage(transport, storage)
+
+
 @contextmanager
 def prepared_storage(
     transport: Transport,
@@ -328,7 +353,7 @@ def prepared_storage(
     run_key: str,
     before_mkfs: Callable[[str], None] | None = None,
 ) -> Iterator[PreparedStorage]:
-    """Setup: check, mkfs, mount. Cleanup (always): unmount, remove the mountpoint.
+    """Setup: check, mkfs, mount. Cleanup (always, unless kept): unmount, remove the mountpoint.
 
     `before_mkfs` hears the mkfs command line once every check has passed, just before it
     runs (the audit log records it then: a formatted device is a fact even if the run fails)."""
@@ -345,15 +370,12 @@ def prepared_storage(
         directory = directory_for(run_key, resolved_device_directory(transport, identity))
         # Not -p: a path already there (a symlink planted in a shared directory) is refused.
         transport.run(["mkdir", "-m", "0755", directory])
-        storage = PreparedStorage(mountpoint=mountpoint, fstype=fstype, device_node=None, mount_options="")
-        try:
+        storage = PreparedStorage(mountpoint, fstype, device_node=None, mount_options="", directory=directory)
+        with released_unless_kept(transport, storage):
             make_mountpoint(transport, mountpoint)
             transport.run(["mount", "--bind", directory, mountpoint])
             storage.mount_options = mounted_options(transport, mountpoint)
             yield storage
-        finally:
-            unmount_reliably(transport, mountpoint, storage.own_pids)
-            transport.run(["rm", "-rf", "--one-file-system", "--", directory], check=False)
         return
 
     if fstype == "tmpfs":
@@ -371,9 +393,7 @@ def prepared_storage(
     storage = PreparedStorage(
         mountpoint=mountpoint, fstype=fstype, device_node=node, mount_options="", mkfs_command=mkfs_command
     )
-    try:
-        # Inside the try: a mount that succeeded but could not be read back is still undone.
+    with released_unless_kept(transport, storage):
+        # Inside: a mount that succeeded but could not be read back is still undone.
         storage.mount_options = mount_filesystem(transport, source, mountpoint, fstype, filesystem.mount_options)
         yield storage
-    finally:
-        unmount_reliably(transport, mountpoint, storage.own_pids)

@@ -36,6 +36,23 @@ class Campaign(models.Model):
         help_text="Make the storage and load the database for every run. Off: consecutive runs on a device "
         "that share storage and database configuration reuse them.",
     )
+    # Adaptive repetition: after the first `repetitions` rounds, configurations whose 95 %
+    # confidence interval of the mean steady-state tps is wider than ±target_ci_pct % of the
+    # mean get another round, until it is not or max_repetitions is reached.
+    target_ci_pct = models.FloatField(
+        "target CI (± % of the mean)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0.1), MaxValueValidator(50)],
+        help_text="Adaptive: repeat a configuration until the 95 % CI of its mean steady-state tps is within "
+        "± this % of the mean. Empty: exactly the repetitions above.",
+    )
+    max_repetitions = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(2), MaxValueValidator(MAX_REPETITIONS)],
+        help_text="Adaptive: never more repetitions than this per configuration.",
+    )
     # Combinations the expansion refused, with why: [{"label": …, "errors": {field: [message]}}].
     rejected = models.JSONField(default=list, blank=True)
     baseline_index = models.PositiveIntegerField(default=0, help_text="The configuration others are compared with.")

@@ -152,6 +152,9 @@ class Device(models.Model):
         help_text="Allow benchlab to create filesystems on this device, destroying everything on it.",
     )
     notes = models.TextField(blank=True)
+    # Storage with a loaded, stopped database that a campaign's run left mounted for the next
+    # run of the same setup (runs/services/reuse.py): {"signature", "campaign", "run", "setup"}.
+    kept_setup = models.JSONField(null=True, blank=True, editable=False)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -39,6 +39,12 @@ class CampaignPlan:
     seed: int | None = None
     fresh_database: bool = False
     preset: str = ""
+    target_ci_pct: float | None = None  # adaptive repetition (services.adaptive)
+    max_repetitions: int | None = None
+
+    @property
+    def most_repetitions(self) -> int:
+        return self.max_repetitions or self.repetitions
 
     def cells(self) -> list[Cell]:
         return expand(self.base, self.variables, Inventory.load())
@@ -51,8 +57,8 @@ def campaign_refusal(plan: CampaignPlan, cells: Sequence[Cell]) -> str | None:
         return "No combination of the values can run (each one's reason is listed): nothing to queue."
     if len(valid) > MAX_CONFIGURATIONS:
         return f"{len(valid)} configurations: a campaign may have at most {MAX_CONFIGURATIONS}. Sweep fewer values."
-    if len(valid) * plan.repetitions > MAX_RUNS:
-        return f"{len(valid) * plan.repetitions} runs: a campaign may queue at most {MAX_RUNS}."
+    if len(valid) * plan.most_repetitions > MAX_RUNS:
+        return f"up to {len(valid) * plan.most_repetitions} runs: a campaign may queue at most {MAX_RUNS}."
     return None
 
 
@@ -80,6 +86,8 @@ def campaign_create(
             order=plan.order,
             seed=seed if plan.order == RunOrder.SHUFFLED else None,
             fresh_database=plan.fresh_database,
+            target_ci_pct=plan.target_ci_pct,
+            max_repetitions=plan.max_repetitions,
             rejected=[{"label": cell.label, "reasons": cell.reasons()} for cell in cells if not cell.valid],
             created_by=user,
         )

@@ -43,10 +43,12 @@ from runs.models import (
     Workload,
 )
 from runs.models.inventory import benchlab_data_dirs
+from runs.services.adaptive import campaign_advance
 from runs.services.audit import audit_record
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect
 from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
+from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.runs import run_transition
 from runs.services.samples import sample_upsert
 
@@ -151,6 +153,7 @@ class RunObserver:
         self.cancelled = False
         self.cancel_sent = False
         self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
+        self.reuse: dict[str, Any] = {}  # what the run reused and kept (services.reuse)
 
     def _check_cancel(self) -> None:
         # A run already finished was cancelled while its worker was claiming its hosts.
@@ -240,7 +243,7 @@ def run_execute(*, run_id: int) -> str:
             return "running"
         run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
-        queue_dispatch()
+        _after_run(run)
         return run.state
     if not run_holds_its_hosts(run):
         return "waiting"
@@ -250,7 +253,7 @@ def run_execute(*, run_id: int) -> str:
     if forbidden:
         run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
-        queue_dispatch()
+        _after_run(run)
         return run.state
     if not _mark_started(run):
         return run.state  # cancelled while queued; the cancel gave its hosts to the next in line
@@ -264,8 +267,15 @@ def run_execute(*, run_id: int) -> str:
         run_release_hosts(run=run)
     # Released first: once a run shows as finished, its hosts are free for the next one.
     run_transition(run=run, state=state, **fields)
-    queue_dispatch()
+    _after_run(run)
     return run.state
+
+
+def _after_run(run: Run) -> None:
+    """The run has ended: an adaptive campaign may want another round; then the next in line starts."""
+    if run.campaign_id is not None:
+        campaign_advance(campaign_id=run.campaign_id)
+    queue_dispatch()
 
 
 def _mark_started(run: Run) -> bool:
@@ -298,7 +308,7 @@ def _execute_claimed(run: Run) -> Ending:
     try:
         facts = probe_host(transport).as_json()
         client_facts = probe_host(client.transport).as_json() if client else None
-        result = run_benchmark(transport, lambda: host_connect(run.server_host), spec, observer, client=client)
+        result = _run_with_reuse(run, transport, spec, observer, client)
     except RunCancelled:
         return RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
@@ -322,6 +332,33 @@ def _execute_claimed(run: Run) -> Ending:
             "error": "pgbench failed",
         }
     return RunState.DONE, {}
+
+
+def _run_with_reuse(
+    run: Run, transport: Transport, spec: BenchmarkSpec, observer: RunObserver, client: Endpoint | None
+) -> BenchmarkResult:
+    """The benchmark, starting from a setup an earlier run of the campaign kept when there is
+    one, and keeping this one's for the next run when it shares it (services.reuse)."""
+    plan = reuse_plan(run)
+    discard_setups(transport, plan.discard)
+    kept = None
+    try:
+        result = run_benchmark(
+            transport,
+            lambda: host_connect(run.server_host),
+            spec,
+            observer,
+            client=client,
+            reuse=plan.reuse,
+            keep=plan.keep,
+        )
+        kept = result.kept
+        observer.reuse = {"reused_from_run": plan.reused_from if result.reused else None,
+                          "reuse_refused": result.reuse_refused, "kept_for_next_run": kept is not None}  # fmt: skip
+        return result
+    finally:
+        if plan.reuse is not None or plan.keep:
+            record_kept(run, kept)  # the lab layer has taken over (or cleaned up) the reused setup
 
 
 def _failure(observer: RunObserver, exc: Exception) -> Ending:
@@ -411,6 +448,7 @@ def _store_results(
             else None
         ),
         "init_command": result.init_command,
+        "reuse": observer.reuse,
     }
     # Only the result fields: state and cancel_requested belong to other writers.
     run.save(update_fields=[*RESULT_FIELDS])

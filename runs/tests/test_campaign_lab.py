@@ -3,6 +3,7 @@ matrix, queues it, and the campaign's page follows it on the virtual lab (RAM di
 HDD-like disk, 2 mount options, 3 short repetitions) until its statistics answer."""
 
 import time
+from contextlib import closing
 from io import StringIO
 
 import pytest
@@ -10,12 +11,16 @@ from django.core.management import call_command
 
 from runs.campaign_results import campaign_runs, campaign_statistics
 from runs.management.commands.lab_register import lab_host_name
-from runs.models import Campaign, Run, RunState
+from runs.models import AuditAction, AuditEvent, Campaign, Device, Host, Run, RunState
+from runs.services.campaigns import CampaignPlan, campaign_create
+from runs.specs import RunSpec
 from runs.stats import ALPHA
+from runs.sweep import Variable
 from runs.tests.factories import make_user
 from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, web_server  # noqa: F401 - a fixture
 from runs.tests.test_campaigns import place
-from runs.tests.virtual_lab import VirtualLab
+from runs.tests.virtual_lab import PG_BIN, VirtualLab
+from runs.tests.workers import CeleryWorker
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
@@ -66,6 +71,15 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
         page.goto(f"{web_server}/campaigns/{campaign.pk}/?baseline=0")
         statistics_page = page.text_content("#statistics") or ""
         page.screenshot(path=str(ARTIFACTS / "campaign-statistics.png"), full_page=True)
+        page.goto(f"{web_server}/campaigns/")
+        listing = page.text_content("#campaign-list") or ""
+        page.screenshot(path=str(ARTIFACTS / "campaign-list.png"), full_page=True)
+        page.goto(f"{web_server}/campaigns/new/?preset=mount-options")
+        preset_form = page.input_value("#id_mount_options")
+        page.click("#preview")
+        page.wait_for_load_state()
+        preset_preview = page.text_content("#matrix-preview") or ""
+        page.screenshot(path=str(ARTIFACTS / "campaign-preset-preview.png"), full_page=True)
 
     assert nothing_queued_yet and "4 configurations × 3 = 12 runs" in preview and "Estimated wall time" in preview
     runs = campaign_runs(campaign)
@@ -92,4 +106,48 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
     ram_pair = campaign_statistics(campaign, runs, baseline_index=2)[0].rows[3].comparison
     assert ram_pair is not None and ram_pair.adjusted_p is not None
     assert (ram_pair.verdict == "within noise") == (ram_pair.adjusted_p >= ALPHA), ram_pair
+    assert "RAM vs HDD, barrier=0" in listing and "12 of 12" in listing
+    assert "data=writeback,noatime,barrier=0" in preset_form
+    # ext4's options on btrfs are refused with the reason; btrfs with its defaults runs.
+    assert "rejected: mount options:" in preset_preview and "9 configurations × 3 = 27 runs" in preset_preview
     assert not violations, violations
+
+
+@pytest.mark.parametrize("fresh_database", [False, True], ids=["reused", "fresh"])
+def test_consecutive_runs_of_one_setup_reuse_storage_and_database_unless_asked_not_to(
+    virtual_lab: VirtualLab, celery_worker: CeleryWorker, fresh_database: bool
+) -> None:
+    call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
+    host = Host.objects.get(name=lab_host_name(virtual_lab.lab_id, "lab1"))
+    base = RunSpec(
+        server_host_id=host.pk, device_id=host.devices.get(name="ram").pk, filesystem="ext4",
+        pg_install_id=host.pg_installs.get(bin_dir=PG_BIN).pk, scale=1, clients=2, threads=1, duration_s=2,
+        warmup_s=0, log_sampling_rate=None,
+    )  # fmt: skip
+    plan = CampaignPlan(
+        name="clients", description="", base=base, variables=[Variable("clients", ("1", "2"))], repetitions=2,
+        fresh_database=fresh_database,
+    )  # fmt: skip
+    campaign = campaign_create(plan=plan, by=make_user("otto", "operator"))
+
+    deadline = time.monotonic() + 300
+    while Run.objects.filter(campaign=campaign).exclude(state__in=["done", "failed", "cancelled"]).exists():
+        assert time.monotonic() < deadline, "the campaign did not finish within 5 minutes"
+        time.sleep(1)
+
+    runs = list(Run.objects.filter(campaign=campaign).order_by("pk"))
+    assert [r.state for r in runs] == [RunState.DONE] * 4, [(r.pk, r.error, r.failed_output) for r in runs]
+    formatted = AuditEvent.objects.filter(action=AuditAction.DEVICE_FORMATTED, object_id=str(base.device_id))
+    reused_from = [r.environment["reuse"].get("reused_from_run") for r in runs]
+    if fresh_database:
+        assert formatted.count() == 4 and reused_from == [None] * 4
+        assert all(r.environment["init_command"] for r in runs)
+    else:
+        # Made once, by the first run; each later run started from the one before it.
+        assert formatted.count() == 1 and reused_from == [None, runs[0].pk, runs[1].pk, runs[2].pk]
+        assert [bool(r.environment["init_command"]) for r in runs] == [True, False, False, False]
+    # The last run kept nothing: nothing of the campaign is left on the host.
+    assert Device.objects.get(pk=base.device_id).kept_setup is None
+    with closing(virtual_lab.connect("lab1")) as lab1:
+        mounts = lab1.run(["findmnt", "-rn", "-o", "TARGET"]).stdout
+    assert not [r.pk for r in runs if f"run-{r.pk}-{r.key.hex[:12]}" in mounts]

@@ -5,9 +5,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from runs.campaign_results import campaign_runs, campaign_statistics
+from runs.campaign_results import adaptive_status, campaign_runs, campaign_statistics
 from runs.models import AuditEvent, Campaign, Host, Run, RunState
 from runs.presets import preset_initial
+from runs.services.adaptive import campaign_advance
 from runs.services.campaigns import (
     CampaignPlan,
     CampaignRefused,
@@ -226,3 +227,67 @@ def test_every_preset_fills_a_form_whose_preview_has_runnable_configurations(ott
     assert response.status_code == 200, response.content.decode()
     assert "Queue " in response.content.decode()
     assert otto.get(reverse("campaign-new"), {"preset": "nonsense"}).status_code == 400
+
+
+def finish_round(campaign: Campaign, tps: dict[int, list[float]]) -> None:
+    """Mark the campaign's unfinished runs done, configuration by configuration, with these tps."""
+    for run in Run.objects.filter(campaign=campaign, state=RunState.QUEUED).order_by("pk"):
+        index, _ = place(run)
+        Run.objects.filter(pk=run.pk).update(state=RunState.DONE, steady_tps_mean=tps[index].pop(0))
+
+
+def test_an_adaptive_campaign_repeats_only_the_configurations_whose_interval_is_still_wide(users: dict) -> None:
+    host = lab1()
+    plan = plan_on(host, devices_and_options(host)[:1], repetitions=2, target_ci_pct=2.0, max_repetitions=4)
+    campaign = campaign_create(plan=plan, by=users["otto"])
+
+    # ram: 100, 100.5: mean 100.25, sd 0.354, CI half width 12.706 * 0.354 / √2 = 3.18 (±3.2 %): too wide.
+    # hdd: 50, 50: no spread, ±0 %: done.
+    finish_round(campaign, {0: [100.0, 100.5], 1: [50.0, 50.0]})
+    assert campaign_advance(campaign_id=campaign.pk) == 1
+    assert campaign_advance(campaign_id=campaign.pk) == 0  # its round is not over yet
+    (extra,) = Run.objects.filter(campaign=campaign, state=RunState.QUEUED)
+    assert place(extra) == (0, 3) and extra.queued_by == users["otto"]
+
+    finish_round(campaign, {0: [100.2]})
+    status = {c.index: s for c, s in adaptive_status(campaign, campaign_runs(campaign)).items()}
+    assert status[1].reason == "CI ±0.0 % is within ±2 % after 2 runs" and not status[1].repeating
+    # 100, 100.5, 100.2: mean 100.233, sd 0.252, half width 4.303 * 0.252 / √3 = 0.625 (±0.6 %).
+    assert status[0].reason == "CI ±0.6 % is within ±2 % after 3 runs" and not status[0].repeating
+    assert campaign_advance(campaign_id=campaign.pk) == 0
+
+
+def test_an_adaptive_campaign_stops_at_its_maximum_and_after_a_cancel(users: dict) -> None:
+    host = lab1()
+    plan = plan_on(host, devices_and_options(host)[:1], repetitions=2, target_ci_pct=0.5, max_repetitions=3)
+    campaign = campaign_create(plan=plan, by=users["otto"])
+    finish_round(campaign, {0: [100.0, 110.0], 1: [50.0, 60.0]})
+    assert campaign_advance(campaign_id=campaign.pk) == 2
+    finish_round(campaign, {0: [90.0], 1: [40.0]})
+
+    assert campaign_advance(campaign_id=campaign.pk) == 0
+    status = adaptive_status(campaign, campaign_runs(campaign))
+    assert [s.reason.split(" (")[0] for s in status.values()] == ["stopped at the maximum of 3 repetitions"] * 2
+
+    other = campaign_create(plan=plan, by=users["otto"])
+    campaign_cancel(campaign=other, by=users["otto"], configuration=other.configurations.get(index=1))
+    finish_round(other, {0: [100.0, 110.0]})
+    assert campaign_advance(campaign_id=other.pk) == 0  # cancelled in part: not started again
+
+
+@pytest.mark.parametrize(
+    ("fields", "field", "message"),
+    [
+        ({"target_ci_pct": 2}, "max_repetitions", "needs a maximum"),
+        ({"max_repetitions": 5}, "target_ci_pct", "needs a target CI"),
+        ({"target_ci_pct": 2, "max_repetitions": 2, "repetitions": 3}, "max_repetitions", "at least the 3"),
+        ({"target_ci_pct": 2, "max_repetitions": 5, "repetitions": 1}, "repetitions", "at least 2 repetitions"),
+    ],
+)
+def test_adaptive_settings_are_checked(otto: Client, fields: dict, field: str, message: str) -> None:
+    host = lab1()
+
+    response = otto.post(reverse("campaign-new"), campaign_form(host, action="queue", **fields))
+
+    assert response.status_code == 400 and message in response.content.decode()
+    assert not Campaign.objects.exists()

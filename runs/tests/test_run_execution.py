@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db.models import Q
 from django.test import Client
 from django.urls import reverse
 from knox.models import AuthToken
@@ -97,7 +98,8 @@ def test_a_queued_run_goes_through_every_state_and_stores_its_results(
     assert [e.data["second"] for e in events if e.kind == "sample"] == [s.second for s in samples]
     assert [e.data["state"] for e in events if e.kind == "state"] == states
     # The audit log has who queued it and which device was formatted with which command.
-    audit = list(AuditEvent.objects.filter(object_id__in=[str(run.pk), str(run.device_id)]).order_by("id"))
+    about_run = Q(object_type="run", object_id=str(run.pk)) | Q(object_type="device", object_id=str(run.device_id))
+    audit = list(AuditEvent.objects.filter(about_run).order_by("id"))
     assert [(e.action, e.actor_name) for e in audit] == [
         (AuditAction.RUN_QUEUED, "otto"),
         (AuditAction.DEVICE_FORMATTED, "otto"),

@@ -12,6 +12,7 @@ from runs import live
 from runs.campaign_forms import CampaignForm, SweepForm
 from runs.campaign_results import (
     METRICS,
+    adaptive_status,
     campaign_list,
     campaign_matrix,
     campaign_progress,
@@ -78,6 +79,8 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         order=campaign_form.cleaned_data["order"],
         seed=campaign_form.cleaned_data["seed"],
         fresh_database=campaign_form.cleaned_data["fresh_database"],
+        target_ci_pct=campaign_form.cleaned_data["target_ci_pct"],
+        max_repetitions=campaign_form.cleaned_data["max_repetitions"],
         preset=request.POST.get("preset", "")[:50] if request.POST.get("preset", "") in PRESETS else "",
     )
     try:
@@ -99,6 +102,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         "valid_count": len(valid),
         "run_count": len(valid) * plan.repetitions,
         "estimate": plan_wall_estimate([cell.spec for cell in valid], plan.repetitions) if valid else None,
+        "estimate_most": (
+            plan_wall_estimate([cell.spec for cell in valid], plan.most_repetitions)
+            if valid and plan.max_repetitions
+            else None
+        ),
         "refusal": refusal,
         "preset": plan.preset,
     }
@@ -127,6 +135,11 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "campaign": campaign,
         "progress": campaign_progress(campaign, runs),
         "matrix": matrix,
+        "adaptive": (
+            {c.index: state for c, state in adaptive_status(campaign, runs).items()}
+            if campaign.target_ci_pct is not None
+            else {}
+        ),
         "repetitions": repetitions,
         "tables": campaign_statistics(campaign, runs, baseline) if configurations else [],
         "baseline": baseline,
