@@ -71,6 +71,10 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
         page.goto(f"{web_server}/campaigns/{campaign.pk}/?baseline=0")
         statistics_page = page.text_content("#statistics") or ""
         page.screenshot(path=str(ARTIFACTS / "campaign-statistics.png"), full_page=True)
+        first_run = Run.objects.filter(campaign=campaign).order_by("pk")[0]
+        page.goto(f"{web_server}/runs/{first_run.pk}/")
+        run_page = page.text_content("#run-campaign") or ""
+        page.screenshot(path=str(ARTIFACTS / "campaign-run.png"), full_page=True)
         page.goto(f"{web_server}/campaigns/")
         listing = page.text_content("#campaign-list") or ""
         page.screenshot(path=str(ARTIFACTS / "campaign-list.png"), full_page=True)
@@ -106,6 +110,7 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
     ram_pair = campaign_statistics(campaign, runs, baseline_index=2)[0].rows[3].comparison
     assert ram_pair is not None and ram_pair.adjusted_p is not None
     assert (ram_pair.verdict == "within noise") == (ram_pair.adjusted_p >= ALPHA), ram_pair
+    assert f"campaign {campaign.pk}: configuration 0 ({labels[0]}), repetition 1" in run_page
     assert "RAM vs HDD, barrier=0" in listing and "12 of 12" in listing
     assert "data=writeback,noatime,barrier=0" in preset_form
     # ext4's options on btrfs are refused with the reason; btrfs with its defaults runs.
@@ -113,10 +118,11 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
     assert not violations, violations
 
 
-@pytest.mark.parametrize("fresh_database", [False, True], ids=["reused", "fresh"])
-def test_consecutive_runs_of_one_setup_reuse_storage_and_database_unless_asked_not_to(
-    virtual_lab: VirtualLab, celery_worker: CeleryWorker, fresh_database: bool
+def test_consecutive_runs_of_one_setup_reuse_storage_and_database(
+    virtual_lab: VirtualLab, celery_worker: CeleryWorker
 ) -> None:
+    # "Fresh database per run" turns this off (test_reuse.py); every run outside such a
+    # campaign makes its own storage (the rest of the suite).
     call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
     host = Host.objects.get(name=lab_host_name(virtual_lab.lab_id, "lab1"))
     base = RunSpec(
@@ -126,7 +132,6 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database_unless_asked_n
     )  # fmt: skip
     plan = CampaignPlan(
         name="clients", description="", base=base, variables=[Variable("clients", ("1", "2"))], repetitions=2,
-        fresh_database=fresh_database,
     )  # fmt: skip
     campaign = campaign_create(plan=plan, by=make_user("otto", "operator"))
 
@@ -139,13 +144,9 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database_unless_asked_n
     assert [r.state for r in runs] == [RunState.DONE] * 4, [(r.pk, r.error, r.failed_output) for r in runs]
     formatted = AuditEvent.objects.filter(action=AuditAction.DEVICE_FORMATTED, object_id=str(base.device_id))
     reused_from = [r.environment["reuse"].get("reused_from_run") for r in runs]
-    if fresh_database:
-        assert formatted.count() == 4 and reused_from == [None] * 4
-        assert all(r.environment["init_command"] for r in runs)
-    else:
-        # Made once, by the first run; each later run started from the one before it.
-        assert formatted.count() == 1 and reused_from == [None, runs[0].pk, runs[1].pk, runs[2].pk]
-        assert [bool(r.environment["init_command"]) for r in runs] == [True, False, False, False]
+    # Made once, by the first run; each later run started from the one before it.
+    assert formatted.count() == 1 and reused_from == [None, runs[0].pk, runs[1].pk, runs[2].pk]
+    assert [bool(r.environment["init_command"]) for r in runs] == [True, False, False, False]
     # The last run kept nothing: nothing of the campaign is left on the host.
     assert Device.objects.get(pk=base.device_id).kept_setup is None
     with closing(virtual_lab.connect("lab1")) as lab1:

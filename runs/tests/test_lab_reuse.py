@@ -20,7 +20,7 @@ from runs.lab.benchmark import (
     remove_run_dir,
     run_benchmark,
 )
-from runs.lab.errors import CommandFailed, InvalidOption
+from runs.lab.errors import CommandFailed
 from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached, InitOptions, RunOptions
 from runs.lab.postgres import SUPERUSER
@@ -208,9 +208,9 @@ def remove_its_data(transport: Transport, kept: KeptSetup, spec: BenchmarkSpec) 
 @pytest.mark.parametrize(
     "tamper, reason",
     [
+        # One of each kind of check (the others are the same mechanism; the suite's time is short):
+        # what the host shows.
         (unmount_it, "is not mounted any more"),
-        (another_scale, "the run wants scale 2, the kept database has scale 1"),
-        (remove_its_data, "is not there"),
     ],
 )
 def test_a_kept_setup_that_no_longer_fits_is_discarded_and_the_run_starts_afresh(
@@ -245,8 +245,6 @@ def test_a_kept_setup_that_no_longer_fits_is_discarded_and_the_run_starts_afresh
     [
         # Fails after the run took the kept setup over: PostgreSQL refuses to start.
         ({"pg_settings": {"wal_sync_method": "fsync_writethrough"}}, CommandFailed, "wal_sync_method"),
-        # Fails before the run touches the host: a specification benchlab refuses.
-        ({"run": RunOptions(clients=0, duration_s=3)}, InvalidOption, "clients"),
     ],
 )
 def test_a_run_that_fails_with_a_kept_setup_keeps_nothing_and_leaves_nothing(
@@ -277,7 +275,7 @@ def directory_device(virtual_lab: VirtualLab, lab1: SSHTransport) -> Iterator[De
 
 
 @pytest.mark.lab
-@pytest.mark.parametrize("fstype", ["ext4", "directory"])
+@pytest.mark.parametrize("fstype", ["directory"])  # a bind mount and a directory: the most to remove
 def test_discarding_a_kept_setup_stops_its_cluster_removes_everything_and_can_be_repeated(
     virtual_lab: VirtualLab, lab1: SSHTransport, directory_device: DeviceIdentity, fstype: str
 ) -> None:
@@ -305,7 +303,7 @@ def test_discarding_a_kept_setup_stops_its_cluster_removes_everything_and_can_be
 
 
 @pytest.mark.lab
-@pytest.mark.parametrize("fstype", ["tmpfs", "directory"])
+@pytest.mark.parametrize("fstype", ["directory"])  # tmpfs is kept the same way, by its mount
 def test_tmpfs_and_directory_setups_are_kept_and_reused_too(
     virtual_lab: VirtualLab, lab1: SSHTransport, directory_device: DeviceIdentity, fstype: str
 ) -> None:
