@@ -110,6 +110,9 @@ def test_cancelling_a_configuration_cancels_only_its_runs(users: dict) -> None:
     )
     assert cancelled == {2} and list(states.values()).count(RunState.CANCELLED) == 3
 
+    event = AuditEvent.objects.get(action="campaign_cancelled")
+    assert event.message == f"configuration 2 ({configuration.label}): 3 runs" and event.actor_name == "otto"
+
     assert campaign_cancel(campaign=campaign, by=users["otto"]) == 9
     assert set(Run.objects.filter(campaign=campaign).values_list("state", flat=True)) == {RunState.CANCELLED}
 
@@ -123,6 +126,8 @@ def test_retrying_queues_the_failed_repetitions_again_at_the_end(users: dict) ->
 
     assert campaign_retry_failed(campaign=campaign, by=users["otto"]) == 2
     assert campaign_retry_failed(campaign=campaign, by=users["otto"]) == 0  # their latest attempts are queued
+    (event,) = AuditEvent.objects.filter(action="campaign_retried")
+    assert event.message == f"2 failed runs queued again: {runs[1].pk}, {runs[6].pk}"
 
     again = list(Run.objects.filter(campaign=campaign, pk__gt=runs[-1].pk).order_by("pk"))
     assert [(r.configuration_id, r.repetition, r.state) for r in again] == [
