@@ -15,6 +15,7 @@ from runs.models.runs import (
     RunTransition,
     Workload,
 )
+from runs.models.shares import ShareKind, ShareLink
 
 __all__ = [
     "ACTIVE_STATES",
@@ -40,5 +41,7 @@ __all__ = [
     "RunSample",
     "RunState",
     "RunTransition",
+    "ShareKind",
+    "ShareLink",
     "Workload",
 ]

@@ -16,6 +16,8 @@ class AuditAction(models.TextChoices):
     CAMPAIGN_QUEUED = "campaign_queued", "campaign queued"
     CAMPAIGN_CANCELLED = "campaign_cancelled", "campaign cancelled (all or one configuration)"
     CAMPAIGN_RETRIED = "campaign_retried", "campaign: failed runs queued again"
+    SHARE_CREATED = "share_created", "share link created"
+    SHARE_REVOKED = "share_revoked", "share link revoked"
     DEVICE_FORMATTED = "device_formatted", "device formatted (mkfs)"
     INVENTORY_ADDED = "inventory_added", "inventory: added"
     INVENTORY_CHANGED = "inventory_changed", "inventory: changed"
