@@ -31,13 +31,11 @@ class Metric:
 
 
 def _mean_util(run: Run) -> float | None:
-    values = [s["util_pct"] for s in (run.metrics or {}).get("iostat", []) if s.get("util_pct") is not None]
-    return statistics.fmean(values) if values else None
+    return run.device_util_pct  # computed when the results were stored (services.os_series)
 
 
 def _cache_hit_pct(run: Run) -> float | None:
-    ratio = (run.metrics or {}).get("cache_hit_ratio")
-    return ratio * 100 if ratio is not None else None
+    return run.cache_hit_pct
 
 
 METRICS = (
@@ -95,11 +93,11 @@ class MetricTable:
 
 
 def campaign_runs(campaign: Campaign) -> list[Run]:
-    # Only what the pages use: the metrics JSON is needed for cache hits and %util.
+    # Only what the pages use: cache hits and %util are columns, the JSON fields are left behind.
     return list(
         Run.objects.filter(campaign=campaign)
         .select_related("server_host")
-        .defer("summary", "environment", "failed_output")
+        .defer("summary", "environment", "metrics", "os_means", "failed_output")
         .order_by("pk")
     )
 

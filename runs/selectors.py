@@ -1,11 +1,12 @@
 """Read-side queries for pages: each page's data in a fixed, small number of queries."""
 
+from collections.abc import Collection
 from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
-from runs.models import Device, Host, PgInstall, Run, RunSample
+from runs.models import Device, Host, OsSource, PgInstall, Run, RunOsSeries, RunSample
 
 
 def inventory_hosts() -> QuerySet[Host]:
@@ -27,12 +28,28 @@ def run_with_details(run_id: int) -> Run:
     return get_object_or_404(queryset.prefetch_related("transitions", "artifacts"), pk=run_id)
 
 
+def run_os_series(run: Run, columns: Collection[str] | None = None) -> dict[str, dict[str, list[float | None]]]:
+    """The run's iostat and vmstat columns (all, or those named), source -> column -> a value a
+    sample, in one query."""
+    stored = RunOsSeries.objects.filter(run=run)
+    if columns is not None:
+        stored = stored.filter(column__in=columns)
+    series: dict[str, dict[str, list[float | None]]] = {source: {} for source in OsSource.values}
+    for source, column, values in stored.order_by("source", "column").values_list("source", "column", "values"):
+        series[source][column] = values
+    return series
+
+
 def run_chart_data(run: Run) -> dict[str, Any]:
-    """The run's per-second series as parallel arrays, in one query (what the charts draw)."""
+    """The run's per-second series as parallel arrays, in two queries (what the charts draw):
+    the samples, and the iostat/vmstat columns drawn."""
     rows = RunSample.objects.filter(run=run).order_by("second").values_list("second", "tps", "latency_ms", "warmup")
     seconds, tps, latency, warmup = (list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [], [])
-    iostat = run.metrics.get("iostat", []) if run.metrics else []
-    vmstat = run.metrics.get("vmstat", []) if run.metrics else []
+    drawn = {
+        OsSource.IOSTAT.value: ("util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s"),
+        OsSource.VMSTAT.value: ("us", "sy", "wa"),
+    }
+    os_series = run_os_series(run, [column for columns in drawn.values() for column in columns])
     return {
         "run": run.pk,
         "state": run.state,
@@ -41,8 +58,8 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         "tps": tps,
         "latency_ms": latency,
         "warmup": warmup,
-        "iostat": {
-            key: [s.get(key) for s in iostat] for key in ("util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s")
+        **{
+            source: {column: os_series[source].get(column, []) for column in columns}
+            for source, columns in drawn.items()
         },
-        "vmstat": {key: [s.get(key) for s in vmstat] for key in ("us", "sy", "wa")},
     }

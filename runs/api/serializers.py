@@ -5,6 +5,7 @@ from rest_framework import serializers
 
 from runs.forms import RUN_FIELDS, RunForm
 from runs.models import Device, Host, PgInstall, Run, RunSample
+from runs.selectors import run_os_series
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -35,7 +36,7 @@ class RunSerializer(serializers.ModelSerializer):
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
                   "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
-                  "skipped_transactions"]  # fmt: skip
+                  "skipped_transactions", "device_util_pct", "cache_hit_pct"]  # fmt: skip
         read_only_fields = [name for name in fields if name not in RUN_FIELDS]
         # An id is a whole number: without this, 2.5 would be read as host 2.
         extra_kwargs = {
@@ -66,9 +67,15 @@ def _form_value(value: Any) -> Any:
 
 
 class RunDetailSerializer(RunSerializer):
+    # The iostat and vmstat samples: source -> column -> a value a second (one query).
+    os_series = serializers.SerializerMethodField()
+
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics"]
+        fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics", "os_means", "os_series"]
         read_only_fields = [name for name in fields if name not in RUN_FIELDS]
+
+    def get_os_series(self, run: Run) -> dict[str, dict[str, list[float | None]]]:
+        return run_os_series(run)
 
 
 class RunSampleSerializer(serializers.ModelSerializer):

@@ -75,6 +75,8 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         for parameter, choices in RUN_CHOICE_FILTERS.items():
             if (value := query_parameter(self.request, parameter, partial(parse_choice, choices=choices))) is not None:
                 runs = runs.filter(**{parameter: value})
+        if self.action == "list":  # the list shows none of the per-run JSON: never load it
+            runs = runs.defer("summary", "environment", "metrics", "os_means", "failed_output")
         return runs
 
     def get_serializer_class(self) -> Any:

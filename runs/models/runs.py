@@ -1,6 +1,6 @@
 """Benchmark runs: what was asked (the specification, one column per field so runs can be
 filtered and compared field by field), what happened (states with timestamps, failures),
-and what came out (summary numbers, per-second samples, metrics, raw outputs).
+and what came out (summary numbers, per-second samples, iostat/vmstat series, metrics, raw outputs).
 
 The environment a run saw is copied into the run when it runs, never read back from the
 inventory later: an edited host or device must not rewrite history.
@@ -9,6 +9,7 @@ inventory later: an edited host or device must not rewrite history.
 import uuid
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -152,7 +153,15 @@ class Run(models.Model):
     latency_p50_ms = models.FloatField(null=True, blank=True)
     latency_p95_ms = models.FloatField(null=True, blank=True)
     latency_p99_ms = models.FloatField(null=True, blank=True)
-    metrics = models.JSONField(default=dict, blank=True)  # iostat/vmstat series, pg_stat deltas
+    # pg_stat deltas, the pgbench log's aggregates and latency percentiles, for the run's own page
+    # and API detail: queries over many runs leave it out. The iostat/vmstat series are RunOsSeries.
+    metrics = models.JSONField(default=dict, blank=True)
+    # Small figures lists and comparisons read instead of the series (services.os_series).
+    device_util_pct = models.FloatField("device utilisation (%)", null=True, blank=True)  # mean iostat %util
+    cache_hit_pct = models.FloatField("cache hit ratio (%)", null=True, blank=True)  # from the pg_stat deltas
+    # {"iostat": {"util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s": mean},
+    #  "vmstat": {"us", "sy", "wa", "id": mean}}; a mean is null without samples; {} before results.
+    os_means = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
@@ -203,6 +212,38 @@ class RunSample(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} second {self.second}: {self.tps:.1f} tps"
+
+
+class OsSource(models.TextChoices):
+    IOSTAT = "iostat", "iostat"
+    VMSTAT = "vmstat", "vmstat"
+
+
+class RunOsSeries(models.Model):
+    """One column of a run's iostat or vmstat samples (util_pct, us, ...): a value a second, in
+    sample order, as a PostgreSQL array; null where the tool printed no value.
+
+    A row per (run, source, column) rather than a row per (run, source) with a column per field:
+    the two tools have different columns, and sysstat and procps versions add or drop some (aqu-sz,
+    st, gu), so the table stays the same whatever the source or version; a reader fetches only
+    the columns it draws (the run page 8 of some 26) in one query; and each array is stored
+    (compressed, out of line when long) apart from the run's row, so no list query ever reads it.
+    Timestamps are not kept: the charts plot by sample, one a second, and the raw outputs
+    (RunArtifact iostat.txt, vmstat.txt) keep them.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="os_series")
+    source = models.CharField(max_length=10, choices=OsSource.choices)
+    column = models.CharField(max_length=30)
+    values = ArrayField(models.FloatField(null=True))
+
+    class Meta:
+        ordering = ["run", "source", "column"]
+        verbose_name_plural = "run OS series"
+        constraints = [models.UniqueConstraint(fields=["run", "source", "column"], name="runosseries_one_per_column")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.source} {self.column}: {len(self.values)} values"
 
 
 class RunArtifact(models.Model):

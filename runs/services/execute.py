@@ -35,6 +35,7 @@ from runs.models import (
     FINAL_STATES,
     AuditAction,
     Host,
+    OsSource,
     PgInstall,
     Run,
     RunArtifact,
@@ -47,6 +48,7 @@ from runs.services.adaptive import campaign_advance
 from runs.services.audit import audit_record
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect
+from runs.services.os_series import os_series_store
 from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.runs import run_transition
@@ -67,6 +69,9 @@ RESULT_FIELDS = (
     "latency_p95_ms",
     "latency_p99_ms",
     "metrics",
+    "device_util_pct",
+    "cache_hit_pct",
+    "os_means",
     "environment",
 )
 STEPS_BEFORE_RESULTS = (Step.PREPARING_STORAGE, Step.INITIALIZING_DATABASE, Step.MEASURING)
@@ -401,12 +406,14 @@ def _store_results(
     run.latency_p50_ms = latency.p50_ms if latency else None
     run.latency_p95_ms = latency.p95_ms if latency else None
     run.latency_p99_ms = latency.p99_ms if latency else None
+    run.os_means = os_series_store(run, result.os)
+    run.device_util_pct = run.os_means[OsSource.IOSTAT.value]["util_pct"]
     stats = result.pg_stats
+    cache_hit_ratio = stats.cache_hit_ratio if stats else None
+    run.cache_hit_pct = cache_hit_ratio * 100 if cache_hit_ratio is not None else None
     run.metrics = {
-        "iostat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in result.os.iostat],
-        "vmstat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in result.os.vmstat],
         "pg_stats": dataclasses.asdict(stats) if stats else {},
-        "cache_hit_ratio": stats.cache_hit_ratio if stats else None,
+        "cache_hit_ratio": cache_hit_ratio,
         "checkpoints": stats.checkpoints if stats else None,
         "buffers_written": stats.buffers_written if stats else None,
         "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
