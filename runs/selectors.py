@@ -17,10 +17,6 @@ def inventory_hosts() -> QuerySet[Host]:
     ).order_by("-enabled", "name")
 
 
-def run_list(limit: int = 200) -> QuerySet[Run]:
-    return Run.objects.select_related("server_host", "device", "pg_install", "queued_by")[:limit]
-
-
 def run_with_details(run_id: int) -> Run:
     queryset = Run.objects.select_related(
         "server_host", "client_host", "device", "pg_install", "queued_by", "configuration"

@@ -165,7 +165,11 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["server_host", "state"]), models.Index(fields=["device", "-created_at"])]
+        indexes = [
+            models.Index(fields=["server_host", "state"]),
+            models.Index(fields=["device", "-created_at"]),
+            models.Index(fields=["-created_at", "-id"], name="run_newest_first"),  # the run list's pages
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} ({self.get_state_display()})"

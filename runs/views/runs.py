@@ -10,7 +10,8 @@ from runs.forms import RunForm, run_form_initial
 from runs.models import Run, RunArtifact
 from runs.params import BadParameter, parse_id
 from runs.roles import cancel_refusal
-from runs.selectors import run_chart_data, run_list, run_with_details
+from runs.run_filters import RunFilterForm, filtered_run_page
+from runs.selectors import run_chart_data, run_with_details
 from runs.services.queue import run_wait
 from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 
@@ -19,7 +20,17 @@ from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 @permission_required("runs.view_host", raise_exception=True)
 def runs_page(request: HttpRequest) -> HttpResponse:
     events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
-    return render(request, "runs/run_list.html", {"runs": run_list(), "events_after": events_after})
+    form = RunFilterForm(request.GET)
+    page = filtered_run_page(form)
+    context = {
+        "form": form,
+        "page": page,
+        "events_after": events_after,
+        # Only the newest runs, unfiltered, is where a run queued elsewhere belongs: reload for it.
+        "reload_on_new": page is not None and page.number == 1 and not form.is_filtered(),
+    }
+    # Bad filters: the form again with what is wrong, above no table; 400 tells scripts it was refused.
+    return render(request, "runs/run_list.html", context, status=200 if page is not None else 400)
 
 
 def refused(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:

@@ -1,0 +1,140 @@
+"""The run list in a real browser (Debian's chromium under Playwright, against uvicorn): filter,
+page, select runs on two pages and open the comparison; states follow the event stream.
+Screenshots go to test-artifacts/."""
+
+from datetime import UTC, datetime
+
+import pytest
+from playwright.sync_api import Page
+
+from runs import live
+from runs.models import Device, RunState
+from runs.tests import test_browser
+from runs.tests.factories import make_device, make_host, make_pg_install, make_user
+from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.test_run_list import make_runs_on
+
+web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
+
+pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+SELECTED = "JSON.parse(sessionStorage.getItem('benchlab.runList.selected') || '[]').length"
+
+
+def text(page: Page, selector: str) -> str:
+    return " ".join((page.text_content(selector) or "").split())
+
+
+def rows(page: Page) -> list[int]:
+    return list(page.evaluate("[...document.querySelectorAll('input.pick-run')].map((box) => Number(box.value))"))
+
+
+def compare_href(page: Page) -> str | None:
+    return page.get_attribute("#compare-selected", "data-href")
+
+
+def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_server: str) -> None:
+    lab1, lab2 = make_host(name="lab1"), make_host(name="lab2", address="10.200.0.12")
+    hdd = make_device(lab2, name="hdd0", kind=Device.Kind.HDD, path="/dev/disk/by-id/ata-TEST_HDD_1")
+    # The HDD's three runs are the oldest: with 25 a page they are on page 2, after 30 on the SSD.
+    on_hdd = make_runs_on(hdd, make_pg_install(lab2), 3, datetime(2025, 3, 1, tzinfo=UTC), filesystem="xfs")
+    on_ssd = make_runs_on(make_device(lab1), make_pg_install(lab1), 30, datetime(2025, 4, 1, tzinfo=UTC),
+                          state=RunState.DONE, tps=1234.5, mount_options="noatime")  # fmt: skip
+    make_user("vera", "viewer", password=PASSWORD)
+    newest, hdd_run = on_ssd[-1].pk, on_hdd[-1].pk
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/")
+        unpaged_summary = text(page, "#paging-summary")
+        page.screenshot(path=str(ARTIFACTS / "run-list.png"), full_page=True)
+
+        # Filter by device: by name in the form, the URL carries only what was set.
+        page.select_option("#id_device", label="lab2:hdd0")
+        page.click("#run-filters button[type=submit]")
+        page.wait_for_load_state()
+        filtered_url, filtered_rows = page.url, rows(page)
+        kept_device = page.locator("#id_device option:checked").text_content()
+        page.check(f"input.pick-run[value='{hdd_run}']")
+        one_selected = (text(page, "#selected-count"), page.is_disabled("#compare-selected"))
+        page.screenshot(path=str(ARTIFACTS / "run-list-filtered.png"), full_page=True)
+
+        # Page through all runs, 25 a page (choosing the size submits the form).
+        page.click("text=Clear filters")
+        page.wait_for_load_state()
+        page.select_option("#id_per_page", "25")
+        page.wait_for_url("**/runs/?per_page=25")
+        first_page = (text(page, "#paging-summary"), rows(page)[0], text(page, "#selection-note"))
+        page.check(f"input.pick-run[value='{newest}']")
+        two_selected = (text(page, "#selected-count"), page.is_enabled("#compare-selected"), compare_href(page))
+        page.click("#paging a[rel=next]")
+        page.wait_for_url("**/runs/?per_page=25&page=2")
+        second_page = (text(page, "#paging-summary"), page.is_checked(f"input.pick-run[value='{hdd_run}']"))
+        page.check("#select-page")
+        all_of_page_two = text(page, "#selected-count")
+        page.screenshot(path=str(ARTIFACTS / "run-list-selected.png"), full_page=True)
+        page.uncheck("#select-page")
+        none_of_page_two = (text(page, "#selected-count"), page.is_disabled("#compare-selected"))
+        page.check(f"input.pick-run[value='{hdd_run}']")
+        page.click("#paging a[rel=first]")
+        page.wait_for_url("**/runs/?per_page=25&page=1")
+        back_on_page_one = (page.is_checked(f"input.pick-run[value='{newest}']"),
+                            page.evaluate("document.getElementById('select-page').indeterminate"))  # fmt: skip
+        expected_href = f"/compare/?runs={min(hdd_run, newest)},{max(hdd_run, newest)}"
+        href_before_click = compare_href(page)
+        page.click("#compare-selected")
+        page.wait_for_url(f"**{expected_href}")
+        compare_url = page.url
+
+        page.goto(f"{web_server}/runs/")
+        page.click("#clear-selection")
+        cleared = (text(page, "#selected-count"), page.is_disabled("#compare-selected"), page.evaluate(SELECTED))
+
+        page.goto(f"{web_server}/runs/?date_from=2025-02-30&device=999999")
+        refusal = text(page, "#filter-errors")
+        page.screenshot(path=str(ARTIFACTS / "run-list-bad-filter.png"), full_page=True)
+
+    assert unpaged_summary == "runs 1\N{EN DASH}33 of 33"
+    assert filtered_url.endswith(f"/runs/?device={hdd.pk}&per_page=50"), filtered_url
+    assert sorted(filtered_rows) == sorted(run.pk for run in on_hdd) and kept_device == "lab2:hdd0"
+    assert one_selected == ("1", True)
+    assert first_page == ("runs 1\N{EN DASH}25 of 33", newest,
+                          "1 run selected (1 on other pages or filters); select one more to compare.")  # fmt: skip
+    assert two_selected == ("2", True, expected_href)
+    assert second_page == ("runs 26\N{EN DASH}33 of 33", True)
+    assert all_of_page_two == "9"  # the page's 8, and the newest run on page 1
+    assert none_of_page_two == ("1", True)
+    assert back_on_page_one == (True, True)
+    assert href_before_click == expected_href and compare_url == f"{web_server}{expected_href}"
+    assert cleared == ("0", True, 0)
+    assert "Queued from: must be a day written YYYY-MM-DD" in refusal
+    assert "Device: no device has id 999999" in refusal
+    assert not violations, violations
+
+
+def test_states_follow_the_stream_and_new_runs_reload_only_the_newest_unfiltered_page(web_server: str) -> None:
+    lab1 = make_host(name="lab1")
+    runs = make_runs_on(make_device(lab1), make_pg_install(lab1), 30, datetime(2025, 4, 1, tzinfo=UTC))
+    oldest, newest = runs[0].pk, runs[-1].pk
+    make_user("vera", "viewer", password=PASSWORD)
+    new_run = newest + 1000  # queued elsewhere; no row is needed for the event
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/?per_page=25&page=2")  # the oldest runs
+        page.evaluate("window.notReloaded = true")
+        live.publish(oldest, "state", {"state": "measuring", "label": "measuring", "at": "x"})
+        live.publish(new_run, "state", {"state": "queued", "label": "queued", "at": "x"})
+        wait_until(page, f"document.querySelector('td.state[data-run=\"{oldest}\"]').textContent === 'measuring'",
+                   timeout_ms=10_000)  # fmt: skip
+        wait_until(page, "!document.getElementById('new-runs').hidden", timeout_ms=10_000)
+        page_two_kept = page.evaluate("window.notReloaded === true")
+        page.screenshot(path=str(ARTIFACTS / "run-list-new-runs.png"), full_page=True)
+
+        page.goto(f"{web_server}/runs/")
+        page.evaluate("window.notReloaded = true")
+        live.publish(new_run + 1, "state", {"state": "queued", "label": "queued", "at": "x"})
+        wait_until(page, "window.notReloaded !== true", timeout_ms=10_000)
+
+    assert page_two_kept, "page 2 reloaded for a new run instead of saying so"
+    assert not violations, violations
