@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench lint format setup system-packages services local-state lock clean-venv
+.PHONY: run test bench lint format setup system-packages services local-state assets lock clean-venv
 
 # A lab to try at once: the virtual lab, and runs allowed on this machine too (unless overridden).
 run: setup
@@ -21,6 +21,7 @@ test: setup $(VENV)/.dev-deps
 # Measurements, not tests: side by side in one run, medians of interleaved repeats.
 bench: setup
 	$(PY) -m benchmarks.sample_storage
+	$(PY) -m benchmarks.page_speed
 
 lint: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check .
@@ -31,7 +32,7 @@ format: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-setup: system-packages services $(VENV)/.run-deps local-state
+setup: system-packages services $(VENV)/.run-deps local-state assets
 
 system-packages:
 	scripts/install-system-packages
@@ -53,6 +54,16 @@ $(VENV)/.dev-deps: requirements-dev.txt $(VENV)/.run-deps
 
 local-state: $(VENV)/.run-deps services
 	scripts/setup-local-state
+
+# Front-end libraries, pinned in package-lock.json: npm ci (no install scripts run), then their
+# browser builds and licences copied into static/vendor/ (gitignored). The stamp lives in
+# static/vendor/, so deleting that directory or changing the lock installs them again.
+assets: static/vendor/.installed
+
+static/vendor/.installed: package-lock.json | system-packages
+	npm ci --ignore-scripts --no-audit --no-fund
+	scripts/vendor-assets
+	touch $@
 
 # Re-pin every Python dependency from pyproject.toml (needs network access to PyPI).
 lock:
