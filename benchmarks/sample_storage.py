@@ -27,12 +27,12 @@ from typing import Any
 
 import django
 
+from benchmarks.throwaway import in_throwaway_database
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
 django.setup()
 
-from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402 - needs django.setup()
-from django.test.utils import get_runner  # noqa: E402
 
 from runs.models import Device, Host, PgInstall, Run, RunSample  # noqa: E402
 from runs.selectors import run_chart_data  # noqa: E402
@@ -217,15 +217,7 @@ def main() -> int:
     parser.add_argument("--ingest-samples", type=int, default=1000)
     args = parser.parse_args()
 
-    # Its own throw-away database: never the test suite's (test_<name>) nor benchlab's own.
-    database: dict[str, Any] = settings.DATABASES["default"]
-    database.setdefault("TEST", {})["NAME"] = f"{database['NAME']}_bench"
-    runner = get_runner(settings)(verbosity=0, interactive=False)
-    old_config = runner.setup_databases()
-    try:
-        return report(args)
-    finally:
-        runner.teardown_databases(old_config)
+    return in_throwaway_database("bench", lambda: report(args))
 
 
 def report(args: argparse.Namespace) -> int:

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from runs import params  # noqa: F401 - registers the <id:…> and <name:…> converters
-from runs.views import campaigns, health, home, live, runs
+from runs.views import campaigns, compare, health, home, live, runs, shares
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -18,7 +18,45 @@ urlpatterns = [
     path("campaigns/<id:campaign_id>/", campaigns.campaign_detail, name="campaign-detail"),
     path("campaigns/<id:campaign_id>/cancel", campaigns.campaign_cancel_view, name="campaign-cancel"),
     path("campaigns/<id:campaign_id>/retry", campaigns.campaign_retry_view, name="campaign-retry"),
+    path("compare/", compare.compare_page, name="compare"),
+    path("compare/data.json", compare.compare_data, name="compare-data"),
+    path("compare/print/", compare.compare_report, name="compare-report"),
+    path("compare/export.csv", compare.compare_export, {"fmt": "csv"}, name="compare-export-csv"),
+    path("compare/export.json", compare.compare_export, {"fmt": "json"}, name="compare-export-json"),
     path("", home.home, name="home"),
     path("health/", health.health_page, name="health"),
     path("health.json", health.health_json, name="health-json"),
+    # Share links: one's own (an admin's: everybody's), and the shared pages, open to anyone with
+    # the token. A comparison's page is at its token; a campaign's comparison under compare/.
+    path("shares/", shares.share_list, name="shares"),
+    path("shares/new", shares.share_new, name="share-new"),
+    path("shares/<id:share_id>/revoke", shares.share_revoke_view, name="share-revoke"),
+    path("s/<str:token>/", shares.shared_page, name="shared"),
+    path("s/<str:token>/samples.json", shares.shared_samples, name="shared-samples"),
+    path("s/<str:token>/data.json", shares.shared_data, {"of": "comparison"}, name="shared-data"),
+    path("s/<str:token>/print/", shares.shared_report, {"of": "comparison"}, name="shared-report"),
+    path(
+        "s/<str:token>/export.csv", shares.shared_export, {"of": "comparison", "fmt": "csv"}, name="shared-export-csv"
+    ),
+    path(
+        "s/<str:token>/export.json",
+        shares.shared_export,
+        {"of": "comparison", "fmt": "json"},
+        name="shared-export-json",
+    ),
+    path("s/<str:token>/compare/", shares.shared_campaign_comparison, name="shared-campaign-compare"),
+    path("s/<str:token>/compare/data.json", shares.shared_data, {"of": "campaign"}, name="shared-campaign-data"),
+    path("s/<str:token>/compare/print/", shares.shared_report, {"of": "campaign"}, name="shared-campaign-report"),
+    path(
+        "s/<str:token>/compare/export.csv",
+        shares.shared_export,
+        {"of": "campaign", "fmt": "csv"},
+        name="shared-campaign-export-csv",
+    ),
+    path(
+        "s/<str:token>/compare/export.json",
+        shares.shared_export,
+        {"of": "campaign", "fmt": "json"},
+        name="shared-campaign-export-json",
+    ),
 ]

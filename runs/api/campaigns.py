@@ -9,6 +9,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.comparisons import api_query_params, comparison_of
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
@@ -22,6 +23,7 @@ from runs.campaign_results import (
     campaign_statistics,
     plan_wall_estimate,
 )
+from runs.comparison import comparison_data
 from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.params import IdConverter, parse_whole_number
 from runs.services.campaigns import (
@@ -193,6 +195,13 @@ class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         count = campaign.configurations.count()
         parse = lambda raw, name: parse_whole_number(raw, name, 0, max(count - 1, 0))  # noqa: E731
         return Response(campaign_json(campaign, query_parameter(request, "baseline", parse)))
+
+    @action(detail=True, methods=["get"])
+    def comparison(self, request: Request, pk: str | None = None) -> Response:
+        """The campaign's runs on the comparison page's terms (regroup with ?group=, ?baseline=)."""
+        campaign = self.get_object()
+        params = api_query_params(request) | {"campaign": str(campaign.pk)}
+        return Response(comparison_data(comparison_of(params)))
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)

@@ -3,6 +3,7 @@ from django.urls import URLPattern, URLResolver
 from rest_framework.routers import DefaultRouter
 
 from runs.api.campaigns import CampaignViewSet
+from runs.api.comparisons import ComparisonViewSet
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
 
 router = DefaultRouter()
@@ -11,6 +12,7 @@ router.register("devices", DeviceViewSet)
 router.register("pg-installs", PgInstallViewSet)
 router.register("runs", RunViewSet, basename="run")
 router.register("campaigns", CampaignViewSet, basename="campaign")
+router.register("comparisons", ComparisonViewSet, basename="comparison")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -23,7 +23,20 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from knox.models import AuthToken
 
-from runs.models import AuditAction, AuditEvent, Campaign, CampaignConfiguration, Device, Host, PgInstall, Run
+from runs.comparison_query import ComparisonQuery
+from runs.models import (
+    AuditAction,
+    AuditEvent,
+    Campaign,
+    CampaignConfiguration,
+    Device,
+    Host,
+    PgInstall,
+    Run,
+    ShareKind,
+    ShareLink,
+)
+from runs.services.shares import share_create
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -69,6 +82,8 @@ class Objects:
     failure_log: AccessFailureLog
     audit: AuditEvent
     campaign: Campaign
+    share: ShareLink  # otto's link to the run
+    share_tokens: dict[str, str]  # the token of otto's link of each kind
 
 
 @dataclass(frozen=True)
@@ -84,7 +99,7 @@ class Row:
     methods: frozenset[str] = READ
     args: Callable[[Objects], list[Any]] = lambda objects: []
     kind: str = "page"  # or "api", "admin"
-    query: dict[str, str] | None = None
+    query: dict[str, str] | Callable[[Objects], dict[str, str]] | None = None  # a callable: from the objects
     # Who may use a method when it differs from `who` (a POST that queues a run).
     who_by_method: dict[str, frozenset[str]] = field(default_factory=dict)
     special: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -138,6 +153,14 @@ def campaign_pk(objects: Objects) -> list[Any]:
     return [objects.campaign.pk]
 
 
+def token_of(kind: str) -> Callable[[Objects], list[Any]]:
+    return lambda objects: [objects.share_tokens[kind]]
+
+
+def compared_runs(objects: Objects) -> dict[str, str]:
+    return {"runs": str(objects.run.pk)}
+
+
 def record_rows(
     app_model: str, obj: Callable[[Objects], Any], view: frozenset[str], delete: frozenset[str] = NOBODY
 ) -> dict[str, Row]:
@@ -171,6 +194,31 @@ MATRIX: dict[str, Row] = {
     # The campaign's runs were queued by otto: operators cancel their own, admins anybody's.
     "campaign-cancel": Row(OPERATORS, POST, campaign_pk),
     "campaign-retry": Row(OPERATORS, POST, campaign_pk),
+    "compare": Row(VIEWERS, query=compared_runs),
+    "compare-data": Row(VIEWERS, query=compared_runs),
+    "compare-report": Row(VIEWERS, query=compared_runs),
+    "compare-export-csv": Row(VIEWERS, query=compared_runs),
+    "compare-export-json": Row(VIEWERS, query=compared_runs),
+    "shares": Row(VIEWERS),
+    "share-new": Row(VIEWERS, POST),
+    # The link was made by otto: its owner or an admin revokes it; anybody else is refused.
+    "share-revoke": Row(OPERATORS, POST, args=pk_of(lambda o: o.share)),
+    # A shared page is for anyone with its token, with no account.
+    "shared": Row(EVERYONE, args=token_of(ShareKind.RUN)),
+    "shared-samples": Row(EVERYONE, args=token_of(ShareKind.RUN)),
+    "shared-data": Row(EVERYONE, args=token_of(ShareKind.COMPARISON)),
+    "shared-report": Row(EVERYONE, args=token_of(ShareKind.COMPARISON)),
+    "shared-export-csv": Row(EVERYONE, args=token_of(ShareKind.COMPARISON)),
+    "shared-export-json": Row(EVERYONE, args=token_of(ShareKind.COMPARISON)),
+    "shared-campaign-compare": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
+    "shared-campaign-data": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
+    "shared-campaign-report": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
+    "shared-campaign-export-csv": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
+    "shared-campaign-export-json": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
+    "api:comparison-list": Row(VIEWERS, API_READ, kind="api", query=compared_runs),
+    "api:comparison-summary": Row(VIEWERS, API_READ, kind="api", query=compared_runs),
+    "api:comparison-series": Row(VIEWERS, API_READ, kind="api", query=compared_runs),
+    "api:campaign-comparison": Row(VIEWERS, API_READ, args=campaign_pk, kind="api"),
     "api:campaign-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
     "api:campaign-detail": Row(VIEWERS, API_READ, args=campaign_pk, kind="api"),
     "api:campaign-cancel": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
@@ -213,6 +261,8 @@ MATRIX: dict[str, Row] = {
     **model_rows("runs_device", lambda objects: objects.device, ADMINS),
     **model_rows("runs_pginstall", lambda objects: objects.pg, ADMINS),
     **record_rows("runs_auditevent", lambda objects: objects.audit, ADMINS),
+    # Share links: the admin role sees and revokes them (an action); nobody adds, edits or deletes one.
+    **record_rows("runs_sharelink", lambda objects: objects.share, ADMINS),
     # Accounts, roles, API tokens and login locks are the superusers' (the admin role runs the lab).
     **model_rows("auth_user", lambda objects: objects.user, SUPERUSERS),
     **model_rows("auth_group", lambda objects: objects.group, SUPERUSERS),
@@ -269,15 +319,22 @@ def make_objects(users: dict[str, User]) -> Objects:
     token, _ = AuthToken.objects.create(nora)
     campaign = Campaign.objects.create(name="study", base_spec={}, created_by=users["otto"])
     configuration = CampaignConfiguration.objects.create(campaign=campaign, index=0, label="base", spec={})
+    run = make_run(
+        host, device, pg, state="queued", queued_by=users["otto"], campaign=campaign, configuration=configuration
+    )
+    targets: dict[str, Run | Campaign | ComparisonQuery] = {
+        ShareKind.RUN: run,
+        ShareKind.CAMPAIGN: campaign,
+        ShareKind.COMPARISON: ComparisonQuery(run_ids=(run.pk,)),
+    }
+    shares = {kind: share_create(kind=kind, target=target, by=users["otto"]) for kind, target in targets.items()}
     return Objects(
         host=host,
         device=device,
         pg=pg,
         group=Group.objects.get(name="viewer"),
         user=nora,
-        run=make_run(
-            host, device, pg, state="queued", queued_by=users["otto"], campaign=campaign, configuration=configuration
-        ),
+        run=run,
         token=token,
         attempt=AccessAttempt.objects.create(
             username="nora", ip_address="10.0.0.9", user_agent="curl", failures_since_start=2
@@ -288,6 +345,8 @@ def make_objects(users: dict[str, User]) -> Objects:
             actor_name="otto", action=AuditAction.RUN_QUEUED, object_type="run", object_repr="run 1"
         ),
         campaign=campaign,
+        share=shares[ShareKind.RUN][0],
+        share_tokens={kind: token for kind, (_, token) in shares.items()},
     )
 
 
@@ -302,6 +361,7 @@ def test_each_role_and_method_gets_what_the_matrix_says(url_name: str, client_fo
     objects = make_objects(client_for.users)
     row = MATRIX[url_name]
     url = reverse(url_name, args=row.args(objects))
+    query = row.query(objects) if callable(row.query) else row.query
     clients = {role: client_for(None if role == "anonymous" else role) for role in ROLES}
 
     got, expected = {}, {}
@@ -310,7 +370,7 @@ def test_each_role_and_method_gets_what_the_matrix_says(url_name: str, client_fo
             client = clients[role]
             cookies = copy.deepcopy(client.cookies)  # a logout in one request must not end the next one's login
             with transaction.atomic():
-                got[role, method] = outcome(client, method, url, row.query)
+                got[role, method] = outcome(client, method, url, query)
                 transaction.set_rollback(True)
             client.cookies = cookies
             expected[role, method] = row.expected(role, method)

@@ -117,13 +117,20 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
 @permission_required("runs.view_host", raise_exception=True)
 def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign.objects.select_related("created_by"), pk=campaign_id)
+    try:
+        context = campaign_context(campaign, request.GET.get("baseline"))
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    return render(request, "runs/campaign_detail.html", context)
+
+
+def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str, Any]:
+    """What a campaign's page shows (its own page and its shared page), compared with the
+    configuration asked for or the campaign's baseline; BadParameter for a bad one."""
     configurations = campaign.configurations.count()
     baseline = campaign.baseline_index
-    if "baseline" in request.GET:
-        try:
-            baseline = parse_whole_number(request.GET["baseline"], "baseline", 0, max(configurations - 1, 0))
-        except BadParameter as exc:
-            return refused(request, str(exc))
+    if baseline_asked is not None:
+        baseline = parse_whole_number(baseline_asked, "baseline", 0, max(configurations - 1, 0))
     events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
     runs = campaign_runs(campaign)
     repetitions = range(1, max([campaign.repetitions, *[r.repetition or 0 for r in runs]]) + 1)
@@ -131,7 +138,7 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
         (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished)
         for row in campaign_matrix(campaign, runs)
     ]
-    context = {
+    return {
         "campaign": campaign,
         "progress": campaign_progress(campaign, runs),
         "matrix": matrix,
@@ -147,7 +154,6 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
         "events_after": events_after,
         "run_ids": [run.pk for run in runs],
     }
-    return render(request, "runs/campaign_detail.html", context)
 
 
 @require_POST

@@ -1,24 +1,10 @@
-// The run page: the tps/latency chart (warm-up shaded), and while the run runs, live updates
-// from its event stream: every sample once (the stream replays from the start), the state and
-// the steps, and the log tail.
+// The run page: the tps/latency chart (warm-up shaded by charts.js's plugin), and while the run
+// runs, live updates from its event stream: every sample once (the stream replays from the
+// start), the state and the steps, and the log tail.
 (function () {
   const page = document.getElementById("run-page");
   const data = JSON.parse(document.getElementById("chart-data").textContent);
   const finished = page.dataset.finished === "true";
-
-  const warmupShade = {
-    id: "warmupShade",
-    beforeDraw(chart) {
-      if (!data.warmup_s) return;
-      const { ctx, chartArea, scales } = chart;
-      const right = Math.min(scales.x.getPixelForValue(data.warmup_s), chartArea.right);
-      if (right <= chartArea.left) return;
-      ctx.save();
-      ctx.fillStyle = "rgba(120, 120, 120, 0.15)";
-      ctx.fillRect(chartArea.left, chartArea.top, right - chartArea.left, chartArea.bottom - chartArea.top);
-      ctx.restore();
-    },
-  };
 
   const points = (xs, ys) => xs.map((x, i) => ({ x, y: ys[i] }));
   const tpsChart = new Chart(document.getElementById("tps-chart"), {
@@ -38,8 +24,9 @@
         tps: { position: "left", beginAtZero: true, title: { display: true, text: "tps" } },
         latency: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "ms" } },
       },
+      plugins: { warmupShade: { spans: [{ until: data.warmup_s }] } },
     },
-    plugins: [warmupShade],
+    plugins: [BenchlabCharts.warmupShade],
   });
   window.benchlabCharts = { tps: tpsChart };
 

@@ -1,0 +1,62 @@
+"""The comparison API: the numbers of the comparison page for any runs (`?runs=1,2,3`) or a
+campaign (`?campaign=4`), with the page's grouping options, and its summary table and
+per-second series as JSON or CSV (`?file=csv`)."""
+
+from typing import Any
+
+from django.http import HttpResponse, StreamingHttpResponse
+from rest_framework import viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.api.permissions import RolePermission
+from runs.comparison import ComparisonResult, compare_runs, comparison_data
+from runs.comparison_export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
+from runs.comparison_query import ComparisonQuery
+from runs.params import BadParameter, parse_choice
+
+
+def comparison_of(params: dict[str, str]) -> ComparisonResult:
+    """The comparison a query string asks for; a bad one is a 400 naming what is wrong."""
+    try:
+        return compare_runs(ComparisonQuery.from_params(params))
+    except BadParameter as exc:
+        raise ValidationError({"detail": str(exc)}) from None
+
+
+def api_query_params(request: Request) -> dict[str, str]:
+    """The query string with repeated keys joined (group=device&group=filesystem)."""
+    return {key: ",".join(request.query_params.getlist(key)) for key in request.query_params}
+
+
+def _file(request: Request) -> str:
+    try:
+        return parse_choice(request.query_params.get("file", "json"), "file", ("json", "csv"))
+    except BadParameter as exc:
+        raise ValidationError({"file": [str(exc)]}) from None
+
+
+class ComparisonViewSet(viewsets.ViewSet):
+    """GET /api/comparisons/?runs=… the comparison; …/summary/ and …/series/ its tables."""
+
+    permission_classes = [RolePermission]
+
+    def list(self, request: Request) -> Response:
+        return Response(comparison_data(comparison_of(api_query_params(request))))
+
+    @action(detail=False, methods=["get"])
+    def summary(self, request: Request) -> Response | HttpResponse:
+        file, result = _file(request), comparison_of(api_query_params(request))
+        rows = summary_rows(result)
+        if file == "csv":
+            return HttpResponse("".join(as_csv(rows, SUMMARY_COLUMNS)), content_type="text/csv; charset=utf-8")
+        return Response({"query": result.query.as_params(), "rows": rows})
+
+    @action(detail=False, methods=["get"])
+    def series(self, request: Request) -> Any:
+        file, result = _file(request), comparison_of(api_query_params(request))
+        if file == "csv":
+            return StreamingHttpResponse(as_csv(series_rows(result), SERIES_COLUMNS), content_type="text/csv")
+        return Response({"query": result.query.as_params(), "rows": list(series_rows(result))})

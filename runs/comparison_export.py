@@ -1,0 +1,84 @@
+"""The comparison as files: its summary table and the per-second series of its runs, as CSV or
+JSON. The numbers are the page's own (runs.comparison), unrounded."""
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from runs.comparison import ComparisonResult
+from runs.models import RunSample
+
+SUMMARY_COLUMNS = (
+    "metric", "unit", "group", "configuration", "baseline", "n", "mean", "sd", "minimum", "median", "maximum", "cv",
+    "ci_low", "ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "difference_pct", "welch_p", "mann_whitney_p",
+    "adjusted_p", "verdict", "failed", "runs",
+)  # fmt: skip
+SERIES_COLUMNS = ("run", "group", "configuration", "second", "tps", "latency_ms", "warmup")
+
+
+def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
+    """One row per metric and group: the summary table, as the page shows it, unrounded."""
+    rows = []
+    for table in result.tables:
+        for row in table.rows:
+            comparison = row.comparison.as_json() if row.comparison else {}
+            rows.append(
+                {
+                    "metric": table.metric.key,
+                    "unit": table.metric.unit,
+                    "group": row.group.index,
+                    "configuration": row.group.label,
+                    "baseline": row.group is result.baseline,
+                    **row.summary.as_json(),
+                    **{key: comparison.get(key) for key in SUMMARY_COLUMNS[14:22]},
+                    "failed": row.failed,
+                    "runs": [pk for pk, _ in row.values],
+                }
+            )
+    return rows
+
+
+def series_rows(result: ComparisonResult) -> Iterator[dict[str, Any]]:
+    """Every per-second sample of every compared run, run by run."""
+    group_of = {run.pk: group for group in result.groups for run in group.runs}
+    samples = (
+        RunSample.objects.filter(run_id__in=list(group_of))
+        .order_by("run_id", "second")
+        .values_list("run_id", "second", "tps", "latency_ms", "warmup")
+    )
+    for run_id, second, tps, latency, warmup in samples.iterator(chunk_size=5000):
+        group = group_of[run_id]
+        yield {
+            "run": run_id,
+            "group": group.index,
+            "configuration": group.label,
+            "second": second,
+            "tps": tps,
+            "latency_ms": latency,
+            "warmup": warmup,
+        }
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, list):
+        return " ".join(map(str, value))
+    if isinstance(value, float):
+        return repr(value)  # every digit: the file equals the JSON
+    return value
+
+
+def as_csv(rows: Iterator[dict[str, Any]] | list[dict[str, Any]], columns: tuple[str, ...]) -> Iterator[str]:
+    """CSV text in pieces (a streamed response never holds every sample at once)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([_csv_value(row[column]) for column in columns])
+        if buffer.tell() > 64_000:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue()

@@ -1,0 +1,69 @@
+"""A run's specification fields as a person reads them: "lab1:ssd", "noatime", "8 clients".
+
+Comparison groups are labelled with these, so two groups never read alike unless they are.
+"""
+
+from collections.abc import Callable
+
+from runs.models import Run
+
+
+def _install(run: Run) -> str:
+    install = run.pg_install
+    return install.label or f"PostgreSQL {install.version}, {install.block_size // 1024} kB pages"
+
+
+def _settings(run: Run) -> str:
+    lines = [" ".join(line.split()) for line in run.pg_settings.splitlines() if line.strip()]
+    return "; ".join(lines)
+
+
+def _lines(text: str) -> int:
+    return len([line for line in text.splitlines() if line.strip()])
+
+
+# Per field: (the value alone, the value with what it is) - the first for a table with a
+# "field" column, the second for a group's label.
+_FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
+    "server_host_id": (lambda r: r.server_host.name, lambda r: r.server_host.name),
+    "device_id": (lambda r: str(r.device), lambda r: str(r.device)),
+    "filesystem": (lambda r: r.filesystem, lambda r: r.filesystem),
+    "pg_install_id": (_install, _install),
+    "mkfs_options": (
+        lambda r: r.mkfs_options or "(none)",
+        lambda r: f"mkfs {r.mkfs_options}" if r.mkfs_options else "default mkfs",
+    ),
+    "mount_options": (
+        lambda r: r.mount_options or "(none)",
+        lambda r: r.mount_options or "default mount options",
+    ),
+    "pg_settings": (lambda r: _settings(r) or "(none)", lambda r: _settings(r) or "default settings"),
+    "workload": (lambda r: r.workload, lambda r: r.workload),
+    "custom_script": (
+        lambda r: f"{_lines(r.custom_script)} lines" if r.custom_script else "(none)",
+        lambda r: f"script of {_lines(r.custom_script)} lines" if r.custom_script else "no script",
+    ),
+    "scale": (lambda r: str(r.scale), lambda r: f"scale {r.scale}"),
+    "clients": (lambda r: str(r.clients), lambda r: f"{r.clients} clients"),
+    "threads": (lambda r: str(r.threads), lambda r: f"{r.threads} threads"),
+    "duration_s": (lambda r: f"{r.duration_s} s", lambda r: f"{r.duration_s} s"),
+    "warmup_s": (lambda r: f"{r.warmup_s} s", lambda r: f"warm-up {r.warmup_s} s"),
+    "query_mode": (lambda r: r.query_mode, lambda r: f"{r.query_mode} protocol"),
+    "rate_limit_tps": (
+        lambda r: f"{r.rate_limit_tps:g} tps" if r.rate_limit_tps else "(none)",
+        lambda r: f"rate {r.rate_limit_tps:g} tps" if r.rate_limit_tps else "no rate limit",
+    ),
+    "log_sampling_rate": (
+        lambda r: f"{r.log_sampling_rate:g}" if r.log_sampling_rate else "(no log)",
+        lambda r: f"log sampling {r.log_sampling_rate:g}" if r.log_sampling_rate else "no transaction log",
+    ),
+    "client_host_id": (
+        lambda r: r.client_host.name if r.client_host else "(the server)",
+        lambda r: f"pgbench on {r.client_host.name}" if r.client_host else "pgbench on the server",
+    ),
+}
+
+
+def spec_value(run: Run, field: str, *, with_label: bool = False) -> str:
+    alone, labelled = _FORMATS[field]
+    return (labelled if with_label else alone)(run)

@@ -1,0 +1,159 @@
+// Chart helpers shared by the run page and the comparison page: colours, number formats, axis
+// titles, the warm-up shading plugin, chart figures made from data, and print mode's pictures.
+// Loaded after Chart.js, before the page's own script; everything is on window.BenchlabCharts
+// (no build step, so no modules).
+(function () {
+  // Tableau 10: distinguishable, also in greyscale print, and for the common colour blindnesses
+  // better than Chart.js's defaults. Groups beyond ten repeat colours; their labels tell them apart.
+  const PALETTE = [
+    [78, 121, 167], [242, 142, 43], [89, 161, 79], [225, 87, 89], [118, 183, 178],
+    [237, 201, 72], [176, 122, 161], [255, 157, 167], [156, 117, 95], [186, 176, 172],
+  ];
+  const BASELINE_BORDER = "#111";
+
+  const colour = (index, alpha = 1) => {
+    const [r, g, b] = PALETTE[index % PALETTE.length];
+    return `rgba(${r}, ${g}, ${b}, ${alpha})`;
+  };
+
+  // Thousands keep every digit (a tps of 5206 is not "5210"); small numbers keep four significant
+  // digits, so a 0.214 ms latency does not read as 0.
+  const wholeFormat = new Intl.NumberFormat("en", { maximumFractionDigits: 0 });
+  const smallFormat = new Intl.NumberFormat("en", { maximumSignificantDigits: 4 });
+  const format = (value) => {
+    if (value === null || value === undefined || Number.isNaN(value)) return "–";
+    return Math.abs(value) >= 1000 ? wholeFormat.format(value) : smallFormat.format(value);
+  };
+  const withUnit = (value, unit) => (unit === "%" ? `${format(value)} %` : `${format(value)} ${unit}`);
+
+  // Chart.js does not wrap labels, but draws an array as lines: long texts become arrays of lines
+  // of about `width` characters, broken between words.
+  const wrap = (text, width) => {
+    const lines = [];
+    for (const word of String(text).split(" ")) {
+      const last = lines.length - 1;
+      if (last >= 0 && lines[last].length + 1 + word.length <= width) lines[last] += ` ${word}`;
+      else lines.push(word);
+    }
+    return lines;
+  };
+
+  // An axis title; a long one goes on two lines, broken before its parenthesis or after a comma,
+  // so that a short chart does not cut it off.
+  const axisTitle = (text) => {
+    const cut = text.length > 26 ? Math.max(text.lastIndexOf(" ("), text.lastIndexOf(", ") + 1) : -1;
+    const lines = cut > 0 ? [text.slice(0, cut).trim(), text.slice(cut).trim()] : text;
+    return { display: true, text: lines, font: { weight: "bold" } };
+  };
+
+  // Options every benchlab chart shares. In print mode nothing animates (the chart is turned into
+  // an image once drawn) and the bitmap is drawn at twice the CSS size so it stays sharp on paper.
+  const baseOptions = (print) => ({
+    animation: print ? false : { duration: 300 },
+    maintainAspectRatio: false, // fill the .chart box, whatever its width
+    devicePixelRatio: print ? 2 : window.devicePixelRatio,
+    interaction: { mode: "index", intersect: false },
+    plugins: { legend: { position: "bottom", labels: { boxWidth: 14, boxHeight: 10, font: { size: 11 } } } },
+  });
+
+  // A dataset coloured per bar (one colour per group) would show its first bar's colour in the
+  // legend, as if it were one group's: such datasets get a neutral swatch instead.
+  const neutralLegendLabels = (chart) =>
+    Chart.defaults.plugins.legend.labels.generateLabels(chart).map((item) => {
+      const dataset = chart.data.datasets[item.datasetIndex];
+      if (Array.isArray(dataset.backgroundColor)) {
+        item.fillStyle = "rgba(120, 120, 120, 0.5)";
+        item.strokeStyle = "rgba(80, 80, 80, 1)";
+      }
+      return item;
+    });
+
+  // Shades the warm-up (from the start to `until` seconds) of line charts with a linear x axis in
+  // seconds, and marks where it ends. Spans come from the chart's options:
+  // plugins.warmupShade.spans = [{ until, color?, datasetIndex? }]; a span tied to a dataset
+  // disappears with it when the legend hides that dataset.
+  const warmupShade = {
+    id: "warmupShade",
+    beforeDatasetsDraw(chart, args, options) {
+      const { ctx, chartArea, scales } = chart;
+      for (const span of options.spans || []) {
+        if (!span.until) continue;
+        if (span.datasetIndex !== undefined && !chart.isDatasetVisible(span.datasetIndex)) continue;
+        const right = Math.min(scales.x.getPixelForValue(span.until), chartArea.right);
+        if (right <= chartArea.left) continue;
+        ctx.save();
+        ctx.fillStyle = span.color || "rgba(120, 120, 120, 0.15)";
+        ctx.fillRect(chartArea.left, chartArea.top, right - chartArea.left, chartArea.bottom - chartArea.top);
+        if (span.line) {
+          ctx.strokeStyle = span.line;
+          ctx.setLineDash([4, 3]);
+          ctx.beginPath();
+          ctx.moveTo(right, chartArea.top);
+          ctx.lineTo(right, chartArea.bottom);
+          ctx.stroke();
+        }
+        ctx.restore();
+      }
+    },
+  };
+
+  // A chart with the shared options, `options` merged over them (their plugins and legend too).
+  const make = (canvas, type, data, { options = {}, plugins = [], print = false } = {}) => {
+    const base = baseOptions(print);
+    const mine = options.plugins || {};
+    const labels = { ...base.plugins.legend.labels, ...mine.legend?.labels };
+    const legend = { ...base.plugins.legend, ...mine.legend, labels };
+    return new Chart(canvas, {
+      type, data, plugins,
+      options: { ...base, ...options, plugins: { ...base.plugins, ...mine, legend } },
+    });
+  };
+
+  // ---- DOM: figures for charts that pages make as their data comes.
+  const element = (tag, className, text) => {
+    const made = document.createElement(tag);
+    if (className) made.className = className;
+    if (text) made.textContent = text;
+    return made;
+  };
+  // A <figure> with its chart box and caption, appended to `parent`; returns its canvas.
+  const figure = (parent, caption, label) => {
+    const box = element("figure");
+    const frame = element("div", "chart");
+    const canvas = element("canvas");
+    canvas.setAttribute("aria-label", label || caption);
+    frame.append(canvas);
+    box.append(frame, element("figcaption", "", caption));
+    parent.append(box);
+    return canvas;
+  };
+
+  // ---- Printing: resolves once the charts are drawn: laid out at their boxes' size (responsive
+  // charts resize on the next frames) and done animating.
+  const nextFrame = () => new Promise((resolve) => requestAnimationFrame(resolve));
+  const settled = async (charts) => {
+    await nextFrame();
+    await nextFrame();
+    while (charts.some((made) => Chart.animator.running(made))) await nextFrame();
+  };
+
+  // Replaces each chart by an <img> of it: what a browser prints or saves as PDF is then the
+  // picture as drawn on screen, not a canvas it may redraw at another size or leave blank.
+  const toImages = async (charts) => {
+    const images = charts.map((made) => {
+      const canvas = made.canvas; // destroy() forgets it
+      const image = element("img", "chart-image");
+      image.src = made.toBase64Image();
+      image.alt = canvas.getAttribute("aria-label") || "";
+      made.destroy();
+      canvas.replaceWith(image);
+      return image;
+    });
+    await Promise.all(images.map((image) => image.decode()));
+  };
+
+  window.BenchlabCharts = {
+    BASELINE_BORDER, colour, format, withUnit, wrap, axisTitle, baseOptions, neutralLegendLabels, warmupShade,
+    make, element, figure, settled, toImages,
+  };
+})();
