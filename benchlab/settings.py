@@ -11,7 +11,7 @@ from cryptography.fernet import Fernet
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from benchlab.env import env_bool, env_list, env_optional_secret, env_secret, env_str, env_url
+from benchlab.env import env_bool, env_list, env_optional_secret, env_seconds, env_secret, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Untracked local state: generated secrets, the database password file, collected static files.
@@ -232,7 +232,19 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
 # Runs start when the dispatcher finds it is their turn (runs/services/queue.py): when a run is
 # queued or ends, and also periodically, in case a process died between ending a run and
 # dispatching the next.
-CELERY_BEAT_SCHEDULE = {"dispatch-queue": {"task": "runs.dispatch_queue", "schedule": 30.0}}
+CELERY_BEAT_SCHEDULE = {
+    "dispatch-queue": {"task": "runs.dispatch_queue", "schedule": 30.0},
+    "sweep-stale-runs": {"task": "runs.sweep_stale_runs", "schedule": 30.0},
+}
+# A running run's worker stamps its heartbeat this often; a run silent for STALE_AFTER has lost its
+# worker and is ended by the sweeper (runs/services/sweeper.py).
+BENCHLAB_HEARTBEAT_EVERY_S = env_seconds("BENCHLAB_HEARTBEAT_EVERY_S", 15.0, low=0.5, high=600.0)
+BENCHLAB_STALE_AFTER_S = env_seconds("BENCHLAB_STALE_AFTER_S", 90.0, low=2.0, high=3600.0)
+if BENCHLAB_STALE_AFTER_S < 3 * BENCHLAB_HEARTBEAT_EVERY_S:
+    raise ImproperlyConfigured(
+        f"BENCHLAB_STALE_AFTER_S={BENCHLAB_STALE_AFTER_S:g} must be at least three heartbeats "
+        f"(3 x BENCHLAB_HEARTBEAT_EVERY_S = {3 * BENCHLAB_HEARTBEAT_EVERY_S:g}): a slow write is not a dead worker"
+    )
 
 LOGGING = {
     "version": 1,

@@ -8,8 +8,9 @@ from celery import Task, shared_task
 from django.db import connection
 
 from runs.services.execute import run_execute
-from runs.services.heartbeat import STALE_AFTER_S
+from runs.services.heartbeat import stale_after_s
 from runs.services.queue import queue_dispatch
+from runs.services.sweeper import sweep_run, sweep_stale_runs
 
 
 class WorkerSelfCheck(TypedDict):
@@ -32,10 +33,12 @@ def execute_run(self: Task, run_id: int) -> str:
     """Run a queued run whose hosts the dispatcher claimed for it (services.queue).
 
     A second delivery of a run that another worker is running watches it instead: it looks
-    again after a heartbeat could have gone stale, and fails the run if its worker died."""
+    again after a heartbeat could have gone stale, and ends the run if its worker died."""
     outcome = run_execute(run_id=run_id)
     if outcome == "running":
-        raise self.retry(countdown=STALE_AFTER_S)
+        raise self.retry(countdown=stale_after_s())
+    if outcome == "abandoned":
+        sweep_run(run_id)
     return outcome
 
 
@@ -43,3 +46,9 @@ def execute_run(self: Task, run_id: int) -> str:
 def dispatch_queue() -> list[int]:
     """Start the runs whose turn it is (also run periodically by beat, as a safety net)."""
     return queue_dispatch()
+
+
+@shared_task(name="runs.sweep_stale_runs")
+def sweep_stale_runs_task() -> list[int]:
+    """End the runs whose worker died (run periodically by beat)."""
+    return sweep_stale_runs()

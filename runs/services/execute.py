@@ -236,7 +236,8 @@ Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that 
 def run_execute(*, run_id: int) -> str:
     """Run it: the dispatcher (services.queue) has claimed its hosts for it. Returns "waiting"
     (it does not hold its hosts: the dispatcher sends it again when its turn comes), "running"
-    (another worker is running it: look again later), or the state it ended in."""
+    (another worker is running it: look again later), "abandoned" (the worker that started it
+    died: services.sweeper ends it), or the state it ended in."""
     run = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by").get(pk=run_id)
     if run.is_finished:
         return run.state
@@ -244,12 +245,7 @@ def run_execute(*, run_id: int) -> str:
         # The broker handed the task out again. A worker still stamping the heartbeat is
         # running it; otherwise that worker died, and the lab host may still hold the run's
         # mount: say so instead of starting over on top of it.
-        if run_has_live_worker(run):
-            return "running"
-        run_release_hosts(run=run)
-        run_transition(run=run, state=RunState.FAILED, error="the worker running it stopped; check the host")
-        _after_run(run)
-        return run.state
+        return "running" if run_has_live_worker(run) else "abandoned"  # services.sweeper ends it
     if not run_holds_its_hosts(run):
         return "waiting"
     # Not a wait (a disabled host is one): runs on benchlab's own server were forbidden after
@@ -258,7 +254,7 @@ def run_execute(*, run_id: int) -> str:
     if forbidden:
         run_release_hosts(run=run)
         run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
-        _after_run(run)
+        run_after_end(run)
         return run.state
     if not _mark_started(run):
         return run.state  # cancelled while queued; the cancel gave its hosts to the next in line
@@ -272,11 +268,11 @@ def run_execute(*, run_id: int) -> str:
         run_release_hosts(run=run)
     # Released first: once a run shows as finished, its hosts are free for the next one.
     run_transition(run=run, state=state, **fields)
-    _after_run(run)
+    run_after_end(run)
     return run.state
 
 
-def _after_run(run: Run) -> None:
+def run_after_end(run: Run) -> None:
     """The run has ended: an adaptive campaign may want another round; then the next in line starts."""
     if run.campaign_id is not None:
         campaign_advance(campaign_id=run.campaign_id)

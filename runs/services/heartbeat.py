@@ -3,8 +3,8 @@ worker is still at it from one whose worker died.
 
 With late acks, Redis hands a task to another worker when the first has not acknowledged it
 within the visibility timeout, which a long benchmark outlasts. The worker running a run
-stamps `Run.heartbeat_at` from a thread every HEARTBEAT_EVERY_S; a run whose stamp is older
-than STALE_AFTER_S has no worker any more.
+stamps `Run.heartbeat_at` from a thread every BENCHLAB_HEARTBEAT_EVERY_S; a run whose stamp is
+older than BENCHLAB_STALE_AFTER_S has no worker any more (services.sweeper ends it).
 """
 
 import logging
@@ -13,19 +13,29 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from runs.models import Run
 
 log = logging.getLogger(__name__)
-HEARTBEAT_EVERY_S = 30.0
-STALE_AFTER_S = 150.0  # five missed beats
+
+
+def heartbeat_every_s() -> float:
+    return float(settings.BENCHLAB_HEARTBEAT_EVERY_S)
+
+
+def stale_after_s() -> float:
+    """A run silent for longer has no worker any more (several missed beats: a slow database
+    write is not a death)."""
+    return float(settings.BENCHLAB_STALE_AFTER_S)
 
 
 @contextmanager
-def run_heartbeat(run: Run, every_s: float = HEARTBEAT_EVERY_S) -> Iterator[None]:
-    """Stamp the run's heartbeat now and every `every_s` until the block ends."""
+def run_heartbeat(run: Run, every_s: float | None = None) -> Iterator[None]:
+    """Stamp the run's heartbeat now and every `every_s` (the setting) until the block ends."""
+    every_s = heartbeat_every_s() if every_s is None else every_s
     stop = threading.Event()
 
     def beat() -> None:
@@ -50,4 +60,4 @@ def run_heartbeat(run: Run, every_s: float = HEARTBEAT_EVERY_S) -> Iterator[None
 
 
 def run_has_live_worker(run: Run) -> bool:
-    return run.heartbeat_at is not None and timezone.now() - run.heartbeat_at < timedelta(seconds=STALE_AFTER_S)
+    return run.heartbeat_at is not None and timezone.now() - run.heartbeat_at < timedelta(seconds=stale_after_s())

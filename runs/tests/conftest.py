@@ -18,14 +18,13 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
-from benchlab.celery import app as celery_app
 from runs import live
 from runs.lab.run_user import RUN_USER, ensure_run_user
 from runs.lab.transport import LocalTransport
 from runs.roles import ADMIN, OPERATOR, VIEWER
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
-from runs.tests.workers import CeleryWorker, start_celery_worker
+from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
 
 # The cast: every role, plus a user who has an account but no role at all.
 ROLE_OF = {"vera": VIEWER, "otto": OPERATOR, "ada": ADMIN, "nora": None}
@@ -122,15 +121,8 @@ class ClientFactory:
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[CeleryWorker]:
     """A real `celery worker` process on its own queue, connected to the test database."""
-    worker = start_celery_worker()
-    # Tasks sent by this test process go to that worker's queue only.
-    previous_queue = celery_app.conf.task_default_queue
-    celery_app.conf.task_default_queue = worker.queue
-    try:
+    with tasks_sent_to(start_celery_worker()) as worker:
         yield worker
-    finally:
-        celery_app.conf.task_default_queue = previous_queue
-        worker.stop()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -9,8 +9,9 @@ from django.utils import timezone
 from runs.lab.benchmark import Step
 from runs.models import Host, Run, RunState
 from runs.services.execute import RunCancelled, RunObserver, run_execute
-from runs.services.heartbeat import STALE_AFTER_S, run_heartbeat
+from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.queue import queue_dispatch
+from runs.services.sweeper import sweep_run, sweep_stale_runs
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
 pytestmark = pytest.mark.django_db
@@ -36,13 +37,59 @@ def test_a_second_delivery_leaves_a_run_with_a_live_worker_alone() -> None:
     assert run.state == RunState.MEASURING and claim_of(run) == run.pk
 
 
-def test_a_second_delivery_fails_a_run_whose_worker_died_and_frees_its_host() -> None:
-    run = running_run(heartbeat_at=timezone.now() - timedelta(seconds=STALE_AFTER_S + 1))
+def unreachable_running_run(**fields: object) -> Run:
+    """A started run on a host benchlab cannot connect to (its key does not decrypt): the
+    sweeper's cleanup fails before any network traffic, and the run must end all the same."""
+    host = make_host(private_key_path="", private_key_encrypted="gAAAA-not-a-token")
+    started = timezone.now() - timedelta(minutes=10)
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING, started_at=started,
+                   **fields)  # fmt: skip
+    Host.objects.filter(pk=host.pk).update(claimed_by=run)
+    return run
 
-    assert run_execute(run_id=run.pk) == RunState.FAILED
+
+def test_a_second_delivery_of_a_run_whose_worker_died_ends_it_and_frees_its_host() -> None:
+    run = unreachable_running_run(heartbeat_at=timezone.now() - timedelta(seconds=stale_after_s() + 1))
+    waiting = make_run(run.server_host, run.device, run.pg_install, state=RunState.QUEUED)
+
+    assert run_execute(run_id=run.pk) == "abandoned"
+    assert sweep_run(run.pk) and not sweep_run(run.pk)
 
     run.refresh_from_db()
-    assert "worker running it stopped" in run.error and claim_of(run) is None
+    assert run.state == RunState.FAILED and run.failed_step == RunState.MEASURING
+    assert run.error.startswith("the worker running it stopped while measuring (no sign of life since ")
+    assert "lab1 could not be reached to clean up" in run.error and "cannot be decrypted" in run.error
+    assert claim_of(run) == waiting.pk  # the next in line has the host
+
+
+def test_the_sweeper_ends_silent_runs_once_and_leaves_live_and_queued_ones_alone() -> None:
+    silent = unreachable_running_run(heartbeat_at=timezone.now() - timedelta(seconds=stale_after_s() + 1))
+    never_beat = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.PREPARING_STORAGE,
+                          started_at=timezone.now() - timedelta(seconds=stale_after_s() + 5))  # fmt: skip
+    live = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.MEASURING,
+                    started_at=timezone.now() - timedelta(hours=1), heartbeat_at=timezone.now())  # fmt: skip
+    queued = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.QUEUED)
+
+    assert sweep_stale_runs() == [silent.pk, never_beat.pk]
+    assert sweep_stale_runs() == []
+
+    states = dict(Run.objects.values_list("pk", "state"))
+    assert states[live.pk] == RunState.MEASURING and states[queued.pk] == RunState.QUEUED
+    assert "stopped while preparing storage" in Run.objects.get(pk=never_beat.pk).error
+
+
+def test_the_sweeper_runs_every_30_seconds_and_its_thresholds_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.conf import settings
+    from django.core.exceptions import ImproperlyConfigured
+
+    from benchlab.celery import app
+    from benchlab.env import env_seconds
+
+    assert settings.CELERY_BEAT_SCHEDULE["sweep-stale-runs"] == {"task": "runs.sweep_stale_runs", "schedule": 30.0}
+    assert "runs.sweep_stale_runs" in app.tasks
+    monkeypatch.setenv("BENCHLAB_STALE_AFTER_S", "soon")
+    with pytest.raises(ImproperlyConfigured, match="must be a number of seconds from 2 to 3600"):
+        env_seconds("BENCHLAB_STALE_AFTER_S", 90.0, low=2.0, high=3600.0)
 
 
 def test_a_run_that_does_not_hold_its_hosts_waits_for_its_turn() -> None:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -40,6 +42,11 @@ class CeleryWorker:
     def pid(self) -> int:
         return self.process.pid
 
+    def pool_pids(self) -> list[int]:
+        """The worker's pool processes (prefork): its children."""
+        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
+        return [int(pid) for pid in children]
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
@@ -58,19 +65,25 @@ class CeleryWorker:
         broker.close()
 
 
-def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
+def start_celery_worker(
+    ready_timeout: float = 60.0, pool: str = "threads", concurrency: int = 4, env: dict[str, str] | None = None
+) -> CeleryWorker:
     tag = uuid.uuid4().hex[:10]
     queue, nodename = f"test-{tag}", f"test-{tag}@localhost"
     log_path = Path(f"/tmp/benchlab-test-worker-{tag}.log")
     # Its own queue also for the tasks it sends itself (the dispatcher in a worker starts runs).
-    env = os.environ | {
-        "DATABASE_URL": database_url_for_tests(),
-        "REDIS_URL": settings.REDIS_URL,
-        "BENCHLAB_QUEUE": queue,
-    }
+    env = (
+        os.environ
+        | {
+            "DATABASE_URL": database_url_for_tests(),
+            "REDIS_URL": settings.REDIS_URL,
+            "BENCHLAB_QUEUE": queue,
+        }
+        | (env or {})
+    )
     command = [
         sys.executable, "-m", "celery", "-A", "benchlab", "worker",
-        "--queues", queue, "--hostname", nodename, "--pool", "threads", "--concurrency", "4",
+        "--queues", queue, "--hostname", nodename, "--pool", pool, "--concurrency", str(concurrency),
         "--without-mingle", "--without-gossip", "--loglevel", "INFO",
     ]  # fmt: skip
     with log_path.open("wb") as log:
@@ -87,3 +100,16 @@ def start_celery_worker(ready_timeout: float = 60.0) -> CeleryWorker:
     except BaseException:
         worker.stop()  # also when the ping itself failed (Redis unreachable)
         raise
+
+
+@contextmanager
+def tasks_sent_to(worker: CeleryWorker) -> Iterator[CeleryWorker]:
+    """Tasks this test process sends go to the worker's queue only, until the block ends (and
+    the worker is stopped then)."""
+    previous_queue = celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = worker.queue
+    try:
+        yield worker
+    finally:
+        celery_app.conf.task_default_queue = previous_queue
+        worker.stop()

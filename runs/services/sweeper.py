@@ -1,0 +1,104 @@
+"""Runs whose worker died: found by their stale heartbeat, cleaned up on their hosts, ended.
+
+The worker running a run stamps its heartbeat every few seconds (services.heartbeat). When a
+worker process is killed, nothing in it runs again: the run would stay "measuring" and hold its
+hosts forever, and a killed task is not redelivered. Celery beat calls sweep_stale_runs() every
+30 s; a second delivery of the task of such a run calls run_abandoned() at once.
+
+What the sweeper does not do yet (issue 12): reattach to a run whose pgbench still runs on the
+host and finish it. It stops what is left and fails the run, saying so.
+"""
+
+import logging
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.lab.abandon import clean_up_abandoned_run
+from runs.lab.kept import KeptSetup
+from runs.lab.transport import Transport
+from runs.models import ACTIVE_STATES, Device, Host, Run, RunState
+from runs.services.execute import benchmark_spec, run_after_end
+from runs.services.heartbeat import stale_after_s
+from runs.services.lab_access import host_connect
+from runs.services.queue import run_release_hosts
+from runs.services.reuse import discard_setups
+from runs.services.runs import run_transition
+
+log = logging.getLogger(__name__)
+
+
+def stale_runs() -> list[Run]:
+    """Started runs in an active state whose worker has not given a sign of life lately."""
+    cutoff = timezone.now() - timedelta(seconds=stale_after_s())
+    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
+    runs = Run.objects.filter(silent, state__in=ACTIVE_STATES, started_at__isnull=False)
+    return list(runs.select_related("server_host", "client_host", "device", "pg_install").order_by("pk"))
+
+
+def sweep_stale_runs() -> list[int]:
+    """End every run whose worker died; the ids of those this call ended."""
+    ended = []
+    for run in stale_runs():
+        if _take_over(run):
+            ended.append(run.pk)
+    return ended
+
+
+def sweep_run(run_id: int) -> bool:
+    """End this run if its worker died (a second delivery of its task found it silent)."""
+    run = next((r for r in stale_runs() if r.pk == run_id), None)
+    return run is not None and _take_over(run)
+
+
+def _take_over(run: Run) -> bool:
+    """End the run from this process, unless another sweeper (or a worker that came back to
+    life) moved it since it was read."""
+    was, last_sign = RunState(run.state), run.heartbeat_at or run.started_at
+    if not run_transition(run=run, state=RunState.CLEANING_UP, from_state=was, heartbeat_at=timezone.now()):
+        return False
+    run_abandoned(run, was, last_sign)
+    return True
+
+
+def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
+    """The run's worker is gone (it was `was`, last heard of at `last_sign`): remove what it
+    left on its hosts, fail it saying what happened, and give its hosts to the next run."""
+    stage = was.label
+    since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
+    notes = [_clean_up(run, host) for host in run.hosts]
+    error = f"the worker running it stopped while {stage} ({since}); " + "; ".join(notes)
+    run_release_hosts(run=run)
+    run_transition(run=run, state=RunState.FAILED, failed_step=was, error=error)
+    log.warning("run %s abandoned by its worker: %s", run.pk, error)
+    run_after_end(run)
+
+
+def _clean_up(run: Run, host: Host) -> str:
+    spec = benchmark_spec(run)
+    try:
+        transport = host_connect(host)
+    except Exception as exc:  # noqa: BLE001 - unreachable, a refused key: said in the run's error
+        return f"{host.name} could not be reached to clean up: {_reason(exc)}"
+    try:
+        done = clean_up_abandoned_run(transport, spec.run_key, spec.device)
+        if host.pk == run.server_host_id:
+            _discard_taken_over_setup(run, transport)
+        return f"cleaned up on {host.name}: {done}"
+    except Exception as exc:  # noqa: BLE001 - whatever failed is said, the run still ends
+        return f"cleanup on {host.name} failed: {_reason(exc)}"
+    finally:
+        transport.close()
+
+
+def _discard_taken_over_setup(run: Run, transport: Transport) -> None:
+    """A run that reused a setup kept by an earlier run mounted it under that run's name."""
+    kept = Device.objects.filter(pk=run.device_id).values_list("kept_setup", flat=True).first()
+    if kept:
+        discard_setups(transport, [(run.device, KeptSetup.from_json(kept["setup"]))])
+
+
+def _reason(exc: Exception) -> str:
+    # A ValidationError (an undecryptable key) prints as a list; its messages read as words.
+    return "; ".join(getattr(exc, "messages", None) or [str(exc)])

@@ -1,0 +1,84 @@
+"""A worker killed mid-measurement (SIGKILL, a prefork pool process as in production): the run
+must not stay "measuring" nor hold its host. The sweeper finds it by its silent heartbeat,
+removes what it left on the lab host, fails it saying what happened, and the host takes the
+next run."""
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from django.conf import LazySettings
+
+from runs.lab.benchmark import run_dir_for
+from runs.lab.run_user import RUN_USER
+from runs.lab.storage import MOUNT_ROOT
+from runs.models import Host, Run, RunState
+from runs.services.execute import benchmark_spec
+from runs.services.lab_access import host_connect
+from runs.services.sweeper import sweep_stale_runs
+from runs.tests.factories import make_user
+from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
+from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+
+__all__ = ["lab_inventory"]  # a fixture, used by name
+pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+QUICK = {"BENCHLAB_HEARTBEAT_EVERY_S": "1", "BENCHLAB_STALE_AFTER_S": "4"}
+
+
+@pytest.fixture
+def prefork_worker(settings: LazySettings) -> Iterator[CeleryWorker]:
+    """A prefork worker of one pool process, beating every second; silent for 4 s is dead."""
+    settings.BENCHLAB_HEARTBEAT_EVERY_S, settings.BENCHLAB_STALE_AFTER_S = 1.0, 4.0
+    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1, env=QUICK)) as worker:
+        yield worker
+
+
+def left_on_host(host: Host, run: Run) -> dict[str, Any]:
+    transport = host_connect(host)
+    try:
+        run_key = benchmark_spec(run).run_key
+        mounts = transport.run(["cat", "/proc/mounts"]).stdout
+        processes = transport.run(["pgrep", "-u", RUN_USER], check=False).stdout.split()
+        run_dir = transport.run(["test", "-e", run_dir_for(run_key)], check=False).exit_status == 0
+        return {"mounted": f"{MOUNT_ROOT}/benchlab-{run_key}" in mounts, "processes": processes, "run_dir": run_dir}
+    finally:
+        transport.close()
+
+
+def test_a_run_whose_worker_is_killed_mid_measurement_is_cleaned_up_ended_and_its_host_freed(
+    prefork_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    lab1 = lab_inventory["lab1"]
+    otto = make_user("otto", "operator")
+    run = new_run(lab1, otto, duration_s=60, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
+    deadline = time.monotonic() + 30
+    while run.samples.count() < 3:  # measuring for a few seconds
+        assert time.monotonic() < deadline, "no samples"
+        time.sleep(0.2)
+    while_measuring = left_on_host(lab1, run)
+
+    for pid in prefork_worker.pool_pids():  # the pool process running it, by its PID
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(5)  # longer than the 4 s after which a silent run counts as abandoned
+    run.refresh_from_db()
+    stuck_state, stuck_claim = run.state, Host.objects.get(pk=lab1.pk).claimed_by_id
+
+    ended = sweep_stale_runs()
+    again = sweep_stale_runs()
+    run.refresh_from_db()
+    after = left_on_host(lab1, run)
+    following = wait_until_finished(new_run(lab1, otto))
+
+    assert while_measuring["mounted"] and while_measuring["processes"] and while_measuring["run_dir"]
+    assert (stuck_state, stuck_claim) == (RunState.MEASURING, run.pk)  # nothing in the worker ends it now
+    assert ended == [run.pk] and again == []
+    assert run.state == RunState.FAILED and run.failed_step == RunState.MEASURING
+    assert run.error.startswith("the worker running it stopped while measuring (no sign of life since ")
+    assert f"cleaned up on {lab1.name}: stopped the run user's processes" in run.error and "unmounted" in run.error
+    assert after == {"mounted": False, "processes": [], "run_dir": False}
+    assert run.samples.count() >= 3  # what it measured before its worker died stays
+    assert following.state == RunState.DONE, (following.error, prefork_worker.log()[-3000:])
