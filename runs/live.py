@@ -6,6 +6,7 @@ Stream ids are the event ids: a browser that reconnects sends the last id it saw
 """
 
 import json
+import logging
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -14,6 +15,8 @@ import redis
 from django.conf import settings
 
 from runs.models import FINAL_STATES
+
+log = logging.getLogger(__name__)
 
 # A run publishes one sample a second plus its states and non-progress log lines: a week-long
 # run (the longest the form allows) stays whole. A finished run's stream expires: its page
@@ -36,8 +39,12 @@ def run_stream(run_id: int) -> str:
 
 
 def reset_run_stream(run_id: int) -> None:
-    """A new run starts with an empty stream (ids restart when a database is recreated)."""
-    client().delete(run_stream(run_id))
+    """A new run starts with an empty stream (ids restart when a database is recreated); with
+    Redis away there is nothing to empty, and queueing goes on."""
+    try:
+        client().delete(run_stream(run_id))
+    except redis.RedisError as exc:
+        log.warning("stream of run %s not reset: %s", run_id, exc)
 
 
 @dataclass(frozen=True)
@@ -57,13 +64,21 @@ def client() -> redis.Redis:
 
 
 def publish(run_id: int, kind: str, data: dict[str, Any]) -> str:
+    """Add an event to the run's stream; its id, or "" when Redis could not take it.
+
+    Best-effort on purpose: what a run measures goes to PostgreSQL first, and a Redis restart
+    must not fail a run. A page that missed events fills the gap from the database."""
     payload: dict[Any, Any] = {"kind": kind, "data": json.dumps(data)}
-    event_id = client().xadd(run_stream(run_id), payload, maxlen=MAX_EVENTS_PER_RUN, approximate=True)
-    if kind == "state":
-        summary: dict[Any, Any] = {"kind": kind, "data": json.dumps(data | {"run": run_id})}
-        client().xadd(run_list_stream(), summary, maxlen=10_000)
-        if data.get("state") in FINAL_STATES:
-            client().expire(run_stream(run_id), FINISHED_RUN_STREAM_TTL_S)
+    try:
+        event_id = client().xadd(run_stream(run_id), payload, maxlen=MAX_EVENTS_PER_RUN, approximate=True)
+        if kind == "state":
+            summary: dict[Any, Any] = {"kind": kind, "data": json.dumps(data | {"run": run_id})}
+            client().xadd(run_list_stream(), summary, maxlen=10_000)
+            if data.get("state") in FINAL_STATES:
+                client().expire(run_stream(run_id), FINISHED_RUN_STREAM_TTL_S)
+    except redis.RedisError as exc:
+        log.warning("live event of run %s not published (%s): %s", run_id, kind, exc)
+        return ""
     return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
 
 

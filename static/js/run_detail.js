@@ -80,14 +80,33 @@
   const steps = document.getElementById("steps");
   steps.innerHTML = "";  // rebuilt from the replayed events
   const source = new EventSource(page.dataset.events);
-  source.addEventListener("sample", (message) => {
-    const sample = JSON.parse(message.data);
+  const addSample = (sample) => {
     if (seen.has(sample.second)) return;
     seen.add(sample.second);
     tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
     tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
+  };
+  const drawSamples = () => {
+    for (const dataset of tpsChart.data.datasets) dataset.data.sort((a, b) => a.x - b.x);
     tpsChart.update("none");
     count.textContent = `${seen.size} samples`;
+  };
+  source.addEventListener("sample", (message) => {
+    addSample(JSON.parse(message.data));
+    drawSamples();
+  });
+  // Live events are best-effort (a Redis restart loses those not yet read); the samples are in
+  // PostgreSQL regardless. After the stream broke, the seconds it missed come from there.
+  let broken = false;
+  source.addEventListener("error", () => { broken = true; });
+  source.addEventListener("open", async () => {
+    if (!broken) return;
+    broken = false;
+    const answer = await fetch(page.dataset.samples, { headers: { Accept: "application/json" } });
+    if (!answer.ok) return;
+    const stored = await answer.json();
+    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
+    drawSamples();
   });
   source.addEventListener("log", (message) => {
     const lines = (log.textContent + JSON.parse(message.data).line + "\n").split("\n");
