@@ -10,6 +10,7 @@ from django.db import connection
 from runs.services.execute import run_execute
 from runs.services.heartbeat import stale_after_s
 from runs.services.queue import queue_dispatch
+from runs.services.reattach import run_reattach
 from runs.services.sweeper import sweep_run, sweep_stale_runs
 
 
@@ -40,6 +41,13 @@ def execute_run(self: Task, run_id: int) -> str:
     if outcome == "abandoned":
         sweep_run(run_id)
     return outcome
+
+
+@shared_task(name="runs.reattach_run", acks_late=False)
+def reattach_run(run_id: int) -> str:
+    """Finish a run whose worker died while it was measuring (sent by the sweeper). Not late
+    acks: if this worker dies too, the sweeper finds the run silent again and sends it anew."""
+    return run_reattach(run_id=run_id)
 
 
 @shared_task(name="runs.dispatch_queue")

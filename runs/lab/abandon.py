@@ -45,7 +45,7 @@ def clean_up_abandoned_run(transport: Transport, run_key: str, device: DeviceIde
     stop_run_user_processes(transport)
     cleanup.done.append("stopped the run user's processes (pgbench, PostgreSQL)")
     for name in COLLECTORS:
-        if _stop_collector(transport, run_dir, name):
+        if stop_collector(transport, run_dir, name):
             cleanup.done.append(f"stopped {name}")
     mountpoint = mountpoint_for(run_key, device)
     if is_mounted(transport, mountpoint):
@@ -64,7 +64,7 @@ def clean_up_abandoned_run(transport: Transport, run_key: str, device: DeviceIde
     return cleanup
 
 
-def _stop_collector(transport: Transport, run_dir: str, name: str) -> bool:
+def stop_collector(transport: Transport, run_dir: str, name: str) -> bool:
     """Stop the collector `name` if its wrapper still runs; whether there was one."""
     found = transport.run(["cat", f"{run_dir}/{name}.pid"], check=False)
     pid = found.stdout.strip()

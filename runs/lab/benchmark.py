@@ -13,6 +13,10 @@ is measured, and it does not depend on the network.
 A run may keep its storage and stopped cluster for the next run of the same setup (keep=True),
 and a run may start from such a kept setup (reuse=...) instead of mkfs and `pgbench -i`; see
 kept.py. A kept setup given to a run is used up by it on every path: reused, or discarded.
+
+When the measurement starts, a record of it goes into the run directory (collect.py): if the
+worker running this dies, another one follows pgbench to its end and finishes the run from
+there (resume.py).
 """
 
 import logging
@@ -24,23 +28,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from runs.lab.collect import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
+from runs.lab.collect import Measured, collect_results, progress_reader, resume_record, write_resume_record
 from runs.lab.follow import Follower
 from runs.lab.kept import Handover, handed_over, keep_setup, reused_database_note, reused_storage
 from runs.lab.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
 from runs.lab.kept import discard_kept_setup as discard_kept_setup
-from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
-from runs.lab.metrics import OsMetrics, PgStatsDelta, iostat_device, os_metrics, pg_stats_delta, pg_stats_snapshot
-from runs.lab.parse_pgbench import (
-    AggregateInterval,
-    PgbenchSummary,
-    ProgressSample,
-    merge_aggregate_intervals,
-    parse_aggregate_log,
-    parse_progress_line,
-    parse_summary,
-)
+from runs.lab.metrics import iostat_device, os_metrics, pg_stats_snapshot
+from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import (
-    LOG_PREFIX,
     Connection,
     Detached,
     InitOptions,
@@ -53,13 +49,7 @@ from runs.lab.pgbench import (
     wait_for_exit,
 )
 from runs.lab.postgres import BENCH_ROLE, SUPERUSER, Cluster, psql, running_cluster, throwaway_cluster
-from runs.lab.run_user import (
-    RUN_USER,
-    ensure_run_user,
-    read_as_run_user,
-    run_as_run_user,
-    stop_run_user_processes,
-)
+from runs.lab.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
 from runs.lab.transport import Transport, clean_text
 
@@ -105,31 +95,6 @@ class BenchmarkSpec:
     database: str = "bench"
     client: ClientSpec | None = None  # None: pgbench runs on the server
     warmup_s: int = 0  # the first seconds of run.duration_s, left out of the latency percentiles
-
-
-@dataclass
-class BenchmarkResult:
-    storage: PreparedStorage
-    pg_version: str = ""
-    pg_settings: list[dict[str, str | None]] = field(default_factory=list)
-    pg_non_default_settings: dict[str, str] = field(default_factory=dict)
-    init_command: str = ""
-    init_output: str = ""
-    command: str = ""
-    pgbench_version: str = ""  # of the binary that ran, on the host it ran on
-    exit_status: int | None = None
-    progress: list[ProgressSample] = field(default_factory=list)
-    stdout: str = ""
-    stderr: str = ""
-    summary: PgbenchSummary | None = None
-    aggregate: list[AggregateInterval] = field(default_factory=list)
-    latency: LatencyPercentiles | None = None  # with per-transaction logs only
-    os: OsMetrics = field(default_factory=OsMetrics)
-    pg_stats: PgStatsDelta | None = None
-    run_dir: str = ""
-    kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
-    reused: bool = False  # the run used the kept setup it was given
-    reuse_refused: str = ""  # why the kept setup it was given could not be used (then discarded)
 
 
 class Observer(Protocol):
@@ -305,33 +270,17 @@ def _run_stages(
         # On a failure below, pgbench must not go on loading the host (a no-op once it has exited).
         cleanup.callback(cancel, bench.transport, process, 2.0)
         observer.started(process)
-
-        def on_stderr(text: str) -> None:  # the follower hands over clean text
-            observer.line("pgbench", text)
-            sample = parse_progress_line(text)
-            if sample is not None:
-                result.progress.append(sample)
-                observer.progress(sample)
-
+        # If this worker dies now, another one finishes the run from this record (resume.py).
+        resume = resume_record(spec.run_key, result, cluster, process, bench is server, before, device)
+        write_resume_record(transport, run_dir, resume)
         timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
-        Follower(bench.connect, process, "stderr", on_stderr).follow(timeout)
+        Follower(bench.connect, process, "stderr", progress_reader(observer, result)).follow(timeout)
         result.exit_status = wait_for_exit(bench.transport, process, 60)  # it has exited: the status is on its way
 
     observer.step(Step.COLLECTING)
-    after = pg_stats_snapshot(transport, cluster, spec.database)
-    result.pg_stats = pg_stats_delta(before, after)
     result.os = metrics
-    result.stdout = read_as_run_user(bench.transport, process.path("stdout"))
-    result.stderr = read_as_run_user(bench.transport, process.path("stderr"))
-    result.summary = parse_summary(result.stdout, result.stderr)
-    if spec.run.log_sampling_rate is None:
-        all_logs = ["sh", "-c", f'cat "$1"/{LOG_PREFIX}.*', "sh", work_dir]
-        logs = run_as_run_user(bench.transport, all_logs, check=False).stdout
-        result.aggregate = merge_aggregate_intervals(parse_aggregate_log(logs))
-    else:
-        result.latency = transaction_latency_percentiles(
-            bench.transport, work_dir, process.path("started"), spec.warmup_s, spec.run.log_sampling_rate
-        )
+    measured = Measured(transport, bench.transport, cluster, spec.database, before, process, spec.run, spec.warmup_s)
+    collect_results(result, measured)
     if keep and result.exit_status == 0:
         result.kept = keep_setup(transport, storage, cluster, spec.database, spec.init.scale)
     return result

@@ -57,11 +57,20 @@ def os_metrics(transport: Transport, run_dir: str, device: str | None, max_secon
     finally:
         for process in processes:
             cancel(transport, process, grace_s=2.0)
-        if device is not None:
-            metrics.iostat_text = transport.run(["cat", f"{run_dir}/iostat.stdout"], check=False).stdout
-            metrics.iostat = [s for s in parse_iostat(metrics.iostat_text) if s.device == device]
-        metrics.vmstat_text = transport.run(["cat", f"{run_dir}/vmstat.stdout"], check=False).stdout
-        metrics.vmstat = parse_vmstat(metrics.vmstat_text, skip_since_boot=True)
+        read = read_os_metrics(transport, run_dir, device)
+        metrics.iostat, metrics.iostat_text = read.iostat, read.iostat_text
+        metrics.vmstat, metrics.vmstat_text = read.vmstat, read.vmstat_text
+
+
+def read_os_metrics(transport: Transport, run_dir: str, device: str | None) -> OsMetrics:
+    """What iostat (of `device`) and vmstat wrote in the run directory, parsed."""
+    metrics = OsMetrics()
+    if device is not None:
+        metrics.iostat_text = transport.run(["cat", f"{run_dir}/iostat.stdout"], check=False).stdout
+        metrics.iostat = [s for s in parse_iostat(metrics.iostat_text) if s.device == device]
+    metrics.vmstat_text = transport.run(["cat", f"{run_dir}/vmstat.stdout"], check=False).stdout
+    metrics.vmstat = parse_vmstat(metrics.vmstat_text, skip_since_boot=True)
+    return metrics
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ import logging
 import socket
 import statistics
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from django.utils import timezone
@@ -258,15 +259,21 @@ def run_execute(*, run_id: int) -> str:
         return run.state
     if not _mark_started(run):
         return run.state  # cancelled while queued; the cancel gave its hosts to the next in line
+    return drive_to_end(run, _execute_claimed)
+
+
+def drive_to_end(run: Run, work: Callable[[Run], Ending]) -> str:
+    """Do the run's work with its heartbeat beating, then end it whatever happened: hosts
+    released first (once a run shows as finished, its hosts are free for the next one), its
+    final state, then what follows a run's end. Returns that state."""
     try:
         with run_heartbeat(run):
-            state, fields = _execute_claimed(run)
+            state, fields = work(run)
     except Exception as exc:
         log.exception("run %s: benchlab failed", run.pk)
         state, fields = RunState.FAILED, {"error": f"benchlab failed: {exc!r}"}
     finally:
         run_release_hosts(run=run)
-    # Released first: once a run shows as finished, its hosts are free for the next one.
     run_transition(run=run, state=state, **fields)
     run_after_end(run)
     return run.state
@@ -292,20 +299,11 @@ def _mark_started(run: Run) -> bool:
 
 def _execute_claimed(run: Run) -> Ending:
     observer = RunObserver(run)
-    connections: list[Transport] = []
     try:
         spec = benchmark_spec(run)
-        transport = host_connect(run.server_host)
-        connections.append(transport)
-        client = None
-        if run.client_host is not None:
-            client_host = run.client_host
-            client = Endpoint(host_connect(client_host), lambda: host_connect(client_host))
-            connections.append(client.transport)
+        transport, client = connect_hosts(run)
     except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key, an undecryptable key
-        for connection in connections:
-            connection.close()
-        return _failure(observer, exc)
+        return failure(observer, exc)
     try:
         facts = probe_host(transport).as_json()
         client_facts = probe_host(client.transport).as_json() if client else None
@@ -313,15 +311,39 @@ def _execute_claimed(run: Run) -> Ending:
     except RunCancelled:
         return RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
-        return (RunState.CANCELLED, {}) if observer.cancelled else _failure(observer, exc)
+        return (RunState.CANCELLED, {}) if observer.cancelled else failure(observer, exc)
     finally:
-        for connection in connections:
-            try:
-                remove_run_dir(connection, spec.run_key)
-            except LabError:
-                log.warning("could not remove the run directory of run %s on %s", run.pk, connection.label)
-            connection.close()
-    _store_results(run, result, facts, client_facts, observer)
+        close_hosts(run, spec, transport, client)
+    store_results(run, result, facts, client_facts, observer)
+    return result_ending(result, observer)
+
+
+def connect_hosts(run: Run) -> tuple[Transport, Endpoint | None]:
+    """Connections to the run's server and, if it has one, its client host (with a way to
+    reconnect to it)."""
+    transport = host_connect(run.server_host)
+    if run.client_host is None:
+        return transport, None
+    client_host = run.client_host
+    try:
+        return transport, Endpoint(host_connect(client_host), lambda: host_connect(client_host))
+    except BaseException:
+        transport.close()
+        raise
+
+
+def close_hosts(run: Run, spec: BenchmarkSpec, transport: Transport, client: Endpoint | None) -> None:
+    """Remove the run's directory on each host (its record and outputs are stored by now) and disconnect."""
+    for connection in [transport, *([client.transport] if client else [])]:
+        try:
+            remove_run_dir(connection, spec.run_key)
+        except LabError:
+            log.warning("could not remove the run directory of run %s on %s", run.pk, connection.label)
+        connection.close()
+
+
+def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:
+    """How a run whose results are stored ends: cancelled, failed with pgbench's reason, or done."""
     if observer.cancelled:
         return RunState.CANCELLED, {}
     if result.exit_status != 0:
@@ -362,7 +384,7 @@ def _run_with_reuse(
             record_kept(run, kept)  # the lab layer has taken over (or cleaned up) the reused setup
 
 
-def _failure(observer: RunObserver, exc: Exception) -> Ending:
+def failure(observer: RunObserver, exc: Exception) -> Ending:
     fields: dict[str, Any] = {"failed_step": observer.current_step, "error": str(exc)}
     if isinstance(exc, CommandFailed):
         fields |= {
@@ -383,7 +405,7 @@ def _steady_state(run: Run) -> tuple[float | None, float | None]:
     return mean, sd
 
 
-def _store_results(
+def store_results(
     run: Run,
     result: BenchmarkResult,
     host_facts: dict[str, Any],

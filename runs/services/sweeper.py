@@ -1,17 +1,21 @@
-"""Runs whose worker died: found by their stale heartbeat, cleaned up on their hosts, ended.
+"""Runs whose worker died: found by their stale heartbeat, finished by another worker or
+cleaned up on their hosts and ended.
 
 The worker running a run stamps its heartbeat every few seconds (services.heartbeat). When a
 worker process is killed, nothing in it runs again: the run would stay "measuring" and hold its
 hosts forever, and a killed task is not redelivered. Celery beat calls sweep_stale_runs() every
-30 s; a second delivery of the task of such a run calls run_abandoned() at once.
+30 s; a second delivery of the task of such a run takes it over at once.
 
-What the sweeper does not do yet (issue 12): reattach to a run whose pgbench still runs on the
-host and finish it. It stops what is left and fails the run, saying so.
+A run that was warming up or measuring goes on on its host (pgbench runs detached): the
+sweeper hands it to another worker, which reattaches to it and finishes it (services.reattach).
+A run in any other stage is stopped where it is, and failed saying so.
 """
 
 import logging
 from datetime import datetime, timedelta
+from functools import partial
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -27,6 +31,8 @@ from runs.services.reuse import discard_setups
 from runs.services.runs import run_transition
 
 log = logging.getLogger(__name__)
+REATTACHABLE = (RunState.WARMING_UP, RunState.MEASURING)  # pgbench runs detached: it can be followed again
+REATTACH_PENDING = "(its worker died: waiting for a worker to reattach)"  # Run.worker meanwhile
 
 
 def stale_runs() -> list[Run]:
@@ -38,7 +44,7 @@ def stale_runs() -> list[Run]:
 
 
 def sweep_stale_runs() -> list[int]:
-    """End every run whose worker died; the ids of those this call ended."""
+    """Take over every run whose worker died; the ids of those this call ended or handed over."""
     ended = []
     for run in stale_runs():
         if _take_over(run):
@@ -47,18 +53,35 @@ def sweep_stale_runs() -> list[int]:
 
 
 def sweep_run(run_id: int) -> bool:
-    """End this run if its worker died (a second delivery of its task found it silent)."""
+    """Take this run over if its worker died (a second delivery of its task found it silent)."""
     run = next((r for r in stale_runs() if r.pk == run_id), None)
     return run is not None and _take_over(run)
 
 
 def _take_over(run: Run) -> bool:
-    """End the run from this process, unless another sweeper (or a worker that came back to
-    life) moved it since it was read."""
+    """End the run from this process or hand it to a worker to reattach, unless another
+    sweeper (or a worker that came back to life) moved it since it was read."""
     was, last_sign = RunState(run.state), run.heartbeat_at or run.started_at
+    if was in REATTACHABLE:
+        return _hand_over(run)
     if not run_transition(run=run, state=RunState.CLEANING_UP, from_state=was, heartbeat_at=timezone.now()):
         return False
     run_abandoned(run, was, last_sign)
+    return True
+
+
+def _hand_over(run: Run) -> bool:
+    """Leave the run in its state and send it to a worker to reattach (runs.reattach_run). The
+    heartbeat stamped now keeps other sweepers off it until that worker beats for it (or, if
+    none does in time, until it is found silent again and handed over anew)."""
+    from runs.tasks import reattach_run  # tasks import services; import here to avoid a cycle
+
+    silent = Run.objects.filter(pk=run.pk, state=run.state)
+    silent = silent.filter(heartbeat_at=run.heartbeat_at) if run.heartbeat_at else silent.filter(heartbeat_at=None)
+    if not silent.update(heartbeat_at=timezone.now(), worker=REATTACH_PENDING):
+        return False
+    log.warning("run %s: its worker stopped while %s; a worker reattaches", run.pk, RunState(run.state).label)
+    transaction.on_commit(partial(reattach_run.delay, run.pk))
     return True
 
 
@@ -67,7 +90,7 @@ def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
     left on its hosts, fail it saying what happened, and give its hosts to the next run."""
     stage = was.label
     since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
-    notes = [_clean_up(run, host) for host in run.hosts]
+    notes = [clean_up_on_host(run, host) for host in run.hosts]
     error = f"the worker running it stopped while {stage} ({since}); " + "; ".join(notes)
     run_release_hosts(run=run)
     run_transition(run=run, state=RunState.FAILED, failed_step=was, error=error)
@@ -75,7 +98,8 @@ def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
     run_after_end(run)
 
 
-def _clean_up(run: Run, host: Host) -> str:
+def clean_up_on_host(run: Run, host: Host) -> str:
+    """Remove what the run left on the host (abandon.py) over a new connection; what was done, in words."""
     spec = benchmark_spec(run)
     try:
         transport = host_connect(host)

@@ -21,7 +21,7 @@ from runs.lab.parse_sysstat import IostatSample, VmstatSample
 from runs.lab.storage import PreparedStorage
 from runs.models import Campaign, CampaignConfiguration, Run, RunOsSeries
 from runs.selectors import run_chart_data
-from runs.services.execute import RunObserver, _store_results
+from runs.services.execute import RunObserver, store_results
 from runs.services.os_series import os_means, os_series_columns, os_series_store
 from runs.stats import summarise
 from runs.tests.conftest import ClientFactory
@@ -96,7 +96,7 @@ def test_storing_a_runs_results_fills_the_columns_and_leaves_the_series_out_of_m
         pg_stats=pg_stats,
     )
 
-    _store_results(run, result, {}, None, RunObserver(run))
+    store_results(run, result, {}, None, RunObserver(run))
 
     run = Run.objects.get(pk=run.pk)
     assert run.device_util_pct == 60.0 and run.cache_hit_pct == pytest.approx(99.0) and run.os_means == MEANS
@@ -163,7 +163,7 @@ BEFORE, AFTER = [("runs", "0012_share_links")], [("runs", "0013_os_series")]
 
 
 def old_metrics(iostat: list[IostatSample], vmstat: list[VmstatSample], cache_hit_ratio: float | None) -> dict:
-    """Run.metrics as _store_results wrote it before 0013."""
+    """Run.metrics as store_results wrote it before 0013."""
     return {
         "iostat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in iostat],
         "vmstat": [dataclasses.asdict(s) | {"timestamp": str(s.timestamp)} for s in vmstat],

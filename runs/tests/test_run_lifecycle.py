@@ -2,16 +2,20 @@
 the heartbeat, cancels that race the claim, and failures of benchlab itself."""
 
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
+from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 
+import runs.tasks
 from runs.lab.benchmark import Step
 from runs.models import Host, Run, RunState
 from runs.services.execute import RunCancelled, RunObserver, run_execute
 from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.queue import queue_dispatch
-from runs.services.sweeper import sweep_run, sweep_stale_runs
+from runs.services.reattach import run_reattach
+from runs.services.sweeper import REATTACH_PENDING, sweep_run, sweep_stale_runs
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
 pytestmark = pytest.mark.django_db
@@ -37,12 +41,20 @@ def test_a_second_delivery_leaves_a_run_with_a_live_worker_alone() -> None:
     assert run.state == RunState.MEASURING and claim_of(run) == run.pk
 
 
-def unreachable_running_run(**fields: object) -> Run:
+@pytest.fixture
+def reattach_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The runs the sweeper hands to a worker to reattach (no worker here to take them)."""
+    sent: list[int] = []
+    monkeypatch.setattr(runs.tasks, "reattach_run", SimpleNamespace(delay=sent.append))
+    return sent
+
+
+def unreachable_running_run(state: RunState = RunState.INITIALIZING_DATABASE, **fields: object) -> Run:
     """A started run on a host benchlab cannot connect to (its key does not decrypt): the
     sweeper's cleanup fails before any network traffic, and the run must end all the same."""
     host = make_host(private_key_path="", private_key_encrypted="gAAAA-not-a-token")
     started = timezone.now() - timedelta(minutes=10)
-    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING, started_at=started,
+    run = make_run(host, make_device(host), make_pg_install(host), state=state, started_at=started,
                    **fields)  # fmt: skip
     Host.objects.filter(pk=host.pk).update(claimed_by=run)
     return run
@@ -56,26 +68,58 @@ def test_a_second_delivery_of_a_run_whose_worker_died_ends_it_and_frees_its_host
     assert sweep_run(run.pk) and not sweep_run(run.pk)
 
     run.refresh_from_db()
-    assert run.state == RunState.FAILED and run.failed_step == RunState.MEASURING
-    assert run.error.startswith("the worker running it stopped while measuring (no sign of life since ")
+    assert run.state == RunState.FAILED and run.failed_step == RunState.INITIALIZING_DATABASE
+    assert run.error.startswith("the worker running it stopped while initializing database (no sign of life since ")
     assert "lab1 could not be reached to clean up" in run.error and "cannot be decrypted" in run.error
     assert claim_of(run) == waiting.pk  # the next in line has the host
 
 
-def test_the_sweeper_ends_silent_runs_once_and_leaves_live_and_queued_ones_alone() -> None:
+def test_the_sweeper_takes_silent_runs_over_once_and_leaves_live_and_queued_ones_alone(
+    reattach_sent: list[int], django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
+) -> None:
     silent = unreachable_running_run(heartbeat_at=timezone.now() - timedelta(seconds=stale_after_s() + 1))
     never_beat = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.PREPARING_STORAGE,
                           started_at=timezone.now() - timedelta(seconds=stale_after_s() + 5))  # fmt: skip
     live = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.MEASURING,
                     started_at=timezone.now() - timedelta(hours=1), heartbeat_at=timezone.now())  # fmt: skip
     queued = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.QUEUED)
+    measuring = make_run(silent.server_host, silent.device, silent.pg_install, state=RunState.WARMING_UP,
+                         started_at=timezone.now() - timedelta(hours=1))  # fmt: skip
 
-    assert sweep_stale_runs() == [silent.pk, never_beat.pk]
-    assert sweep_stale_runs() == []
+    with django_capture_on_commit_callbacks(execute=True):  # the task is sent once the hand-over commits
+        assert sweep_stale_runs() == [silent.pk, never_beat.pk, measuring.pk]
+        assert sweep_stale_runs() == []
 
     states = dict(Run.objects.values_list("pk", "state"))
     assert states[live.pk] == RunState.MEASURING and states[queued.pk] == RunState.QUEUED
     assert "stopped while preparing storage" in Run.objects.get(pk=never_beat.pk).error
+    # pgbench goes on on the host: the run stays as it is, for a worker to reattach to it.
+    measuring.refresh_from_db()
+    assert reattach_sent == [measuring.pk] and measuring.state == RunState.WARMING_UP
+    stamped = measuring.heartbeat_at  # now: other sweepers leave it to the worker
+    assert measuring.worker == REATTACH_PENDING and stamped and timezone.now() - stamped < timedelta(seconds=5)
+
+
+def test_a_reattaching_worker_that_cannot_reach_the_host_fails_the_run_and_frees_its_host(
+    reattach_sent: list[int], django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
+) -> None:
+    run = unreachable_running_run(
+        RunState.MEASURING, heartbeat_at=timezone.now() - timedelta(seconds=stale_after_s() + 1)
+    )
+    waiting = make_run(run.server_host, run.device, run.pg_install, state=RunState.QUEUED)
+    assert run_reattach(run_id=run.pk) == "not reattached"  # not handed over: its worker may be alive
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert sweep_run(run.pk)
+    assert reattach_sent == [run.pk]
+    assert run_reattach(run_id=run.pk) == RunState.FAILED
+    assert run_reattach(run_id=run.pk) == "not reattached"  # a second delivery does nothing
+
+    run.refresh_from_db()
+    assert run.failed_step == RunState.MEASURING and run.worker.endswith("(reattached)")
+    assert run.error.startswith("its worker stopped while measuring, and reattaching failed: ")
+    assert "lab1 could not be reached to clean up" in run.error and "cannot be decrypted" in run.error
+    assert claim_of(run) == waiting.pk  # the next in line has the host
 
 
 def test_the_sweeper_runs_every_30_seconds_and_its_thresholds_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
 """A worker killed mid-measurement (SIGKILL, a prefork pool process as in production): the run
-must not stay "measuring" nor hold its host. The sweeper finds it by its silent heartbeat,
-removes what it left on the lab host, fails it saying what happened, and the host takes the
-next run."""
+must not stay "measuring" nor hold its host. The sweeper finds it by its silent heartbeat and
+sends it to a worker, which reattaches to pgbench (still running on the lab host) and finishes
+the run with every sample; if the run's files are gone from the host, the run fails saying so,
+what is left is removed, and the host takes the next run."""
 
 import os
 import signal
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 from django.conf import LazySettings
+from django.contrib.auth.models import User
 
 from runs.lab.benchmark import run_dir_for
 from runs.lab.run_user import RUN_USER
@@ -48,37 +50,72 @@ def left_on_host(host: Host, run: Run) -> dict[str, Any]:
         transport.close()
 
 
-def test_a_run_whose_worker_is_killed_mid_measurement_is_cleaned_up_ended_and_its_host_freed(
+def killed_mid_measurement(worker: CeleryWorker, host: Host, user: User, duration_s: int) -> Run:
+    """A run measuring for a few seconds when its worker's pool process is SIGKILLed, and silent
+    for longer than the 4 s after which a run counts as abandoned."""
+    run = new_run(host, user, duration_s=duration_s, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
+    deadline = time.monotonic() + 30
+    while run.samples.count() < 3:
+        assert time.monotonic() < deadline, "no samples"
+        time.sleep(0.2)
+    for pid in worker.pool_pids():  # the pool process running it, by its PID
+        os.kill(pid, signal.SIGKILL)
+    time.sleep(5)
+    run.refresh_from_db()
+    assert (run.state, Host.objects.get(pk=host.pk).claimed_by_id) == (RunState.MEASURING, run.pk)  # stuck
+    return run
+
+
+def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished_with_every_sample(
     prefork_worker: CeleryWorker, lab_inventory: dict[str, Host]
 ) -> None:
     lab1 = lab_inventory["lab1"]
     otto = make_user("otto", "operator")
-    run = new_run(lab1, otto, duration_s=60, warmup_s=0)
-    wait_for_state(run, RunState.MEASURING)
-    deadline = time.monotonic() + 30
-    while run.samples.count() < 3:  # measuring for a few seconds
-        assert time.monotonic() < deadline, "no samples"
-        time.sleep(0.2)
+    run = killed_mid_measurement(prefork_worker, lab1, otto, duration_s=12)
     while_measuring = left_on_host(lab1, run)
 
-    for pid in prefork_worker.pool_pids():  # the pool process running it, by its PID
-        os.kill(pid, signal.SIGKILL)
-    time.sleep(5)  # longer than the 4 s after which a silent run counts as abandoned
-    run.refresh_from_db()
-    stuck_state, stuck_claim = run.state, Host.objects.get(pk=lab1.pk).claimed_by_id
-
-    ended = sweep_stale_runs()
+    handed_over = sweep_stale_runs()
     again = sweep_stale_runs()
-    run.refresh_from_db()
+    run = wait_until_finished(run)
     after = left_on_host(lab1, run)
     following = wait_until_finished(new_run(lab1, otto))
 
     assert while_measuring["mounted"] and while_measuring["processes"] and while_measuring["run_dir"]
-    assert (stuck_state, stuck_claim) == (RunState.MEASURING, run.pk)  # nothing in the worker ends it now
-    assert ended == [run.pk] and again == []
-    assert run.state == RunState.FAILED and run.failed_step == RunState.MEASURING
-    assert run.error.startswith("the worker running it stopped while measuring (no sign of life since ")
+    assert handed_over == [run.pk] and again == []  # its heartbeat, stamped, keeps other sweepers off
+    assert run.state == RunState.DONE, (run.error, prefork_worker.log()[-3000:])
+    assert run.worker.endswith("(reattached)")
+    seconds = list(run.samples.order_by("second").values_list("second", flat=True))
+    assert seconds == list(range(1, len(seconds) + 1)) and len(seconds) >= 11, seconds
+    assert run.tps and run.tps > 0 and run.summary["transactions_processed"] > 0
+    assert run.environment["pgbench"]["command"].startswith(run.pg_install.bin_dir)
+    assert run.environment["postgresql"]["version"].startswith("PostgreSQL")
+    assert run.artifacts.get(name="pgbench.stderr.txt").content and run.os_means["vmstat"]["us"] is not None
+    assert after == {"mounted": False, "processes": [], "run_dir": False}
+    assert Host.objects.get(pk=lab1.pk).claimed_by_id is None
+    assert following.state == RunState.DONE, (following.error, prefork_worker.log()[-3000:])
+
+
+def test_a_run_whose_files_are_gone_from_the_host_fails_saying_so_and_is_cleaned_up(
+    prefork_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    lab1 = lab_inventory["lab1"]
+    otto = make_user("otto", "operator")
+    run = killed_mid_measurement(prefork_worker, lab1, otto, duration_s=30)
+    transport = host_connect(lab1)
+    try:
+        transport.run(["rm", "-rf", "--", run_dir_for(benchmark_spec(run).run_key)])
+    finally:
+        transport.close()
+
+    handed_over = sweep_stale_runs()
+    run = wait_until_finished(run, timeout=60)
+    after = left_on_host(lab1, run)
+
+    assert handed_over == [run.pk]
+    assert run.state == RunState.FAILED and run.failed_step == RunState.MEASURING, prefork_worker.log()[-3000:]
+    assert run.error.startswith("its worker stopped while measuring, and reattaching failed: the run's files are gone")
     assert f"cleaned up on {lab1.name}: stopped the run user's processes" in run.error and "unmounted" in run.error
     assert after == {"mounted": False, "processes": [], "run_dir": False}
+    assert Host.objects.get(pk=lab1.pk).claimed_by_id is None
     assert run.samples.count() >= 3  # what it measured before its worker died stays
-    assert following.state == RunState.DONE, (following.error, prefork_worker.log()[-3000:])

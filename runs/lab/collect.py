@@ -1,0 +1,190 @@
+"""What a measurement leaves behind, turned into results; and the record that lets another
+process do that.
+
+Both the worker that started pgbench (benchmark.py) and a worker that reattaches to it after
+the first one died (resume.py) follow pgbench's progress the same way and collect the same
+results once it has exited. The resume record, written when the measurement starts, is what
+the second one cannot know otherwise: the cluster, the storage, pgbench's process, the
+statistics before the measurement.
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from runs.lab.kept import KeptSetup
+from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
+from runs.lab.metrics import OsMetrics, PgStatsDelta, PgStatsSnapshot, pg_stats_delta, pg_stats_snapshot
+from runs.lab.options import RunOptions
+from runs.lab.parse_pgbench import (
+    AggregateInterval,
+    PgbenchSummary,
+    ProgressSample,
+    merge_aggregate_intervals,
+    parse_aggregate_log,
+    parse_progress_line,
+    parse_summary,
+)
+from runs.lab.pgbench import LOG_PREFIX, Detached
+from runs.lab.postgres import Cluster
+from runs.lab.run_user import read_as_run_user, run_as_run_user
+from runs.lab.storage import PreparedStorage
+from runs.lab.transport import Transport
+
+if TYPE_CHECKING:  # benchmark.py imports this module
+    from runs.lab.benchmark import Observer
+
+RESUME_RECORD = "resume.json"  # in the run directory (root's), next to iostat's and vmstat's files
+RESUME_RECORD_VERSION = 1
+
+
+@dataclass
+class BenchmarkResult:
+    storage: PreparedStorage
+    pg_version: str = ""
+    pg_settings: list[dict[str, str | None]] = field(default_factory=list)
+    pg_non_default_settings: dict[str, str] = field(default_factory=dict)
+    init_command: str = ""
+    init_output: str = ""
+    command: str = ""
+    pgbench_version: str = ""  # of the binary that ran, on the host it ran on
+    exit_status: int | None = None
+    progress: list[ProgressSample] = field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    summary: PgbenchSummary | None = None
+    aggregate: list[AggregateInterval] = field(default_factory=list)
+    latency: LatencyPercentiles | None = None  # with per-transaction logs only
+    os: OsMetrics = field(default_factory=OsMetrics)
+    pg_stats: PgStatsDelta | None = None
+    run_dir: str = ""
+    kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
+    reused: bool = False  # the run used the kept setup it was given
+    reuse_refused: str = ""  # why the kept setup it was given could not be used (then discarded)
+
+
+@dataclass(frozen=True)
+class ResumeRecord:
+    """What a process other than the one that started the measurement needs to finish it."""
+
+    run_key: str
+    cluster: Cluster  # bin_dir, base_dir and port: enough to reach it and stop it
+    storage: PreparedStorage  # what releasing it takes (own_pids are not recorded)
+    pgbench: Detached
+    pgbench_on: str  # "server" or "client": the host pgbench runs on
+    command: str
+    pgbench_version: str
+    pg_version: str
+    pg_non_default_settings: dict[str, str]
+    init_command: str
+    init_output: str
+    reused: bool
+    reuse_refused: str
+    pg_stats_before: PgStatsSnapshot
+    iostat_device: str | None
+    collectors: tuple[str, ...]  # the names of the collectors started in the run directory
+
+    def as_json(self) -> dict[str, Any]:
+        storage = asdict(self.storage)
+        del storage["own_pids"], storage["keep"]
+        return {
+            "version": RESUME_RECORD_VERSION,
+            "run_key": self.run_key,
+            "cluster": {"bin_dir": self.cluster.bin_dir, "base_dir": self.cluster.base_dir, "port": self.cluster.port},
+            "storage": storage,
+            "pgbench": asdict(self.pgbench) | {"host": self.pgbench_on},
+            "command": self.command,
+            "pgbench_version": self.pgbench_version,
+            "pg_version": self.pg_version,
+            "pg_non_default_settings": self.pg_non_default_settings,
+            "init_command": self.init_command,
+            "init_output": self.init_output,
+            "reused": self.reused,
+            "reuse_refused": self.reuse_refused,
+            "pg_stats_before": asdict(self.pg_stats_before),
+            "iostat_device": self.iostat_device,
+            "collectors": list(self.collectors),
+        }
+
+
+def resume_record(
+    run_key: str,
+    result: BenchmarkResult,
+    cluster: Cluster,
+    process: Detached,
+    on_server: bool,
+    before: PgStatsSnapshot,
+    iostat_device: str | None,
+) -> ResumeRecord:
+    """The record of a measurement just started: what the result holds so far, and the rest."""
+    return ResumeRecord(
+        run_key=run_key,
+        cluster=cluster,
+        storage=result.storage,
+        pgbench=process,
+        pgbench_on="server" if on_server else "client",
+        command=result.command,
+        pgbench_version=result.pgbench_version,
+        pg_version=result.pg_version,
+        pg_non_default_settings=result.pg_non_default_settings,
+        init_command=result.init_command,
+        init_output=result.init_output,
+        reused=result.reused,
+        reuse_refused=result.reuse_refused,
+        pg_stats_before=before,
+        iostat_device=iostat_device,
+        # As metrics.os_metrics starts them: iostat only for a device it knows.
+        collectors=("iostat", "vmstat") if iostat_device is not None else ("vmstat",),
+    )
+
+
+def write_resume_record(transport: Transport, run_dir: str, record: ResumeRecord) -> None:
+    """Root's file in root's directory: the run's user, whose pgbench is running, cannot change
+    what a reattaching worker will stop, read and unmount."""
+    transport.write_file(f"{run_dir}/{RESUME_RECORD}", json.dumps(record.as_json()).encode(), mode=0o600)
+
+
+def progress_reader(observer: "Observer", result: BenchmarkResult) -> Callable[[str], None]:
+    """What to do with each line of pgbench's stderr (the follower hands over clean text)."""
+
+    def on_stderr(text: str) -> None:
+        observer.line("pgbench", text)
+        sample = parse_progress_line(text)
+        if sample is not None:
+            result.progress.append(sample)
+            observer.progress(sample)
+
+    return on_stderr
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Where a finished measurement's outputs are."""
+
+    server: Transport  # the cluster's host
+    bench: Transport  # pgbench's host
+    cluster: Cluster
+    database: str
+    before: PgStatsSnapshot
+    process: Detached
+    options: RunOptions
+    warmup_s: int
+
+
+def collect_results(result: BenchmarkResult, measured: Measured) -> None:
+    """Once pgbench has exited: the statistics' difference, its output and summary, its logs."""
+    after = pg_stats_snapshot(measured.server, measured.cluster, measured.database)
+    result.pg_stats = pg_stats_delta(measured.before, after)
+    bench, process = measured.bench, measured.process
+    result.stdout = read_as_run_user(bench, process.path("stdout"))
+    result.stderr = read_as_run_user(bench, process.path("stderr"))
+    result.summary = parse_summary(result.stdout, result.stderr)
+    if measured.options.log_sampling_rate is None:
+        all_logs = ["sh", "-c", f'cat "$1"/{LOG_PREFIX}.*', "sh", process.run_dir]
+        logs = run_as_run_user(bench, all_logs, check=False).stdout
+        result.aggregate = merge_aggregate_intervals(parse_aggregate_log(logs))
+    else:
+        result.latency = transaction_latency_percentiles(
+            bench, process.run_dir, process.path("started"), measured.warmup_s, measured.options.log_sampling_rate
+        )

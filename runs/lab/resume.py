@@ -1,0 +1,290 @@
+"""Finish a measurement that another process started: the worker that ran it died mid-run.
+
+pgbench runs detached on the host, and iostat/vmstat beside it; they go on when the worker
+that started them is killed. A worker that reattaches reads the run's resume record (written
+by benchmark.py when the measurement started, collect.py), follows pgbench's output to its
+end, collects the results exactly as the first worker would have, and cleans up: the cluster
+stopped, the run user's processes stopped, the storage released. A reattached run never keeps
+its setup for a next run.
+
+The record lies in the run's directory on the host, and what it names is stopped, unmounted
+and removed as root: every path in it must be the run's own (named after its run key), or
+those of the kept setup the run took over. Anything else is refused, as kept.py refuses a
+KeptSetup that is not benchlab's.
+"""
+
+import json
+import posixpath
+import re
+from collections.abc import Callable
+from contextlib import ExitStack
+from typing import Any
+
+from runs.lab.abandon import stop_collector
+from runs.lab.benchmark import (
+    BenchmarkSpec,
+    Endpoint,
+    Observer,
+    SilentObserver,
+    Step,
+    run_dir_for,
+    work_dir_for,
+)
+from runs.lab.collect import (
+    RESUME_RECORD,
+    RESUME_RECORD_VERSION,
+    BenchmarkResult,
+    Measured,
+    ResumeRecord,
+    collect_results,
+    progress_reader,
+)
+from runs.lab.errors import LabError
+from runs.lab.follow import Follower
+from runs.lab.kept import KeptSetup
+from runs.lab.metrics import PgStatsSnapshot, read_os_metrics
+from runs.lab.pgbench import Detached, cancel, exit_status, is_running, wait_for_exit
+from runs.lab.postgres import PORT_RANGE, Cluster, stop
+from runs.lab.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
+from runs.lab.storage import (
+    PreparedStorage,
+    directory_for,
+    mountpoint_for,
+    release_storage,
+    resolved_device_directory,
+)
+from runs.lab.transport import Transport
+
+_KEYS = {
+    "version", "run_key", "cluster", "storage", "pgbench", "command", "pgbench_version", "pg_version",
+    "pg_non_default_settings", "init_command", "init_output", "reused", "reuse_refused", "pg_stats_before",
+    "iostat_device", "collectors",
+}  # fmt: skip
+_TEXTS = ("run_key", "command", "pgbench_version", "pg_version", "init_command", "init_output", "reuse_refused")
+_STORAGE_KEYS = {"mountpoint", "fstype", "device_node", "mount_options", "mkfs_command", "directory"}
+_KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # loop3, dm-0, nvme0n1: as iostat names them
+
+
+def resume_benchmark(
+    transport: Transport,
+    connect: Callable[[], Transport],
+    spec: BenchmarkSpec,
+    observer: Observer | None = None,
+    client: Endpoint | None = None,
+    offset: int = 0,
+    taken_over: KeptSetup | None = None,
+) -> BenchmarkResult:
+    """Follow the run's pgbench from byte `offset` of its stderr to its end, collect, clean up.
+
+    `taken_over` is the kept setup the run started from, if any (its storage is then mounted
+    under the earlier run's name). LabError if the record is missing or refused, or if pgbench's
+    files are gone: then nothing on the host was touched, and the caller cleans up by run key
+    (abandon.py)."""
+    observer = observer or SilentObserver()
+    if (spec.client is None) != (client is None):
+        raise ValueError("a client host needs both its specification and its connection")
+    server = Endpoint(transport, connect)
+    with ExitStack() as cleanup:
+        try:
+            return _resume(server, client or server, spec, observer, cleanup, offset, taken_over)
+        finally:
+            observer.step(Step.CLEANING_UP)
+
+
+def _resume(
+    server: Endpoint,
+    bench: Endpoint,
+    spec: BenchmarkSpec,
+    observer: Observer,
+    cleanup: ExitStack,
+    offset: int,
+    taken_over: KeptSetup | None,
+) -> BenchmarkResult:
+    transport = server.transport
+    record = read_resume_record(transport, spec, taken_over)
+    run_dir, process = run_dir_for(spec.run_key), record.pgbench
+    _check_still_there(bench.transport, process)
+    # Unwound in the order the stages that started them would have: pgbench, the collectors,
+    # the cluster, the run user's processes, and the storage last.
+    cleanup.callback(release_storage, transport, record.storage)
+    for endpoint in {id(server): server, id(bench): bench}.values():
+        cleanup.callback(stop_run_user_processes, endpoint.transport)
+    cleanup.callback(stop, transport, record.cluster)
+    cleanup.callback(stop_collectors, transport, run_dir, record.collectors)
+    cleanup.callback(cancel, bench.transport, process, 2.0)
+    observer.started(process)
+    result = BenchmarkResult(
+        storage=record.storage,
+        pg_version=record.pg_version,
+        pg_non_default_settings=record.pg_non_default_settings,
+        init_command=record.init_command,
+        init_output=record.init_output,
+        command=record.command,
+        pgbench_version=record.pgbench_version,
+        run_dir=run_dir,
+        reused=record.reused,
+        reuse_refused=record.reuse_refused,
+    )
+    timeout = (spec.run.duration_s or 3600) + 120  # from the start, which was earlier still
+    Follower(bench.connect, process, "stderr", progress_reader(observer, result), offset=offset).follow(timeout)
+    result.exit_status = wait_for_exit(bench.transport, process, 60)
+    stop_collectors(transport, run_dir, record.collectors)
+    result.os = read_os_metrics(transport, run_dir, record.iostat_device)
+
+    observer.step(Step.COLLECTING)
+    before = record.pg_stats_before
+    measured = Measured(transport, bench.transport, record.cluster, spec.database, before, process, spec.run,
+                        spec.warmup_s)  # fmt: skip
+    collect_results(result, measured)
+    return result
+
+
+def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: KeptSetup | None = None) -> ResumeRecord:
+    """The run's record from its directory on the host, checked; LabError saying what is wrong."""
+    run_dir = run_dir_for(spec.run_key)
+    if transport.run(["test", "-d", run_dir], check=False).exit_status != 0:
+        raise LabError(f"the run's files are gone from {transport.label}: {run_dir} is not there")
+    path = f"{run_dir}/{RESUME_RECORD}"
+    found = transport.run(["cat", "--", path], check=False)
+    if found.exit_status != 0:
+        raise LabError(f"the run's record of its measurement is gone from {transport.label}: {path} is not there")
+    try:
+        record = parse_resume_record(json.loads(found.stdout), spec, taken_over)
+    except ValueError as exc:  # json's errors are ValueErrors too
+        raise LabError(f"the run's record {path} on {transport.label} is refused: {exc}") from exc
+    directory = record.storage.directory
+    if directory is not None and (taken_over is None or directory != taken_over.directory):
+        own = directory_for(spec.run_key, resolved_device_directory(transport, spec.device))
+        if directory != own:
+            raise LabError(f"the run's record {path} on {transport.label} names {directory}, not the run's {own}")
+    return record
+
+
+def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup | None = None) -> ResumeRecord:
+    """The record of this run (spec) as the host holds it; ValueError saying what is wrong."""
+    fields = _fields(data, "the record", _KEYS)
+    if fields["version"] != RESUME_RECORD_VERSION:
+        raise ValueError(f"version {fields['version']!r} is not {RESUME_RECORD_VERSION}")
+    for name in _TEXTS:
+        if not isinstance(fields[name], str):
+            raise ValueError(f"{name} is not a string")
+    if fields["run_key"] != spec.run_key:
+        raise ValueError(f"it is the record of {fields['run_key']!r}, not of {spec.run_key!r}")
+    if not isinstance(fields["reused"], bool):
+        raise ValueError("reused is not true or false")
+    settings = fields["pg_non_default_settings"]
+    if not isinstance(settings, dict) or not all(isinstance(v, str) for v in settings.values()):
+        raise ValueError("pg_non_default_settings is not an object of strings")
+    cluster = _cluster(fields["cluster"], spec)
+    iostat_device, collectors = _collectors(fields["iostat_device"], fields["collectors"])
+    return ResumeRecord(
+        run_key=spec.run_key,
+        cluster=cluster,
+        storage=_storage(fields["storage"], cluster, spec, taken_over),
+        pgbench=_pgbench(fields["pgbench"], spec),
+        pgbench_on="client" if spec.client is not None else "server",
+        command=fields["command"],
+        pgbench_version=fields["pgbench_version"],
+        pg_version=fields["pg_version"],
+        pg_non_default_settings=settings,
+        init_command=fields["init_command"],
+        init_output=fields["init_output"],
+        reused=fields["reused"],
+        reuse_refused=fields["reuse_refused"],
+        pg_stats_before=_snapshot(fields["pg_stats_before"]),
+        iostat_device=iostat_device,
+        collectors=collectors,
+    )
+
+
+def _fields(data: object, what: str, keys: set[str]) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise ValueError(f"{what} is {type(data).__name__}, not an object")
+    if missing := keys - set(data):
+        raise ValueError(f"{what} lacks {', '.join(sorted(missing))}")
+    if unknown := set(data) - keys:
+        raise ValueError(f"{what} has unknown keys {sorted(map(str, unknown))}")
+    return data
+
+
+def _cluster(data: object, spec: BenchmarkSpec) -> Cluster:
+    fields = _fields(data, "the cluster", {"bin_dir", "base_dir", "port"})
+    if fields["bin_dir"] != spec.pg_bin_dir:
+        raise ValueError(f"the cluster's binaries {fields['bin_dir']!r} are not the run's {spec.pg_bin_dir}")
+    port = fields["port"]
+    if isinstance(port, bool) or not isinstance(port, int) or port not in PORT_RANGE:
+        raise ValueError(f"the cluster's port {port!r} is not one benchlab gives")
+    if not isinstance(fields["base_dir"], str):
+        raise ValueError("the cluster's directory is not a string")
+    return Cluster(bin_dir=spec.pg_bin_dir, base_dir=fields["base_dir"], port=port)
+
+
+def _storage(data: object, cluster: Cluster, spec: BenchmarkSpec, taken_over: KeptSetup | None) -> PreparedStorage:
+    fields = _fields(data, "the storage", _STORAGE_KEYS)
+    try:  # the checks of a kept setup: benchlab's mountpoint, the cluster right below it, a device node...
+        KeptSetup(**fields, base_dir=cluster.base_dir, pg_bin_dir=cluster.bin_dir, database=spec.database, scale=1)
+    except ValueError as exc:
+        raise ValueError(f"the storage: {str(exc).removeprefix('not a kept setup: ')}") from None
+    storage = PreparedStorage(**fields)
+    if storage.fstype != spec.filesystem.fstype:
+        raise ValueError(f"the storage is {storage.fstype}, the run's is {spec.filesystem.fstype}")
+    if taken_over is not None and storage.mountpoint == taken_over.mountpoint:
+        if (storage.directory, cluster.base_dir) != (taken_over.directory, taken_over.base_dir):
+            raise ValueError(f"the storage at {storage.mountpoint} is not the kept setup the run took over")
+        return storage
+    own = mountpoint_for(spec.run_key, spec.device)
+    if storage.mountpoint != own:
+        raise ValueError(f"the mountpoint {storage.mountpoint} is not the run's own {own}")
+    if cluster.base_dir != f"{own}/postgres":
+        raise ValueError(f"the cluster's directory {cluster.base_dir} is not the run's {own}/postgres")
+    # Where exactly is checked on the host (read_resume_record): directory_for names it so.
+    if storage.directory is not None and posixpath.basename(storage.directory) != posixpath.basename(own):
+        raise ValueError(f"the directory {storage.directory} is not the run's own")
+    return storage
+
+
+def _pgbench(data: object, spec: BenchmarkSpec) -> Detached:
+    fields = _fields(data, "pgbench's process", {"run_dir", "name", "pid", "user", "host"})
+    work_dir = work_dir_for(run_dir_for(spec.run_key))
+    if fields["run_dir"] != work_dir:
+        raise ValueError(f"pgbench's directory {fields['run_dir']!r} is not the run's {work_dir}")
+    if fields["name"] != "pgbench" or fields["user"] != RUN_USER:
+        raise ValueError(f"the process is {fields['name']!r} of {fields['user']!r}, not pgbench of {RUN_USER}")
+    pid = fields["pid"]
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid < 2:
+        raise ValueError(f"pgbench's PID {pid!r} is not a process's")
+    host = "client" if spec.client is not None else "server"
+    if fields["host"] != host:
+        raise ValueError(f"pgbench ran on the {fields['host']!r}, the run's runs on the {host}")
+    return Detached(run_dir=work_dir, name="pgbench", pid=pid, user=RUN_USER)
+
+
+def _snapshot(data: object) -> PgStatsSnapshot:
+    fields = _fields(data, "the statistics before", {"database", "bgwriter"})
+    if not isinstance(fields["database"], dict) or not isinstance(fields["bgwriter"], dict):
+        raise ValueError("the statistics before are not objects")
+    return PgStatsSnapshot(database=fields["database"], bgwriter=fields["bgwriter"])
+
+
+def _collectors(device: object, names: object) -> tuple[str | None, tuple[str, ...]]:
+    if device is not None and not (isinstance(device, str) and _KERNEL_NAME.fullmatch(device)):
+        raise ValueError(f"{device!r} is not a device's kernel name")
+    expected = ["iostat", "vmstat"] if device is not None else ["vmstat"]
+    if names != expected:
+        raise ValueError(f"the collectors {names!r} are not {expected}")
+    return device, tuple(expected)
+
+
+def _check_still_there(transport: Transport, process: Detached) -> None:
+    """pgbench still runs, or has left its exit status; and its output is there to read."""
+    stderr = process.path("stderr")
+    if run_as_run_user(transport, ["test", "-f", stderr], check=False).exit_status != 0:
+        raise LabError(f"pgbench's output is gone from {transport.label}: {stderr} is not there")
+    # In this order: once the wrapper has gone, its exit status is written, or never will be.
+    if not is_running(transport, process) and exit_status(transport, process) is None:
+        raise LabError(f"pgbench (PID {process.pid}) is gone from {transport.label} and left no exit status")
+
+
+def stop_collectors(transport: Transport, run_dir: str, names: tuple[str, ...]) -> None:
+    for name in names:
+        stop_collector(transport, run_dir, name)

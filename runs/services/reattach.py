@@ -1,0 +1,109 @@
+"""A run whose worker died while it was warming up or measuring, finished by another worker.
+
+pgbench runs detached on the lab host, so it goes on when the worker that started it is
+killed. The sweeper finds such a run by its silent heartbeat, leaves it in its state marked as
+waiting for a worker (Run.worker is REATTACH_PENDING), and sends runs.reattach_run. The worker
+that gets it takes the run (only one can), beats for it, follows pgbench to its end, collects
+and stores the results and cleans up on the host (runs/lab/resume.py), and ends the run.
+
+pgbench's progress is followed again from its first line: samples are stored per second
+(services.samples upserts them), so none is lost and none doubled. If the host no longer has
+the run's record or pgbench's files, what is left of the run is removed by its run key
+(runs/lab/abandon.py) and the run fails saying why.
+"""
+
+import logging
+import socket
+from functools import partial
+
+from django.utils import timezone
+
+from runs import live
+from runs.lab.kept import KeptSetup
+from runs.lab.probe import probe_host
+from runs.lab.resume import resume_benchmark
+from runs.models import Device, Run, RunState
+from runs.services.execute import (
+    Ending,
+    RunObserver,
+    benchmark_spec,
+    close_hosts,
+    connect_hosts,
+    drive_to_end,
+    failure,
+    result_ending,
+    store_results,
+)
+from runs.services.lab_access import host_connect
+from runs.services.reuse import record_kept
+from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE, clean_up_on_host
+
+log = logging.getLogger(__name__)
+
+
+def run_reattach(*, run_id: int) -> str:
+    """Finish the run the sweeper handed over; "not reattached" if it is not waiting for a
+    worker any more (another one took it, or it ended), else the state it ended in."""
+    run = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by").get(pk=run_id)
+    if not _take(run):
+        return "not reattached"
+    return drive_to_end(run, _reattach)
+
+
+def _take(run: Run) -> bool:
+    """This worker's from now on, unless another one was quicker."""
+    worker = f"{socket.gethostname()} (reattached)"
+    waiting = Run.objects.filter(pk=run.pk, state__in=REATTACHABLE, worker=REATTACH_PENDING)
+    if not waiting.update(worker=worker, heartbeat_at=timezone.now()):
+        return False
+    run.refresh_from_db(fields=["state", "worker", "heartbeat_at", "cancel_requested"])
+    return True
+
+
+def _reattach(run: Run) -> Ending:
+    observer = RunObserver(run)
+    observer.current_step = run.state  # where a failure from here on happened
+    live.publish(run.pk, "log", {"line": f"its worker stopped; {run.worker} follows pgbench again"})
+    taken_over, reused_from = _taken_over_setup(run)
+    try:
+        spec = benchmark_spec(run)
+        transport, client = connect_hosts(run)
+    except Exception as exc:  # noqa: BLE001 - unreachable, a refused key: the run fails saying so
+        return _failed(run, observer, exc)
+    try:
+        connect = partial(host_connect, run.server_host)  # the follower reconnects with it
+        result = resume_benchmark(transport, connect, spec, observer, client=client, taken_over=taken_over)
+        facts = probe_host(transport).as_json()
+        client_facts = probe_host(client.transport).as_json() if client else None
+    except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
+        return (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
+    finally:
+        close_hosts(run, spec, transport, client)
+        if taken_over is not None:
+            record_kept(run, None)  # released with the run, or discarded by the cleanup
+    observer.reuse = {"reused_from_run": reused_from if result.reused else None,
+                      "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
+    store_results(run, result, facts, client_facts, observer)
+    return result_ending(result, observer)
+
+
+def _taken_over_setup(run: Run) -> tuple[KeptSetup | None, int | None]:
+    """The setup an earlier run kept on this run's device, if it is still recorded: the run took
+    it over (its storage is mounted under the earlier run's name), or failed to discard it."""
+    kept = Device.objects.filter(pk=run.device_id).values_list("kept_setup", flat=True).first()
+    if not kept:
+        return None, None
+    try:
+        return KeptSetup.from_json(kept.get("setup") or {}), kept.get("run")
+    except ValueError:
+        log.warning("run %s: the kept setup recorded on its device cannot be read: %r", run.pk, kept)
+        return None, None
+
+
+def _failed(run: Run, observer: RunObserver, exc: Exception) -> Ending:
+    """Remove what is left of the run on its hosts, and fail it with the reason and what was cleaned."""
+    notes = [clean_up_on_host(run, host) for host in run.hosts]
+    state, fields = failure(observer, exc)
+    stage = RunState(observer.current_step).label
+    fields["error"] = f"its worker stopped while {stage}, and reattaching failed: {exc}; " + "; ".join(notes)
+    return state, fields
