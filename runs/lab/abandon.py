@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from runs.lab.benchmark import remove_run_dir, run_dir_for
 from runs.lab.errors import LabError
+from runs.lab.metrics import COLLECTORS
 from runs.lab.pgbench import Detached, cancel
 from runs.lab.run_user import stop_run_user_processes
 from runs.lab.storage import (
@@ -24,8 +25,6 @@ from runs.lab.storage import (
     unmount_reliably,
 )
 from runs.lab.transport import Transport
-
-COLLECTORS = ("iostat", "vmstat")  # runs/lab/metrics.py starts them detached in the run directory
 
 
 @dataclass

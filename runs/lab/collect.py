@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from runs.lab.kept import KeptSetup
 from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
-from runs.lab.metrics import OsMetrics, PgStatsDelta, PgStatsSnapshot, pg_stats_delta, pg_stats_snapshot
+from runs.lab.metrics import COLLECTORS, OsMetrics, PgStatsDelta, PgStatsSnapshot, pg_stats_delta, pg_stats_snapshot
 from runs.lab.options import RunOptions
 from runs.lab.parse_pgbench import (
     AggregateInterval,
@@ -135,7 +135,7 @@ def resume_record(
         pg_stats_before=before,
         iostat_device=iostat_device,
         # As metrics.os_metrics starts them: iostat only for a device it knows.
-        collectors=("iostat", "vmstat") if iostat_device is not None else ("vmstat",),
+        collectors=COLLECTORS if iostat_device is not None else tuple(c for c in COLLECTORS if c != "iostat"),
     )
 
 

@@ -37,6 +37,10 @@ def iostat_device(transport: Transport, device_node: str | None, mountpoint: str
     return node.rsplit("/", 1)[-1]
 
 
+# The collectors os_metrics starts, detached in the run directory (their files: <name>.pid, .stdout, .exit).
+COLLECTORS = ("iostat", "vmstat")
+
+
 @contextmanager
 def os_metrics(transport: Transport, run_dir: str, device: str | None, max_seconds: int) -> Iterator[OsMetrics]:
     """iostat and vmstat every second while the block runs; parsed when it ends.
