@@ -7,6 +7,7 @@ from django.http import HttpRequest
 
 from benchlab.client_ip import client_ip
 from runs.models import AuditAction, AuditEvent
+from runs.services.db_retry import with_database_retry
 
 BENCHLAB = "benchlab"  # the actor of what benchlab does on its own
 
@@ -26,13 +27,21 @@ def audit_record(
     `object_type` and `object_repr` name a target that is no row (or no longer one)."""
     if actor is None and request is not None and request.user.is_authenticated:
         actor = request.user
-    return AuditEvent.objects.create(
-        actor=actor if actor is not None and actor.pk is not None else None,
-        actor_name=actor.get_username() if actor is not None else BENCHLAB,
-        address=client_ip(request) if request is not None else None,
-        action=action,
-        object_type=object_type or (target._meta.model_name if target is not None else "") or "",
-        object_id=str(target.pk) if target is not None and target.pk is not None else "",
-        object_repr=(object_repr or (str(target) if target is not None else ""))[:300],
-        message=message,
-    )
+    fields: dict[str, Any] = {
+        "actor": actor if actor is not None and actor.pk is not None else None,
+        "actor_name": actor.get_username() if actor is not None else BENCHLAB,
+        "address": client_ip(request) if request is not None else None,
+        "action": action,
+        "object_type": object_type or (target._meta.model_name if target is not None else "") or "",
+        "object_id": str(target.pk) if target is not None and target.pk is not None else "",
+        "object_repr": (object_repr or (str(target) if target is not None else ""))[:300],
+        "message": message,
+    }
+    if request is not None:
+        return AuditEvent.objects.create(**fields)  # a person's request fails now; they try again
+    # benchlab's own (a worker records a device formatted mid-run): retried through a restart of
+    # its database. Not exactly idempotent: if the connection broke after the insert committed
+    # but before PostgreSQL's answer arrived, the event is recorded twice, a line too many in a
+    # log read by people; failing the run over it would be worse. Inside a transaction it is not
+    # retried (with_database_retry): that transaction's owner decides.
+    return with_database_retry(lambda: AuditEvent.objects.create(**fields), f"recording {action}")

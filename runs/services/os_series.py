@@ -14,6 +14,7 @@ from django.db import transaction
 from runs.lab.metrics import OsMetrics
 from runs.lab.parse_sysstat import IostatSample, VmstatSample
 from runs.models import OsSource, Run, RunOsSeries
+from runs.services.db_retry import with_database_retry
 
 OS_MEAN_COLUMNS: dict[str, tuple[str, ...]] = {
     OsSource.IOSTAT.value: ("util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s"),
@@ -61,12 +62,18 @@ def os_series_store(run: Run, os: OsMetrics) -> OsMeans:
         OsSource.IOSTAT.value: os_series_columns(IostatSample, os.iostat),
         OsSource.VMSTAT.value: os_series_columns(VmstatSample, os.vmstat),
     }
-    rows = [
-        RunOsSeries(run=run, source=source, column=name, values=values)
-        for source, columns in by_source.items()
-        for name, values in columns.items()
-    ]
-    with transaction.atomic():  # a reader never sees half of them
-        RunOsSeries.objects.filter(run=run).delete()
-        RunOsSeries.objects.bulk_create(rows)
+
+    def replace() -> None:
+        rows = [  # new rows each time: a failed attempt may have given these ids that were rolled back
+            RunOsSeries(run=run, source=source, column=name, values=values)
+            for source, columns in by_source.items()
+            for name, values in columns.items()
+        ]
+        with transaction.atomic():  # a reader never sees half of them
+            RunOsSeries.objects.filter(run=run).delete()
+            RunOsSeries.objects.bulk_create(rows)
+
+    # The whole transaction again while benchlab's database restarts: a replacement done twice
+    # leaves the same series.
+    with_database_retry(replace, f"run {run.pk}: storing its iostat and vmstat series")
     return os_means(by_source)

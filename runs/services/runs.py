@@ -12,6 +12,7 @@ from runs import live
 from runs.models import FINAL_STATES, AuditAction, Host, Run, RunState, RunTransition
 from runs.roles import cancel_refusal
 from runs.services.audit import audit_record
+from runs.services.db_retry import with_database_retry
 from runs.services.queue import queue_dispatch
 
 
@@ -64,10 +65,26 @@ def run_transition(*, run: Run, state: RunState, from_state: RunState | None = N
     rows = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES)
     if from_state is not None:
         rows = rows.filter(state=from_state)
-    with transaction.atomic():  # the state and its history row together
-        if not rows.update(**updates):
-            return False
-        RunTransition.objects.create(run=run, state=state, at=now)
+    attempts = 0
+
+    def move() -> bool:
+        nonlocal attempts
+        attempts += 1
+        with transaction.atomic():  # the state and its history row together
+            # A retried attempt: the one before may have committed, its answer lost with the
+            # connection. Its history row (this very time) says so; moving again would record
+            # the step twice, or find the run finished and say it did not move.
+            if attempts > 1 and RunTransition.objects.filter(run=run, state=state, at=now).exists():
+                return True
+            if not rows.update(**updates):
+                return False
+            RunTransition.objects.create(run=run, state=state, at=now)
+        return True
+
+    # Retried as a whole from here (not inside its transaction, which a broken connection
+    # loses); inside a caller's transaction it is that caller's to retry.
+    if not with_database_retry(move, f"run {run.pk}: moving to {state}"):
+        return False
     for name, value in updates.items():
         setattr(run, name, value)
     # Once committed (at once outside a transaction): a page must not show what may roll back.

@@ -7,11 +7,19 @@ thousand samples/s; update_or_create (SELECT, then INSERT, in a savepoint) manag
 """
 
 from runs.models import RunSample
+from runs.services.db_retry import with_database_retry
 
 SAMPLE_VALUE_FIELDS = ["tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup"]
 
 
 def sample_upsert(sample: RunSample) -> None:
-    RunSample.objects.bulk_create(
-        [sample], update_conflicts=True, unique_fields=["run", "second"], update_fields=SAMPLE_VALUE_FIELDS
-    )
+    """Store the sample, again and again while benchlab's database restarts: an upsert done
+    twice leaves the same row, so a retry after an unacknowledged commit changes nothing."""
+
+    def upsert() -> None:
+        sample.pk = None  # an attempt that failed may have given it an id that was rolled back
+        RunSample.objects.bulk_create(
+            [sample], update_conflicts=True, unique_fields=["run", "second"], update_fields=SAMPLE_VALUE_FIELDS
+        )
+
+    with_database_retry(upsert, f"run {sample.run_id}: storing second {sample.second}")
