@@ -245,6 +245,9 @@ if BENCHLAB_STALE_AFTER_S < 3 * BENCHLAB_HEARTBEAT_EVERY_S:
         f"BENCHLAB_STALE_AFTER_S={BENCHLAB_STALE_AFTER_S:g} must be at least three heartbeats "
         f"(3 x BENCHLAB_HEARTBEAT_EVERY_S = {3 * BENCHLAB_HEARTBEAT_EVERY_S:g}): a slow write is not a dead worker"
     )
+# A lab host that stops answering mid-run is waited for (every command is sent again on a new
+# connection) this long; then the run fails, and the host is cleaned up when it answers again.
+BENCHLAB_HOST_UNREACHABLE_S = env_seconds("BENCHLAB_HOST_UNREACHABLE_S", 300.0, low=1.0, high=86400.0)
 
 LOGGING = {
     "version": 1,

@@ -9,6 +9,7 @@ from django.db import connection
 
 from runs.services.execute import run_execute
 from runs.services.heartbeat import stale_after_s
+from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.queue import queue_dispatch
 from runs.services.reattach import run_reattach
 from runs.services.sweeper import sweep_run, sweep_stale_runs
@@ -58,5 +59,7 @@ def dispatch_queue() -> list[int]:
 
 @shared_task(name="runs.sweep_stale_runs")
 def sweep_stale_runs_task() -> list[int]:
-    """End the runs whose worker died (run periodically by beat)."""
+    """End the runs whose worker died, and clean up hosts that answer again after a run that
+    could not (run periodically by beat). The ids of the runs ended."""
+    retry_pending_cleanups()
     return sweep_stale_runs()

@@ -55,7 +55,7 @@ class HostAdmin(AuditedAdmin):
         "serves_postgres",
         "runs_clients",
         "enabled",
-        "claimed_by",
+        "availability",
         "device_count",
         "cpu_cores",
         "memory",
@@ -67,6 +67,7 @@ class HostAdmin(AuditedAdmin):
     actions = ["probe_now", "pin_host_keys", "enable_hosts", "disable_hosts"]
     readonly_fields = [
         "claimed_by",
+        "cleanup_pending_for",
         "host_key_fingerprints",
         "stored_private_key",
         "hostname",
@@ -88,7 +89,7 @@ class HostAdmin(AuditedAdmin):
                     "name",
                     "enabled",
                     "allow_runs_on_benchlab_server",
-                    "claimed_by",
+                    ("claimed_by", "cleanup_pending_for"),
                     ("serves_postgres", "runs_clients"),
                     "notes",
                 ]
@@ -133,12 +134,21 @@ class HostAdmin(AuditedAdmin):
             transaction.on_commit(queue_dispatch)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
-        return super().get_queryset(request).annotate(device_total=Count("devices"))
+        return super().get_queryset(request).annotate(device_total=Count("devices")).select_related("claimed_by")
 
     def deletion_message(self, obj: Any) -> str:
         devices = ", ".join(device.name for device in obj.devices.all()) or "none"
         installs = ", ".join(str(install) for install in obj.pg_installs.all()) or "none"
         return f"deleted, with its devices ({devices}) and PostgreSQL installs ({installs})"
+
+    @admin.display(description="state")
+    def availability(self, host: Host) -> str:
+        """What the dispatcher sees: whether the host can take the next run, and if not, why."""
+        if host.cleanup_pending_for_id:
+            return f"cleanup pending (run {host.cleanup_pending_for_id}, host unreachable)"
+        if host.claimed_by:
+            return f"running {host.claimed_by}"
+        return "free" if host.enabled else "disabled"
 
     @admin.display(description="devices", ordering="device_total")
     def device_count(self, host: Host) -> int:

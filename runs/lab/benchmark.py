@@ -30,7 +30,7 @@ from typing import Protocol
 
 from runs.lab.collect import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
 from runs.lab.collect import Measured, collect_results, progress_reader, resume_record, write_resume_record
-from runs.lab.follow import Follower
+from runs.lab.follow import Follower, run_followed
 from runs.lab.kept import Handover, handed_over, keep_setup, reused_database_note, reused_storage
 from runs.lab.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
 from runs.lab.kept import discard_kept_setup as discard_kept_setup
@@ -56,6 +56,7 @@ from runs.lab.transport import Transport, clean_text
 log = logging.getLogger(__name__)
 RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test
 WORK_SUBDIR = "bench"  # run_dir/bench: the unprivileged user's (run_user.py)
+INIT_TIMEOUT_S = 6 * 3600  # `pgbench -i` of a large scale on a slow disk takes hours
 
 
 class Step:
@@ -95,6 +96,7 @@ class BenchmarkSpec:
     database: str = "bench"
     client: ClientSpec | None = None  # None: pgbench runs on the server
     warmup_s: int = 0  # the first seconds of run.duration_s, left out of the latency percentiles
+    unreachable_limit_s: float = 300.0  # how long a host that stopped answering is waited for
 
 
 class Observer(Protocol):
@@ -105,6 +107,10 @@ class Observer(Protocol):
     def progress(self, sample: ProgressSample) -> None: ...
 
     def started(self, process: Detached) -> None: ...
+
+    def followed(self, offset: int) -> None:
+        """pgbench's progress output has been handed over (line, progress) up to byte `offset`."""
+        ...
 
     def formatting(self, command: str) -> None:
         """mkfs is about to run (every safety check has passed)."""
@@ -122,6 +128,9 @@ class SilentObserver:
         pass
 
     def started(self, process: Detached) -> None:
+        pass
+
+    def followed(self, offset: int) -> None:
         pass
 
     def formatting(self, command: str) -> None:
@@ -239,7 +248,7 @@ def _run_stages(
     result.pg_non_default_settings = cluster.non_default_settings
     local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
     if kept is None:
-        result.init_command, result.init_output = _load_database(transport, spec, cluster, local, observer)
+        result.init_command, result.init_output = _load_database(server, spec, cluster, local, observer, run_dir)
     else:  # loaded by the run that kept it
         result.init_output = reused_database_note(transport, cluster, kept)
 
@@ -274,7 +283,9 @@ def _run_stages(
         resume = resume_record(spec.run_key, result, cluster, process, bench is server, before, device)
         write_resume_record(transport, run_dir, resume)
         timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
-        Follower(bench.connect, process, "stderr", progress_reader(observer, result)).follow(timeout)
+        follower = Follower(bench.connect, process, "stderr", progress_reader(observer, result),
+                            max_reconnect_s=spec.unreachable_limit_s, on_offset=observer.followed)  # fmt: skip
+        follower.follow(timeout)
         result.exit_status = wait_for_exit(bench.transport, process, 60)  # it has exited: the status is on its way
 
     observer.step(Step.COLLECTING)
@@ -300,14 +311,19 @@ def _cluster(
 
 
 def _load_database(
-    transport: Transport, spec: BenchmarkSpec, cluster: Cluster, local: Connection, observer: Observer
+    server: Endpoint, spec: BenchmarkSpec, cluster: Cluster, local: Connection, observer: Observer, run_dir: str
 ) -> tuple[str, str]:
-    """pgbench's role and database, loaded with `pgbench -i` over the socket: its command and output."""
+    """pgbench's role and database, loaded with `pgbench -i` over the socket: its command and output.
+    The load runs detached (it may take hours): a network blip does not end it, a cancel does."""
+    transport = server.transport
     admin = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=SUPERUSER)
     psql(transport, cluster, f"CREATE ROLE {BENCH_ROLE} LOGIN")
     _as_run_user(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
     init = init_command(spec.pg_bin_dir, local, spec.init)
-    return shlex.join(init), _as_run_user(transport, init, 3600, lambda text: observer.line("init", text))
+    place = Detached(run_dir=work_dir_for(run_dir), name="pgbench-init", pid=0, user=RUN_USER)
+    output = run_followed(transport, server.connect, init, place, lambda text: observer.line("init", text),
+                          observer.started, INIT_TIMEOUT_S, max_reconnect_s=spec.unreachable_limit_s)  # fmt: skip
+    return shlex.join(init), output
 
 
 def remove_run_dir(transport: Transport, run_key: str) -> None:

@@ -6,11 +6,12 @@ reconnect the follower resumes exactly where it was: no line lost, none repeated
 """
 
 import logging
+import shlex
 import time
 from collections.abc import Callable
 
-from runs.lab.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused, LabError
-from runs.lab.pgbench import Detached, cancel, exit_status
+from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused, LabError
+from runs.lab.pgbench import Detached, cancel, exit_status, start_detached, wait_for_exit
 from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
@@ -25,6 +26,7 @@ class Follower:
         on_line: Callable[[str], None],
         offset: int = 0,
         max_reconnect_s: float = 300.0,
+        on_offset: Callable[[int], None] | None = None,
     ) -> None:
         self.connect = connect
         self.process = process
@@ -34,11 +36,14 @@ class Follower:
         self.max_reconnect_s = max_reconnect_s
         self.reconnects = 0
         self.transport: Transport | None = None
+        self.on_offset = on_offset  # told the offset after each line: where another follower would go on
 
     def _deliver(self, line: str) -> None:
         # Exact bytes, even for a line that is not valid UTF-8 (see transport.LineCallback).
         self.offset += len(line.encode(errors="surrogateescape")) + 1
         self.on_line(clean_text(line))
+        if self.on_offset is not None:
+            self.on_offset(self.offset)
 
     def _reconnect(self) -> Transport:
         deadline = time.monotonic() + self.max_reconnect_s
@@ -100,3 +105,28 @@ class Follower:
             if self.transport is not None:  # the follower's own connection, not the caller's
                 self.transport.close()
                 self.transport = None
+
+
+def run_followed(
+    transport: Transport,
+    connect: Callable[[], Transport],
+    argv: list[str],
+    place: Detached,
+    on_line: Callable[[str], None],
+    on_started: Callable[[Detached], None],
+    timeout_s: float,
+    max_reconnect_s: float = 300.0,
+) -> str:
+    """Run a long command (`pgbench -i`) detached, in place.run_dir as place.user, and follow its
+    stderr to the end across lost connections; its whole output, or CommandFailed.
+
+    Unlike a command run on the connection, it survives a network blip, and it can be stopped at
+    once: on_started gets it, and cancel() ends its whole session."""
+    process = start_detached(transport, argv, place.run_dir, place.name, user=place.user)
+    on_started(process)
+    Follower(connect, process, "stderr", on_line, max_reconnect_s=max_reconnect_s).follow(timeout_s)
+    status = wait_for_exit(transport, process, 60)  # it has exited: the status is on its way
+    stdout, stderr = (transport.run(process.command(["cat", process.path(s)])).stdout for s in ("stdout", "stderr"))
+    if status != 0:
+        raise CommandFailed(shlex.join(argv), status, stdout, stderr, transport.label)
+    return stdout + stderr

@@ -126,7 +126,10 @@ def _resume(
         reuse_refused=record.reuse_refused,
     )
     timeout = (spec.run.duration_s or 3600) + 120  # from the start, which was earlier still
-    Follower(bench.connect, process, "stderr", progress_reader(observer, result), offset=offset).follow(timeout)
+    reader = progress_reader(observer, result)
+    limit = spec.unreachable_limit_s
+    follower = Follower(bench.connect, process, "stderr", reader, offset, limit, on_offset=observer.followed)
+    follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.transport, process, 60)
     stop_collectors(transport, run_dir, record.collectors)
     result.os = read_os_metrics(transport, run_dir, record.iostat_device)

@@ -158,7 +158,10 @@ class SSHTarget:
     private_key_path: str | None = None
     private_key_text: str | None = field(default=None, repr=False)
     connect_timeout: float = 10.0
-    keepalive_interval: int = 15
+    keepalive_interval: int = 5
+    # Unanswered for this long, the connection is dead: a blocked command learns it then, and
+    # the run reconnects (reconnect.py) instead of waiting out TCP's retransmissions.
+    dead_after_s: float = 20.0
 
     @property
     def known_hosts_name(self) -> str:
@@ -235,8 +238,9 @@ class SSHTransport:
         # Without it, every channel open waits out a delayed ACK (~40 ms).
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # type: ignore[union-attr]
         # paramiko's keep-alive expects no answer; this makes a dead peer fail the connection
-        # after a minute instead of after TCP's own retransmission timeout (15 min or more).
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 60_000)  # type: ignore[union-attr]
+        # after dead_after_s instead of after TCP's own retransmission timeout (15 min or more).
+        user_timeout_ms = int(target.dead_after_s * 1000)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, user_timeout_ms)  # type: ignore[union-attr]
         return client
 
     def _transport(self) -> paramiko.Transport:

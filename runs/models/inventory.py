@@ -62,6 +62,12 @@ class Host(models.Model):
     claimed_by = models.ForeignKey(
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
     )
+    # A run that ended while this host could not be reached left its mount and processes there:
+    # the host takes no run until the sweeper has cleaned up after it (runs.services.pending_cleanup).
+    cleanup_pending_for = models.ForeignKey(
+        "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+",
+        help_text="A run that ended while this host was unreachable; it is cleaned up when the host answers again.",
+    )  # fmt: skip
 
     # Discovered by the probe.
     hostname = models.CharField(max_length=255, blank=True, editable=False)

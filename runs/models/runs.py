@@ -138,6 +138,9 @@ class Run(models.Model):
     error = models.TextField(blank=True)
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)  # stamped while a worker runs it
+    # Bytes of pgbench's progress output already stored as samples, stamped with the heartbeat:
+    # a worker that reattaches after this one died follows on from there (services.reattach).
+    progress_offset = models.BigIntegerField(default=0, editable=False)
 
     # --- what came out ---
     environment = models.JSONField(default=dict, blank=True)

@@ -9,6 +9,7 @@ import dataclasses
 import logging
 import socket
 import statistics
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,6 @@ from runs import live
 from runs.lab.benchmark import (
     BenchmarkResult,
     BenchmarkSpec,
-    ClientSpec,
     Endpoint,
     Step,
     remove_run_dir,
@@ -27,29 +27,27 @@ from runs.lab.benchmark import (
 )
 from runs.lab.errors import CommandFailed, LabError, tail
 from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
-from runs.lab.pgbench import Detached, InitOptions, RunOptions, cancel
-from runs.lab.postgres import parse_settings
+from runs.lab.pgbench import Detached, cancel
 from runs.lab.probe import probe_host
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
+from runs.lab.reconnect import ReconnectingTransport
 from runs.lab.transport import Transport
 from runs.models import (
-    FINAL_STATES,
     AuditAction,
-    Host,
     OsSource,
-    PgInstall,
     Run,
     RunArtifact,
     RunSample,
     RunState,
-    Workload,
 )
-from runs.models.inventory import benchlab_data_dirs
 from runs.services.adaptive import campaign_advance
 from runs.services.audit import audit_record
+from runs.services.cancel_watch import CancelWatch, cancel_requested
+from runs.services.db_retry import with_database_retry
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
-from runs.services.lab_access import host_connect
+from runs.services.lab_access import host_connect, host_connect_for_run
+from runs.services.lab_specs import benchmark_spec
 from runs.services.os_series import os_series_store
+from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.runs import run_transition
@@ -89,92 +87,38 @@ class RunCancelled(Exception):
     pass
 
 
-def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
-    """The client's PostgreSQL install whose pgbench drives the run: the server's major
-    version when the client has it (same protocol features and output), else its newest."""
-    installs = sorted(client.pg_installs.all(), key=lambda pg: _version_key(pg.version))
-    major = server_install.version.split(".")[0]
-    same_major = [pg for pg in installs if pg.version.split(".")[0] == major]
-    candidates = same_major or installs
-    return candidates[-1] if candidates else None
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
-
-
-def client_spec(run: Run) -> ClientSpec | None:
-    client = run.client_host
-    if client is None:
-        return None
-    install = client_pgbench_install(run.pg_install, client)
-    if install is None:
-        raise ValueError(f"{client} has no PostgreSQL install with pgbench in the inventory")
-    return ClientSpec(pg_bin_dir=install.bin_dir, address=client.address, server_address=run.server_host.address)
-
-
-def benchmark_spec(run: Run) -> BenchmarkSpec:
-    """The lab layer's view of a run (the lab layer never reads the database)."""
-    device = run.device
-    custom = run.workload == Workload.CUSTOM
-    return BenchmarkSpec(
-        device=DeviceIdentity(
-            path=device.path,
-            wipe_allowed=device.wipe_allowed,
-            serial=device.serial,
-            size_bytes=device.capacity_bytes,
-            protected_dirs=benchlab_data_dirs(),
-        ),
-        filesystem=FilesystemSpec(
-            fstype=run.filesystem,
-            mkfs_options=parse_mkfs_options(run.filesystem, run.mkfs_options) if run.mkfs_options else (),
-            mount_options=parse_mount_options(run.filesystem, run.mount_options),
-        ),
-        pg_bin_dir=run.pg_install.bin_dir,
-        pg_settings=parse_settings(run.pg_settings),
-        init=InitOptions(scale=run.scale),
-        run=RunOptions(
-            builtin=None if custom else run.workload,
-            custom_script=run.custom_script if custom else None,
-            clients=run.clients,
-            threads=run.threads,
-            duration_s=run.warmup_s + run.duration_s,  # one pgbench run; the warm-up is cut off afterwards
-            query_mode=run.query_mode,
-            rate_tps=run.rate_limit_tps,
-            log_sampling_rate=run.log_sampling_rate,
-        ),
-        run_key=f"run-{run.pk}-{run.key.hex[:12]}",
-        client=client_spec(run),
-        warmup_s=run.warmup_s,
-    )
-
-
 class RunObserver:
     """Turns the lab layer's steps and progress into states, samples and live events."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
         self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.process: Detached | None = None
+        self.process: Detached | None = None  # the detached command running now: what a cancel stops
         self.cancelled = False
         self.cancel_sent = False
+        self._cancel_lock = threading.Lock()  # CancelWatch's thread and this one both stop the process
         self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
         self.reuse: dict[str, Any] = {}  # what the run reused and kept (services.reuse)
 
-    def _check_cancel(self) -> None:
-        # A run already finished was cancelled while its worker was claiming its hosts.
-        requested, state = Run.objects.values_list("cancel_requested", "state").get(pk=self.run.pk)
-        if requested or state in FINAL_STATES:
-            self.cancelled = True
+    def check_cancel(self) -> bool:
+        """Has a cancel been asked for (or the run ended from outside while its worker was
+        starting it)? A read, retried through a restart of benchlab's database like the writes."""
+        if not self.cancelled:
+            self.cancelled = with_database_retry(
+                lambda: cancel_requested(self.run.pk), f"run {self.run.pk}: cancelled?"
+            )
+        return self.cancelled
 
     def step(self, name: str) -> None:
+        if self.cancelled and name in STEPS_BEFORE_RESULTS:
+            raise RunCancelled()  # noticed meanwhile (CancelWatch): the run does not even enter the step
         state = STEP_STATES[name]
         if state == RunState.MEASURING and self.run.warmup_s:
             state = RunState.WARMING_UP
         if name != Step.CLEANING_UP:
             self.current_step = state
         run_transition(run=self.run, state=state)
-        self._check_cancel()
+        self.check_cancel()
         # Up to the measurement a cancel stops everything; once pgbench has run (and been
         # stopped), what it measured is still collected and stored.
         if self.cancelled and name in STEPS_BEFORE_RESULTS:
@@ -210,17 +154,35 @@ class RunObserver:
         if not warmup and self.run.state == RunState.WARMING_UP:
             self.current_step = RunState.MEASURING
             run_transition(run=self.run, state=RunState.MEASURING)
-        self._check_cancel()
-        if self.cancelled and self.process is not None and not self.cancel_sent:
-            self.cancel_sent = True
-            connection = host_connect(self.run.client_host or self.run.server_host)  # where pgbench runs
-            try:
-                cancel(connection, self.process)
-            finally:
-                connection.close()
 
     def started(self, process: Detached) -> None:
         self.process = process
+        if self.cancelled:  # the cancel came while it was being started
+            self._stop_process()
+
+    def followed(self, offset: int) -> None:
+        # Stored with the next heartbeat (services.heartbeat): a stamp per line would double the writes.
+        self.run.progress_offset = offset
+
+    def cancel_now(self) -> None:
+        """A cancel was asked for (called by CancelWatch, from its thread): stop the detached
+        command that runs now, if any; the steps stop at their next check (step())."""
+        self.cancelled = True
+        live.publish(self.run.pk, "log", {"line": "stopping: the run was cancelled"})
+        self._stop_process()
+
+    def _stop_process(self) -> None:
+        with self._cancel_lock:
+            if self.process is None or self.cancel_sent:
+                return
+            self.cancel_sent, process = True, self.process
+        # pgbench runs on the client host when there is one; everything else on the server.
+        client = self.run.client_host
+        connection = host_connect(client if client and process.name == "pgbench" else self.run.server_host)
+        try:
+            cancel(connection, process)
+        finally:
+            connection.close()
 
     def formatting(self, command: str) -> None:
         audit_record(
@@ -274,7 +236,8 @@ def drive_to_end(run: Run, work: Callable[[Run], Ending]) -> str:
         state, fields = RunState.FAILED, {"error": f"benchlab failed: {exc!r}"}
     finally:
         run_release_hosts(run=run)
-    run_transition(run=run, state=state, **fields)
+    if not run_transition(run=run, state=state, **fields):
+        run.refresh_from_db(fields=["state"])  # ended meanwhile from outside: cancelled while starting
     run_after_end(run)
     return run.state
 
@@ -291,7 +254,12 @@ def _mark_started(run: Run) -> bool:
     releases the run's hosts (run_cancel): this worker does, when the run has stopped."""
     run.started_at, run.worker = timezone.now(), socket.gethostname()
     started = Run.objects.filter(pk=run.pk, state=RunState.QUEUED, started_at__isnull=True)
-    if started.update(started_at=run.started_at, worker=run.worker):
+
+    def stamp() -> bool:  # safe to repeat: a stamp whose commit's answer was lost is found as ours
+        mine = Run.objects.filter(pk=run.pk, started_at=run.started_at, worker=run.worker)
+        return bool(started.update(started_at=run.started_at, worker=run.worker)) or mine.exists()
+
+    if with_database_retry(stamp, f"run {run.pk}: stamping its start"):
         return True
     run.refresh_from_db(fields=["state", "started_at", "worker"])
     return False
@@ -299,47 +267,76 @@ def _mark_started(run: Run) -> bool:
 
 def _execute_claimed(run: Run) -> Ending:
     observer = RunObserver(run)
+    if observer.check_cancel():  # cancelled while its worker was starting it: no host is touched
+        return RunState.CANCELLED, {}
+    with CancelWatch(run.pk, observer.cancel_now):
+        return _execute_watched(run, observer)
+
+
+def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         spec = benchmark_spec(run)
         transport, client = connect_hosts(run)
     except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key, an undecryptable key
         return failure(observer, exc)
+    ending: Ending | None = None
     try:
         facts = probe_host(transport).as_json()
         client_facts = probe_host(client.transport).as_json() if client else None
         result = _run_with_reuse(run, transport, spec, observer, client)
     except RunCancelled:
-        return RunState.CANCELLED, {}
+        ending = RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
-        return (RunState.CANCELLED, {}) if observer.cancelled else failure(observer, exc)
+        ending = (RunState.CANCELLED, {}) if observer.cancelled else failure(observer, exc)
     finally:
-        close_hosts(run, spec, transport, client)
-    store_results(run, result, facts, client_facts, observer)
-    return result_ending(result, observer)
+        pending = close_hosts(run, spec, transport, client)
+    if ending is None:
+        store_results(run, result, facts, client_facts, observer)
+        ending = result_ending(result, observer)
+    return with_pending_cleanup(ending, pending)
 
 
-def connect_hosts(run: Run) -> tuple[Transport, Endpoint | None]:
-    """Connections to the run's server and, if it has one, its client host (with a way to
-    reconnect to it)."""
-    transport = host_connect(run.server_host)
+def connect_hosts(run: Run) -> tuple[ReconnectingTransport, Endpoint | None]:
+    """Connections to the run's server and, if it has one, its client host, each opened again
+    when it is lost (with a way to open another one to the client, for following pgbench)."""
+    transport = host_connect_for_run(run.server_host)
     if run.client_host is None:
         return transport, None
     client_host = run.client_host
     try:
-        return transport, Endpoint(host_connect(client_host), lambda: host_connect(client_host))
+        return transport, Endpoint(host_connect_for_run(client_host), lambda: host_connect(client_host))
     except BaseException:
         transport.close()
         raise
 
 
-def close_hosts(run: Run, spec: BenchmarkSpec, transport: Transport, client: Endpoint | None) -> None:
-    """Remove the run's directory on each host (its record and outputs are stored by now) and disconnect."""
-    for connection in [transport, *([client.transport] if client else [])]:
+def close_hosts(run: Run, spec: BenchmarkSpec, transport: Transport, client: Endpoint | None) -> str:
+    """Remove the run's directory on each host (its record and outputs are stored by now) and
+    disconnect. A host that stayed unreachable keeps what the run left until it answers again
+    (services.pending_cleanup): returns a note saying so, or ""."""
+    connections = [(run.server_host, transport)]
+    if client is not None and run.client_host is not None:
+        connections.append((run.client_host, client.transport))
+    unreachable = [host for host, connection in connections if getattr(connection, "gave_up", None)]
+    for host, connection in connections:
         try:
-            remove_run_dir(connection, spec.run_key)
+            if host not in unreachable:
+                remove_run_dir(connection, spec.run_key)
         except LabError:
             log.warning("could not remove the run directory of run %s on %s", run.pk, connection.label)
         connection.close()
+    return pending_note(mark_cleanup_pending(run, unreachable))
+
+
+def with_pending_cleanup(ending: Ending, note: str) -> Ending:
+    """The run's error also says which hosts are still to be cleaned up (a run whose host went
+    away for good in its own cleanup fails: its host is not ready for the next run)."""
+    state, fields = ending
+    if not note:
+        return ending
+    if state == RunState.DONE:
+        state, fields = RunState.FAILED, fields | {"failed_step": RunState.CLEANING_UP}
+    return state, fields | {"error": "; ".join(filter(None, [fields.get("error", ""), note]))}
 
 
 def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:
@@ -419,7 +416,12 @@ def store_results(
     run.latency_stddev_ms = summary.latency_stddev_ms if summary else None
     run.failed_transactions = summary.failed if summary else None
     run.skipped_transactions = summary.skipped if summary else None
-    run.steady_tps_mean, run.steady_tps_stddev = _steady_state(run)
+    # Every read and write here is retried through a restart of benchlab's database (pgbench has
+    # finished, its outputs are in hand: waiting loses nothing). All are safe to repeat: reads,
+    # the series replaced in one transaction (os_series_store), the run's result fields saved
+    # again, an artifact per name created or updated.
+    steady = with_database_retry(lambda: _steady_state(run), f"run {run.pk}: reading its samples")
+    run.steady_tps_mean, run.steady_tps_stddev = steady
     latency = result.latency
     run.latency_p50_ms = latency.p50_ms if latency else None
     run.latency_p95_ms = latency.p95_ms if latency else None
@@ -476,7 +478,7 @@ def store_results(
         "reuse": observer.reuse,
     }
     # Only the result fields: state and cancel_requested belong to other writers.
-    run.save(update_fields=[*RESULT_FIELDS])
+    with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     artifacts = {
         "pgbench.stdout.txt": result.stdout,
         "pgbench.stderr.txt": result.stderr,
@@ -484,6 +486,10 @@ def store_results(
         "iostat.txt": result.os.iostat_text,
         "vmstat.txt": result.os.vmstat_text,
     }
-    for name, content in artifacts.items():
-        RunArtifact.objects.update_or_create(run=run, name=name, defaults={"content": content})
+
+    def store_artifacts() -> None:
+        for name, content in artifacts.items():
+            RunArtifact.objects.update_or_create(run=run, name=name, defaults={"content": content})
+
+    with_database_retry(store_artifacts, f"run {run.pk}: storing its raw outputs")
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})

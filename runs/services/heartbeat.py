@@ -18,6 +18,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from runs.models import Run
+from runs.services.db_retry import with_database_retry
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +39,21 @@ def run_heartbeat(run: Run, every_s: float | None = None) -> Iterator[None]:
     every_s = heartbeat_every_s() if every_s is None else every_s
     stop = threading.Event()
 
+    def stamp() -> None:
+        # The time it is stored, and how far pgbench's output has been stored (RunObserver.followed).
+        Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now(), progress_offset=run.progress_offset)
+
     def beat() -> None:
         try:
             while True:
                 try:
-                    Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now())
-                except DatabaseError:  # a blip must not end the heartbeat; the next beat retries
+                    # Retried until the next beat is due (a database restart), then left to it:
+                    # the run is stale only after several beats. (The block's end waits for a
+                    # beat that is retrying, so at most that long.)
+                    with_database_retry(stamp, f"heartbeat of run {run.pk}", retry_for_s=every_s)
+                except DatabaseError:  # a longer outage must not end the heartbeat
                     log.warning("heartbeat of run %s not stored", run.pk, exc_info=True)
+                    connection.close()  # the next beat opens a new connection
                 if stop.wait(every_s):
                     return
         finally:

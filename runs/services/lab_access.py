@@ -1,5 +1,8 @@
 """From an inventory Host to a live connection to it (the only place the two layers meet)."""
 
+from django.conf import settings
+
+from runs.lab.reconnect import ReconnectingTransport
 from runs.lab.transport import LocalTransport, SSHTarget, SSHTransport, Transport
 from runs.models import Host
 from runs.ssh_keys import decrypt_private_key, parse_host_keys
@@ -21,3 +24,9 @@ def host_connect(host: Host) -> Transport:
     if host.is_local:
         return LocalTransport(label=host.name)
     return SSHTransport(host_ssh_target(host))
+
+
+def host_connect_for_run(host: Host) -> ReconnectingTransport:
+    """A connection for a run's whole length: the first attempt fails at once (nothing has
+    started), a connection lost later is opened again for up to BENCHLAB_HOST_UNREACHABLE_S."""
+    return ReconnectingTransport(lambda: host_connect(host), give_up_after_s=settings.BENCHLAB_HOST_UNREACHABLE_S)

@@ -20,6 +20,7 @@ from django.db import connection, transaction
 from django.db.models import Q
 
 from runs.models import Host, Run, RunState
+from runs.services.db_retry import with_database_retry
 
 # Any fixed number, unique among benchlab's advisory locks (pg_advisory_xact_lock takes a bigint).
 DISPATCH_LOCK_ID = 0x62656E63686C6162  # "benchlab"
@@ -40,8 +41,8 @@ def queue_dispatch() -> list[int]:
 
 
 def _claim_turns() -> list[int]:
-    hosts = list(Host.objects.values_list("pk", "enabled", "claimed_by_id"))
-    blocked = {pk for pk, enabled, claimed_by in hosts if claimed_by is not None or not enabled}
+    hosts = list(Host.objects.values_list("pk", "enabled", "claimed_by_id", "cleanup_pending_for_id"))
+    blocked = {pk for pk, enabled, claimed_by, pending in hosts if claimed_by or pending or not enabled}
     started: list[int] = []
     for run_id, server_id, client_id in _queued_in_order():
         needs = {server_id} | ({client_id} if client_id else set())
@@ -56,7 +57,8 @@ def _claim_turns() -> list[int]:
 def _claim(run_id: int, host_ids: set[int]) -> bool:
     """Only the dispatcher claims, under its lock: a host found free stays free until now."""
     with transaction.atomic():
-        claimed = Host.objects.filter(pk__in=host_ids, claimed_by__isnull=True, enabled=True)
+        free = Host.objects.filter(pk__in=host_ids, claimed_by__isnull=True, cleanup_pending_for__isnull=True)
+        claimed = free.filter(enabled=True)
         if claimed.update(claimed_by_id=run_id) == len(host_ids):
             return True
         transaction.set_rollback(True)
@@ -78,7 +80,11 @@ def run_holds_its_hosts(run: Run) -> bool:
 
 
 def run_release_hosts(*, run: Run) -> int:
-    return Host.objects.filter(claimed_by=run).update(claimed_by=None)
+    """Free the run's hosts; retried through a restart of benchlab's database (a run whose
+    hosts stay claimed blocks everything behind it). A conditional update: done twice, the
+    second frees nothing more (and counts 0)."""
+    release = Host.objects.filter(claimed_by=run)
+    return with_database_retry(lambda: release.update(claimed_by=None), f"run {run.pk}: releasing its hosts")
 
 
 @dataclass(frozen=True)
@@ -89,17 +95,21 @@ class HostWait:
     disabled: bool
     busy_with: int | None  # the run that has the host now (not this one)
     ahead: int  # queued runs before this one that need this host
+    cleanup_pending_for: int | None = None  # a run that ended while the host was unreachable
 
     def __str__(self) -> str:
         if self.disabled:
             state = f"{self.host} is disabled (an admin enables it in the inventory)"
+        elif self.cleanup_pending_for is not None:
+            state = f"{self.host} waits to be cleaned up after run {self.cleanup_pending_for} (unreachable)"
         elif self.busy_with is not None:
             state = f"{self.host} busy with run {self.busy_with}"
         else:
             state = f"{self.host} free"
         if self.ahead:
             return f"{state}; {self.ahead} ahead of it"
-        return state if self.busy_with or self.disabled else f"{state}; first in line"
+        waiting = self.busy_with or self.disabled or self.cleanup_pending_for
+        return state if waiting else f"{state}; first in line"
 
 
 def run_wait(run: Run) -> list[HostWait]:
@@ -115,5 +125,5 @@ def run_wait(run: Run) -> list[HostWait]:
         ahead_runs = Run.objects.filter(uses_host, state=RunState.QUEUED, pk__lt=run.pk)
         ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
         busy_with = host.claimed_by_id if host.claimed_by_id != run.pk else None
-        waits.append(HostWait(host=host.name, disabled=not host.enabled, busy_with=busy_with, ahead=ahead))
+        waits.append(HostWait(host.name, not host.enabled, busy_with, ahead, host.cleanup_pending_for_id))
     return waits

@@ -6,7 +6,8 @@ waiting for a worker (Run.worker is REATTACH_PENDING), and sends runs.reattach_r
 that gets it takes the run (only one can), beats for it, follows pgbench to its end, collects
 and stores the results and cleans up on the host (runs/lab/resume.py), and ends the run.
 
-pgbench's progress is followed again from its first line: samples are stored per second
+pgbench's progress is followed on from the byte its first worker had stored by its last
+heartbeat (Run.progress_offset); the few seconds after it are read again, and stored per second
 (services.samples upserts them), so none is lost and none doubled. If the host no longer has
 the run's record or pgbench's files, what is left of the run is removed by its run key
 (runs/lab/abandon.py) and the run fails saying why.
@@ -23,10 +24,10 @@ from runs.lab.kept import KeptSetup
 from runs.lab.probe import probe_host
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
+from runs.services.cancel_watch import CancelWatch
 from runs.services.execute import (
     Ending,
     RunObserver,
-    benchmark_spec,
     close_hosts,
     connect_hosts,
     drive_to_end,
@@ -35,8 +36,10 @@ from runs.services.execute import (
     store_results,
 )
 from runs.services.lab_access import host_connect
+from runs.services.lab_specs import benchmark_spec
+from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.reuse import record_kept
-from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE, clean_up_on_host
+from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE
 
 log = logging.getLogger(__name__)
 
@@ -62,8 +65,15 @@ def _take(run: Run) -> bool:
 
 def _reattach(run: Run) -> Ending:
     observer = RunObserver(run)
+    with CancelWatch(run.pk, observer.cancel_now):
+        return _reattach_watched(run, observer)
+
+
+def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     observer.current_step = run.state  # where a failure from here on happened
-    live.publish(run.pk, "log", {"line": f"its worker stopped; {run.worker} follows pgbench again"})
+    note = f"its worker stopped; {run.worker} follows pgbench again from byte {run.progress_offset}"
+    live.publish(run.pk, "log", {"line": note})
+    log.warning("run %s: %s", run.pk, note)
     taken_over, reused_from = _taken_over_setup(run)
     try:
         spec = benchmark_spec(run)
@@ -72,7 +82,9 @@ def _reattach(run: Run) -> Ending:
         return _failed(run, observer, exc)
     try:
         connect = partial(host_connect, run.server_host)  # the follower reconnects with it
-        result = resume_benchmark(transport, connect, spec, observer, client=client, taken_over=taken_over)
+        result = resume_benchmark(
+            transport, connect, spec, observer, client=client, offset=run.progress_offset, taken_over=taken_over
+        )
         facts = probe_host(transport).as_json()
         client_facts = probe_host(client.transport).as_json() if client else None
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
@@ -102,7 +114,7 @@ def _taken_over_setup(run: Run) -> tuple[KeptSetup | None, int | None]:
 
 def _failed(run: Run, observer: RunObserver, exc: Exception) -> Ending:
     """Remove what is left of the run on its hosts, and fail it with the reason and what was cleaned."""
-    notes = [clean_up_on_host(run, host) for host in run.hosts]
+    notes = clean_up_run_hosts(run)
     state, fields = failure(observer, exc)
     stage = RunState(observer.current_step).label
     fields["error"] = f"its worker stopped while {stage}, and reattaching failed: {exc}; " + "; ".join(notes)

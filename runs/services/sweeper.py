@@ -19,15 +19,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from runs.lab.abandon import clean_up_abandoned_run
-from runs.lab.kept import KeptSetup
-from runs.lab.transport import Transport
-from runs.models import ACTIVE_STATES, Device, Host, Run, RunState
-from runs.services.execute import benchmark_spec, run_after_end
+from runs.models import ACTIVE_STATES, Run, RunState
+from runs.services.execute import run_after_end
 from runs.services.heartbeat import stale_after_s
-from runs.services.lab_access import host_connect
+from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.queue import run_release_hosts
-from runs.services.reuse import discard_setups
 from runs.services.runs import run_transition
 
 log = logging.getLogger(__name__)
@@ -90,39 +86,9 @@ def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
     left on its hosts, fail it saying what happened, and give its hosts to the next run."""
     stage = was.label
     since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
-    notes = [clean_up_on_host(run, host) for host in run.hosts]
+    notes = clean_up_run_hosts(run)
     error = f"the worker running it stopped while {stage} ({since}); " + "; ".join(notes)
     run_release_hosts(run=run)
     run_transition(run=run, state=RunState.FAILED, failed_step=was, error=error)
     log.warning("run %s abandoned by its worker: %s", run.pk, error)
     run_after_end(run)
-
-
-def clean_up_on_host(run: Run, host: Host) -> str:
-    """Remove what the run left on the host (abandon.py) over a new connection; what was done, in words."""
-    spec = benchmark_spec(run)
-    try:
-        transport = host_connect(host)
-    except Exception as exc:  # noqa: BLE001 - unreachable, a refused key: said in the run's error
-        return f"{host.name} could not be reached to clean up: {_reason(exc)}"
-    try:
-        done = clean_up_abandoned_run(transport, spec.run_key, spec.device)
-        if host.pk == run.server_host_id:
-            _discard_taken_over_setup(run, transport)
-        return f"cleaned up on {host.name}: {done}"
-    except Exception as exc:  # noqa: BLE001 - whatever failed is said, the run still ends
-        return f"cleanup on {host.name} failed: {_reason(exc)}"
-    finally:
-        transport.close()
-
-
-def _discard_taken_over_setup(run: Run, transport: Transport) -> None:
-    """A run that reused a setup kept by an earlier run mounted it under that run's name."""
-    kept = Device.objects.filter(pk=run.device_id).values_list("kept_setup", flat=True).first()
-    if kept:
-        discard_setups(transport, [(run.device, KeptSetup.from_json(kept["setup"]))])
-
-
-def _reason(exc: Exception) -> str:
-    # A ValidationError (an undecryptable key) prints as a list; its messages read as words.
-    return "; ".join(getattr(exc, "messages", None) or [str(exc)])

@@ -215,8 +215,11 @@ def test_an_admin_sees_which_run_holds_a_host(ada: Client) -> None:
     Host.objects.filter(pk=host.pk).update(claimed_by=run)
 
     page = ada.get(reverse("admin:runs_host_changelist")).content.decode()
+    Host.objects.filter(pk=host.pk).update(claimed_by=None, cleanup_pending_for=run)
+    pending = ada.get(reverse("admin:runs_host_changelist")).content.decode()
 
-    assert str(run) in page
+    assert f"running {run}" in page
+    assert f"cleanup pending (run {run.pk}, host unreachable)" in pending
 
 
 @pytest.mark.django_db

@@ -80,8 +80,11 @@ class Watcher:
     def formatting(self, command: str) -> None:
         self.formatted.append(command)
 
+    def followed(self, offset: int) -> None:
+        pass
+
     def started(self, process: Detached) -> None:
-        if self.kept is None:
+        if self.kept is None or process.name != "pgbench":  # the cluster as pgbench measures it
             return
         transport = self.lab.connect("lab1")
         try:

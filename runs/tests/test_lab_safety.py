@@ -165,11 +165,14 @@ def test_cancel_stops_pgbench_and_the_run_still_cleans_up(virtual_lab: VirtualLa
         def started(self, process: Detached) -> None:
             started.append(process)
 
+        def followed(self, offset: int) -> None: ...
+
     def canceller() -> None:
         while len(samples) < 2:
             time.sleep(0.1)
         # A second follower of the same run, as a worker that reattached would have.
-        Follower(lambda: virtual_lab.connect("lab2"), started[0], "stderr", lambda _: None).cancel()
+        pgbench = next(p for p in started if p.name == "pgbench")  # not pgbench -i, started first
+        Follower(lambda: virtual_lab.connect("lab2"), pgbench, "stderr", lambda _: None).cancel()
 
     thread = threading.Thread(target=canceller, daemon=True)
     thread.start()

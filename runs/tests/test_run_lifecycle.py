@@ -13,7 +13,8 @@ from runs.lab.benchmark import Step
 from runs.models import Host, Run, RunState
 from runs.services.execute import RunCancelled, RunObserver, run_execute
 from runs.services.heartbeat import run_heartbeat, stale_after_s
-from runs.services.queue import queue_dispatch
+from runs.services.pending_cleanup import retry_pending_cleanups
+from runs.services.queue import queue_dispatch, run_wait
 from runs.services.reattach import run_reattach
 from runs.services.sweeper import REATTACH_PENDING, sweep_run, sweep_stale_runs
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
@@ -60,7 +61,7 @@ def unreachable_running_run(state: RunState = RunState.INITIALIZING_DATABASE, **
     return run
 
 
-def test_a_second_delivery_of_a_run_whose_worker_died_ends_it_and_frees_its_host() -> None:
+def test_a_second_delivery_of_a_run_whose_worker_died_ends_it_and_leaves_its_host_for_cleanup() -> None:
     run = unreachable_running_run(heartbeat_at=timezone.now() - timedelta(seconds=stale_after_s() + 1))
     waiting = make_run(run.server_host, run.device, run.pg_install, state=RunState.QUEUED)
 
@@ -71,7 +72,20 @@ def test_a_second_delivery_of_a_run_whose_worker_died_ends_it_and_frees_its_host
     assert run.state == RunState.FAILED and run.failed_step == RunState.INITIALIZING_DATABASE
     assert run.error.startswith("the worker running it stopped while initializing database (no sign of life since ")
     assert "lab1 could not be reached to clean up" in run.error and "cannot be decrypted" in run.error
-    assert claim_of(run) == waiting.pk  # the next in line has the host
+    assert_left_for_cleanup(run, waiting)
+
+
+def assert_left_for_cleanup(run: Run, waiting: Run) -> None:
+    """What the run left on its host may still be there: the host is free of the run but takes
+    no other until it has been cleaned up (services.pending_cleanup), which it says."""
+    assert "cleanup pending on lab1: it is done when the host answers again" in run.error
+    host = Host.objects.get(pk=run.server_host_id)
+    assert (host.claimed_by_id, host.cleanup_pending_for_id) == (None, run.pk)
+    assert queue_dispatch() == [] and claim_of(waiting) is None
+    waits = [str(wait) for wait in run_wait(waiting)]
+    assert waits == [f"lab1 waits to be cleaned up after run {run.pk} (unreachable)"]
+    assert retry_pending_cleanups() == []  # the beat tries again: still no connection, still held
+    assert Host.objects.get(pk=host.pk).cleanup_pending_for_id == run.pk
 
 
 def test_the_sweeper_takes_silent_runs_over_once_and_leaves_live_and_queued_ones_alone(
@@ -100,7 +114,7 @@ def test_the_sweeper_takes_silent_runs_over_once_and_leaves_live_and_queued_ones
     assert measuring.worker == REATTACH_PENDING and stamped and timezone.now() - stamped < timedelta(seconds=5)
 
 
-def test_a_reattaching_worker_that_cannot_reach_the_host_fails_the_run_and_frees_its_host(
+def test_a_reattaching_worker_that_cannot_reach_the_host_fails_the_run_and_leaves_it_for_cleanup(
     reattach_sent: list[int], django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
 ) -> None:
     run = unreachable_running_run(
@@ -119,7 +133,7 @@ def test_a_reattaching_worker_that_cannot_reach_the_host_fails_the_run_and_frees
     assert run.failed_step == RunState.MEASURING and run.worker.endswith("(reattached)")
     assert run.error.startswith("its worker stopped while measuring, and reattaching failed: ")
     assert "lab1 could not be reached to clean up" in run.error and "cannot be decrypted" in run.error
-    assert claim_of(run) == waiting.pk  # the next in line has the host
+    assert_left_for_cleanup(run, waiting)
 
 
 def test_the_sweeper_runs_every_30_seconds_and_its_thresholds_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:

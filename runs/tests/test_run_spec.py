@@ -3,7 +3,7 @@
 import pytest
 
 from runs.models import Host
-from runs.services.execute import benchmark_spec, client_pgbench_install
+from runs.services.lab_specs import benchmark_spec, client_pgbench_install
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
 pytestmark = pytest.mark.django_db

@@ -18,8 +18,8 @@ from runs.lab.benchmark import run_dir_for
 from runs.lab.run_user import RUN_USER
 from runs.lab.storage import MOUNT_ROOT
 from runs.models import Host, Run, RunState
-from runs.services.execute import benchmark_spec
 from runs.services.lab_access import host_connect
+from runs.services.lab_specs import benchmark_spec
 from runs.services.sweeper import sweep_stale_runs
 from runs.tests.factories import make_user
 from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
@@ -74,6 +74,7 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     otto = make_user("otto", "operator")
     run = killed_mid_measurement(prefork_worker, lab1, otto, duration_s=12)
     while_measuring = left_on_host(lab1, run)
+    stored_offset = Run.objects.get(pk=run.pk).progress_offset  # stamped by the dead worker's heartbeat
 
     handed_over = sweep_stale_runs()
     again = sweep_stale_runs()
@@ -85,6 +86,8 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     assert handed_over == [run.pk] and again == []  # its heartbeat, stamped, keeps other sweepers off
     assert run.state == RunState.DONE, (run.error, prefork_worker.log()[-3000:])
     assert run.worker.endswith("(reattached)")
+    # It followed on from where the dead worker had got to, not from pgbench's first line.
+    assert stored_offset > 0 and f"follows pgbench again from byte {stored_offset}" in prefork_worker.log()
     seconds = list(run.samples.order_by("second").values_list("second", flat=True))
     assert seconds == list(range(1, len(seconds) + 1)) and len(seconds) >= 11, seconds
     assert run.tps and run.tps > 0 and run.summary["transactions_processed"] > 0

@@ -1,0 +1,71 @@
+"""From a queued Run to what the lab layer needs to run it (runs/lab never reads the database)."""
+
+from django.conf import settings
+
+from runs.lab.benchmark import BenchmarkSpec, ClientSpec
+from runs.lab.pgbench import InitOptions, RunOptions
+from runs.lab.postgres import parse_settings
+from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
+from runs.models import Host, PgInstall, Run, Workload
+from runs.models.inventory import benchlab_data_dirs
+
+
+def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
+    """The client's PostgreSQL install whose pgbench drives the run: the server's major
+    version when the client has it (same protocol features and output), else its newest."""
+    installs = sorted(client.pg_installs.all(), key=lambda pg: _version_key(pg.version))
+    major = server_install.version.split(".")[0]
+    same_major = [pg for pg in installs if pg.version.split(".")[0] == major]
+    candidates = same_major or installs
+    return candidates[-1] if candidates else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def client_spec(run: Run) -> ClientSpec | None:
+    client = run.client_host
+    if client is None:
+        return None
+    install = client_pgbench_install(run.pg_install, client)
+    if install is None:
+        raise ValueError(f"{client} has no PostgreSQL install with pgbench in the inventory")
+    return ClientSpec(pg_bin_dir=install.bin_dir, address=client.address, server_address=run.server_host.address)
+
+
+def benchmark_spec(run: Run) -> BenchmarkSpec:
+    """The lab layer's view of a run (the lab layer never reads the database)."""
+    device = run.device
+    custom = run.workload == Workload.CUSTOM
+    return BenchmarkSpec(
+        device=DeviceIdentity(
+            path=device.path,
+            wipe_allowed=device.wipe_allowed,
+            serial=device.serial,
+            size_bytes=device.capacity_bytes,
+            protected_dirs=benchlab_data_dirs(),
+        ),
+        filesystem=FilesystemSpec(
+            fstype=run.filesystem,
+            mkfs_options=parse_mkfs_options(run.filesystem, run.mkfs_options) if run.mkfs_options else (),
+            mount_options=parse_mount_options(run.filesystem, run.mount_options),
+        ),
+        pg_bin_dir=run.pg_install.bin_dir,
+        pg_settings=parse_settings(run.pg_settings),
+        init=InitOptions(scale=run.scale),
+        run=RunOptions(
+            builtin=None if custom else run.workload,
+            custom_script=run.custom_script if custom else None,
+            clients=run.clients,
+            threads=run.threads,
+            duration_s=run.warmup_s + run.duration_s,  # one pgbench run; the warm-up is cut off afterwards
+            query_mode=run.query_mode,
+            rate_tps=run.rate_limit_tps,
+            log_sampling_rate=run.log_sampling_rate,
+        ),
+        run_key=f"run-{run.pk}-{run.key.hex[:12]}",
+        client=client_spec(run),
+        warmup_s=run.warmup_s,
+        unreachable_limit_s=settings.BENCHLAB_HOST_UNREACHABLE_S,
+    )

@@ -1,0 +1,109 @@
+"""A lab host's network link cut mid-run (its veth on the lab bridge set down), with a prefork
+worker as in production. Cut for 15 s, the run completes with every per-second sample: pgbench
+ran on regardless, and the worker reconnected and carried on. Cut for longer than the run may
+wait (BENCHLAB_HOST_UNREACHABLE_S), the run fails saying so; the host shows "cleanup pending"
+and takes no run until it answers again, is cleaned up then, and takes the next run."""
+
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from django.conf import LazySettings
+
+from runs.models import Host, Run, RunState
+from runs.services.pending_cleanup import retry_pending_cleanups
+from runs.services.queue import queue_dispatch, run_wait
+from runs.tests.factories import make_user
+from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
+from runs.tests.test_worker_death import left_on_host
+from runs.tests.virtual_lab import VirtualLab
+from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+
+__all__ = ["lab_inventory"]  # a fixture, used by name
+pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
+GIVE_UP_AFTER_S = 6
+
+
+@contextmanager
+def link_down(lab: VirtualLab, host: str) -> Iterator[None]:
+    """The host's cable pulled: its veth on the lab bridge down (it is up again afterwards, whatever happens)."""
+    veth = lab.host(host)["veth"]
+    subprocess.run(["ip", "link", "set", veth, "down"], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["ip", "link", "set", veth, "up"], check=True)
+
+
+def wait_for_samples(run: Run, count: int) -> None:
+    deadline = time.monotonic() + 60
+    while run.samples.count() < count:
+        assert time.monotonic() < deadline, f"run {run.pk}: fewer than {count} samples"
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def worker() -> Iterator[CeleryWorker]:
+    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1)) as worker:
+        yield worker
+
+
+@pytest.fixture
+def impatient_worker(settings: LazySettings) -> Iterator[CeleryWorker]:
+    """A worker that waits only a few seconds for a host that stopped answering."""
+    settings.BENCHLAB_HOST_UNREACHABLE_S = float(GIVE_UP_AFTER_S)
+    env = {"BENCHLAB_HOST_UNREACHABLE_S": str(GIVE_UP_AFTER_S)}
+    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1, env=env)) as worker:
+        yield worker
+
+
+def test_a_link_cut_for_15_s_mid_run_loses_no_sample_and_the_run_completes(
+    worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab
+) -> None:
+    lab1 = lab_inventory["lab1"]
+    run = new_run(lab1, make_user("otto", "operator"), duration_s=25, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
+    wait_for_samples(run, 3)
+    with link_down(virtual_lab, "lab1"):
+        time.sleep(15)
+    run = wait_until_finished(run, timeout=120)
+
+    assert run.state == RunState.DONE, (run.error, run.failed_output)
+    assert list(run.samples.order_by("second").values_list("second", flat=True)) == list(range(1, 26))
+    assert run.tps and run.summary["duration_s"] == 25
+    assert Host.objects.get(pk=lab1.pk).claimed_by_id is None
+    assert left_on_host(lab1, run) == {"mounted": False, "processes": [], "run_dir": False}
+
+
+def test_a_host_away_past_the_limit_fails_the_run_and_is_cleaned_up_when_it_answers_again(
+    impatient_worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab
+) -> None:
+    lab1 = lab_inventory["lab1"]
+    otto = make_user("otto", "operator")
+    run = new_run(lab1, otto, duration_s=20, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
+    wait_for_samples(run, 2)
+    with link_down(virtual_lab, "lab1"):
+        run = wait_until_finished(run, timeout=90)
+        host = Host.objects.get(pk=lab1.pk)
+        queued_behind = new_run(lab1, otto, duration_s=2, warmup_s=0)
+        queue_dispatch()
+        waiting_for = [str(wait) for wait in run_wait(queued_behind)]
+        still_away = retry_pending_cleanups()
+    left_after_the_failure = left_on_host(lab1, run)  # what the run could not clean up itself
+    freed = retry_pending_cleanups()
+    run.refresh_from_db()
+    next_run = wait_until_finished(queued_behind, timeout=90)
+
+    assert run.state == RunState.FAILED
+    assert f"was unreachable for more than {GIVE_UP_AFTER_S} s" in run.error, run.error
+    assert f"cleanup pending on {lab1.name}" in run.error
+    assert (host.cleanup_pending_for_id, host.claimed_by_id) == (run.pk, None)
+    assert waiting_for == [f"{lab1.name} waits to be cleaned up after run {run.pk} (unreachable)"]
+    assert still_away == [] and left_after_the_failure["mounted"]
+    assert freed == [lab1.pk] and Host.objects.get(pk=lab1.pk).cleanup_pending_for_id is None
+    assert f"cleaned up on {lab1.name}" in run.error and "unmounted" in run.error
+    assert left_on_host(lab1, run) == {"mounted": False, "processes": [], "run_dir": False}
+    assert next_run.state == RunState.DONE, (next_run.error, next_run.failed_output)
