@@ -37,11 +37,20 @@ def free_port() -> int:
 @pytest.fixture
 def web_server(celery_worker: CeleryWorker) -> Iterator[str]:
     """uvicorn on the test database, sending tasks to the test worker's queue."""
+    with serving(celery_worker.queue) as address:
+        yield address
+
+
+@contextmanager
+def serving(queue: str, **environment: str) -> Iterator[str]:
+    """uvicorn (scripts/web) on the test database, sending tasks to `queue`, with `environment`
+    added to its own; its address."""
     port = free_port()
     env = os.environ | {
         "DATABASE_URL": database_url_for_tests(),
         "BENCHLAB_BIND": f"127.0.0.1:{port}",
-        "BENCHLAB_QUEUE": celery_worker.queue,
+        "BENCHLAB_QUEUE": queue,
+        **environment,
     }
     process = subprocess.Popen(["scripts/web"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip

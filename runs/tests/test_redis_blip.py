@@ -9,14 +9,15 @@ from contextlib import closing
 
 import pytest
 import redis
-from django.conf import LazySettings
+from django.conf import LazySettings, settings
+from django.utils import timezone
 
 from runs import live
 from runs.lab.parse_pgbench import ProgressSample
 from runs.models import RunSample, RunState
 from runs.services.execute import RunObserver
-from runs.tests.factories import make_device, make_host, make_pg_install, make_run
-from runs.tests.test_browser import free_port
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, free_port, log_in, serving, wait_until
 
 pytestmark = pytest.mark.django_db
 
@@ -80,3 +81,38 @@ def test_a_redis_restart_mid_run_loses_no_sample_and_live_events_resume(private_
     assert live.publish(run.pk, "log", {"line": "x"}) != ""
     private_redis.stop()
     assert live.publish(run.pk, "log", {"line": "x"}) == ""  # said, not raised
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_live_page_reconnects_after_a_redis_restart_and_fills_the_gap_from_postgresql(
+    private_redis: PrivateRedis,
+) -> None:
+    """In a real browser, against uvicorn on the test's own Redis: the samples that could not be
+    published while Redis was away reach the page from PostgreSQL (each reconnect of its event
+    stream asks for them), and live events flow again once Redis is back."""
+    make_user("vera", "viewer", password=PASSWORD)
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING, duration_s=6,
+                   warmup_s=0, started_at=timezone.now())  # fmt: skip
+    observer = RunObserver(run)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with serving("test-unused", REDIS_URL=settings.REDIS_URL) as web, chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web, "vera")
+        page.goto(f"{web}/runs/{run.pk}/")
+        observer.progress(sample(1))
+        observer.progress(sample(2))
+        wait_until(page, "document.getElementById('sample-count').textContent === '2 samples'", 15_000)
+        private_redis.stop()  # the page's stream breaks; it reconnects every 2 s
+        observer.progress(sample(3))  # stored, not published: Redis is away
+        observer.progress(sample(4))
+        wait_until(page, "document.getElementById('sample-count').textContent === '4 samples'", 20_000)
+        page.screenshot(path=str(ARTIFACTS / "run-live-while-redis-is-away.png"), full_page=True)
+        private_redis.start()  # empty: it keeps nothing on disk
+        observer.progress(sample(5))  # and live again
+        wait_until(page, "document.getElementById('sample-count').textContent === '5 samples'", 15_000)
+        page.screenshot(path=str(ARTIFACTS / "run-live-after-redis-restart.png"), full_page=True)
+        drawn = page.evaluate("Chart.getChart('tps-chart').data.datasets[0].data.map(point => point.x)")
+
+    assert drawn == [1, 2, 3, 4, 5]
+    assert not violations, violations
