@@ -10,6 +10,7 @@ import pytest
 
 from runs.models import Host, Run, RunState, RunTransition
 from runs.services import execute
+from runs.services.cancel_watch import CancelWatch
 from runs.services.execute import run_execute
 from runs.services.runs import run_cancel
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
@@ -43,6 +44,23 @@ def test_a_queued_run_cancelled_just_as_its_worker_starts_it_touches_no_host(mon
     assert run_execute(run_id=run.pk) == RunState.CANCELLED
     assert connected == []  # no connection, no probe
     assert Host.objects.get(pk=host.pk).claimed_by_id is None
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the watch reads from a thread of its own
+def test_the_cancel_watch_acts_once_when_the_flag_is_set_and_not_before() -> None:
+    host = make_host()
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING)
+    calls: list[bool] = []
+    with CancelWatch(run.pk, lambda: calls.append(True), every_s=0.02):
+        time.sleep(0.2)
+        before = list(calls)
+        Run.objects.filter(pk=run.pk).update(cancel_requested=True)
+        deadline = time.monotonic() + 10
+        while not calls and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # and it does not act again
+
+    assert before == [] and calls == [True]
 
 
 def ended_promptly(run: Run, cancelled_at: float) -> float:
