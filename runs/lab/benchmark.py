@@ -17,6 +17,10 @@ kept.py. A kept setup given to a run is used up by it on every path: reused, or 
 When the measurement starts, a record of it goes into the run directory (collect.py): if the
 worker running this dies, another one follows pgbench to its end and finishes the run from
 there (resume.py).
+
+A failure once the storage is prepared, or a pgbench that exits non-zero, is looked into
+(diagnose.py): when the device is why (I/O errors, a full disk), the run fails with
+StorageFailed, which says so in PostgreSQL's and the kernel's words.
 """
 
 import logging
@@ -30,6 +34,7 @@ from typing import Protocol
 
 from runs.lab.collect import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
 from runs.lab.collect import Measured, collect_results, progress_reader, resume_record, write_resume_record
+from runs.lab.diagnose import FaultWatch, command_output_tail
 from runs.lab.follow import Follower, run_followed
 from runs.lab.kept import Handover, handed_over, keep_setup, reused_database_note, reused_storage
 from runs.lab.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
@@ -50,7 +55,7 @@ from runs.lab.pgbench import (
 )
 from runs.lab.postgres import BENCH_ROLE, SUPERUSER, Cluster, psql, running_cluster, throwaway_cluster
 from runs.lab.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, prepared_storage
+from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, kernel_log_cursor, prepared_storage
 from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
@@ -222,6 +227,7 @@ def _run_stages(
 ) -> BenchmarkResult:
     transport = server.transport
     observer.step(Step.PREPARING_STORAGE)
+    since = kernel_log_cursor(transport)  # before the run touches the device: its faults are logged after this
     endpoints = list({id(server): server, id(bench): bench}.values())
     _prepare_hosts(endpoints, run_dir)
     work_dir = work_dir_for(run_dir)
@@ -240,14 +246,18 @@ def _run_stages(
     # outlives the run, or keeps the mount busy.
     for endpoint in endpoints:
         cleanup.callback(stop_run_user_processes, endpoint.transport)
+    # From here a failure may be the device's: it is then told in PostgreSQL's and the kernel's
+    # words (unwound after PostgreSQL has stopped, before the unmount).
+    watch = cleanup.enter_context(FaultWatch(transport, storage, spec.device, since).explaining())
     result = BenchmarkResult(storage=storage, run_dir=run_dir, reused=kept is not None, reuse_refused=refused)
 
     observer.step(Step.INITIALIZING_DATABASE)
-    cluster = cleanup.enter_context(_cluster(transport, spec, storage, kept))
+    cluster = watch.cluster = cleanup.enter_context(_cluster(transport, spec, storage, kept))
     result.pg_version, result.pg_settings = cluster.version, cluster.settings
     result.pg_non_default_settings = cluster.non_default_settings
     local = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
     if kept is None:
+        watch.doing, watch.scale = f"loading scale {spec.init.scale} with pgbench -i", spec.init.scale
         result.init_command, result.init_output = _load_database(server, spec, cluster, local, observer, run_dir)
     else:  # loaded by the run that kept it
         result.init_output = reused_database_note(transport, cluster, kept)
@@ -268,6 +278,7 @@ def _run_stages(
     result.pgbench_version = run_as_run_user(bench.transport, [f"{bench_bin_dir}/pgbench", "--version"]).stdout.strip()
 
     observer.step(Step.MEASURING)
+    watch.doing, watch.scale = "measuring", None
     before = pg_stats_snapshot(transport, cluster, spec.database)
     device = iostat_device(transport, storage.device_node, storage.mountpoint)
     # A run with -t has no known length; its metrics stop after an hour at most.
@@ -288,7 +299,12 @@ def _run_stages(
         follower.follow(timeout)
         result.exit_status = wait_for_exit(bench.transport, process, 60)  # it has exited: the status is on its way
 
+    if result.exit_status != 0:  # the storage may be why: then the run fails saying so
+        stderr = command_output_tail(bench.transport, process.path("stderr"))
+        watch.raise_if_faulty(result.command, result.exit_status, stderr)
+
     observer.step(Step.COLLECTING)
+    watch.doing = "collecting the results"
     result.os = metrics
     measured = Measured(transport, bench.transport, cluster, spec.database, before, process, spec.run, spec.warmup_s)
     collect_results(result, measured)

@@ -67,3 +67,37 @@ class SafetyCheckFailed(LabError):
 
 class InvalidOption(LabError):
     """A user-given option (mkfs, mount, PostgreSQL setting, pgbench) is not allowed or malformed."""
+
+
+class StorageFailed(LabError):
+    """The device under test failed under the run (I/O errors, a full disk): the message names
+    the device and quotes PostgreSQL and the kernel (diagnose.py)."""
+
+    def __init__(
+        self,
+        *,
+        device: str,  # as the inventory's path names it (describe() may be given a better name)
+        node: str | None,
+        fstype: str,
+        size: str | None,  # "64 MiB", or None if unknown
+        doing: str,  # what the run was doing: "loading scale 20 with pgbench -i", "measuring"
+        reason: str,
+        full: bool,
+        hint: str = "",
+        command: str = "",  # the command that failed, if one did
+        exit_status: int | None = None,
+        output: str = "",
+    ) -> None:
+        self.device, self.node, self.fstype, self.size, self.doing = device, node, fstype, size, doing
+        self.reason, self.full, self.hint = reason, full, hint
+        self.command, self.exit_status, self.output = command, exit_status, output
+        super().__init__(self.describe(device))
+
+    def describe(self, device_name: str) -> str:
+        """The message, naming the device `device_name` (the inventory's "host:device")."""
+        node = f"{self.node}, " if self.node else ""
+        if self.full:
+            size = f" ({self.size})" if self.size else ""
+            hint = f"; {self.hint}" if self.hint else ""
+            return f"device full: {device_name}{size} filled up while {self.doing}{hint}. {self.reason}"
+        return f"the storage failed while {self.doing}: {device_name} ({node}{self.fstype}) — {self.reason}"

@@ -206,23 +206,33 @@ def device_assert_wipeable(transport: Transport, identity: DeviceIdentity) -> st
 # ---- mkfs, mount, unmount -----------------------------------------------------------------
 
 
-def _kernel_log_cursor(transport: Transport) -> float:
+def kernel_log_cursor(transport: Transport) -> float:
+    """Where the kernel's log ends now: what is logged later has a later timestamp."""
     lines = transport.run(["dmesg"], check=False).stdout.splitlines()
-    return _dmesg_time(lines[-1]) if lines else 0.0
+    return dmesg_time(lines[-1]) if lines else 0.0
 
 
-def _dmesg_time(line: str) -> float:
+def dmesg_time(line: str) -> float:
     match = re.match(r"\[\s*(\d+\.\d+)\]", line)
     return float(match.group(1)) if match else 0.0
+
+
+def dmesg_message(line: str) -> str:
+    """The line without its timestamp."""
+    return re.sub(r"^\[\s*\d+\.\d+\]\s*", "", line)
+
+
+def kernel_log_since(transport: Transport, since: float) -> list[str]:
+    """The kernel's log lines (as `dmesg` prints them) written after the cursor `since`."""
+    return [line for line in transport.run(["dmesg"], check=False).stdout.splitlines() if dmesg_time(line) > since]
 
 
 def _kernel_reason(transport: Transport, since: float, fstype: str, node: str) -> str:
     """The kernel's own words about a failed mount, from the log lines written since `since`."""
     device = node.rsplit("/", 1)[-1]
-    lines = [line for line in transport.run(["dmesg"], check=False).stdout.splitlines() if _dmesg_time(line) > since]
     relevant = [
-        re.sub(r"^\[\s*\d+\.\d+\]\s*", "", line)
-        for line in lines
+        dmesg_message(line)
+        for line in kernel_log_since(transport, since)
         if device in line or fstype.lower() in line.lower() or "parameter" in line.lower()
     ]
     return "; ".join(relevant[-5:])
@@ -231,7 +241,7 @@ def _kernel_reason(transport: Transport, since: float, fstype: str, node: str) -
 def mount_filesystem(transport: Transport, source: str, mountpoint: str, fstype: str, options: Sequence[str]) -> str:
     """Mount and return the options as /proc/mounts shows them (not as requested)."""
     make_mountpoint(transport, mountpoint)
-    cursor = _kernel_log_cursor(transport)
+    cursor = kernel_log_cursor(transport)
     argv = ["mount", "-t", fstype, *(["-o", ",".join(options)] if options else []), source, mountpoint]
     result = transport.run(argv, check=False)
     if result.exit_status != 0:
@@ -242,16 +252,23 @@ def mount_filesystem(transport: Transport, source: str, mountpoint: str, fstype:
     return mounted_options(transport, mountpoint)
 
 
+def _mount_table(transport: Transport) -> list[list[str]]:
+    """The kernel's mount table (source, mountpoint, type, options, ...) of the host's namespace."""
+    lines = transport.run(["cat", "/proc/mounts"]).stdout.splitlines()
+    return [fields for fields in (line.split() for line in lines) if len(fields) >= 4]
+
+
 def mounted_options(transport: Transport, mountpoint: str) -> str:
-    for line in transport.run(["cat", "/proc/mounts"]).stdout.splitlines():
-        fields = line.split()
-        if len(fields) >= 4 and fields[1] == mountpoint:
+    for fields in _mount_table(transport):
+        if fields[1] == mountpoint:
             return fields[3]
     raise LabError(f"{mountpoint} is not in /proc/mounts after mounting")
 
 
 def is_mounted(transport: Transport, mountpoint: str) -> bool:
-    return transport.run(["mountpoint", "-q", mountpoint], check=False).exit_status == 0
+    """From the mount table, not by looking at the directory: a filesystem shut down after an
+    I/O error (xfs) fails every stat of its root, and `mountpoint` then says "not a mountpoint"."""
+    return any(fields[1] == mountpoint for fields in _mount_table(transport))
 
 
 def _signal_own(transport: Transport, pid: int, signal_name: str) -> bool:
@@ -328,6 +345,12 @@ def resolved_device_directory(transport: Transport, identity: DeviceIdentity) ->
 def release_storage(transport: Transport, storage: PreparedStorage) -> None:
     """Unmount, remove the mountpoint and a directory device's run directory (once unmounted)."""
     unmount_reliably(transport, storage.mountpoint, storage.own_pids)
+    if storage.device_node is not None:
+        # A write-back error nobody has been told of yet (the device failed under the run, and the
+        # unmount could not write) goes to the next program that opens the device and syncs it:
+        # the next run's mkfs, failing on this run's error. Taken here, where it belongs (a
+        # healthy device syncs at once: nothing is left to write once it is unmounted).
+        transport.run(["sync", storage.device_node], check=False)
     if storage.directory is not None:
         transport.run(["rm", "-rf", "--one-file-system", "--", storage.directory], check=False)
 

@@ -5,20 +5,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0014_run_list_index'),
+        ("runs", "0014_run_list_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='host',
-            name='cleanup_pending_for',
-            field=models.ForeignKey(blank=True, editable=False, help_text='A run that ended while this host was unreachable; it is cleaned up when the host answers again.', null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='runs.run'),
+            model_name="host",
+            name="cleanup_pending_for",
+            field=models.ForeignKey(
+                blank=True,
+                editable=False,
+                help_text="A run that ended while this host was unreachable; it is cleaned up when the host answers again.",
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="runs.run",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='progress_offset',
+            model_name="run",
+            name="progress_offset",
             field=models.BigIntegerField(default=0, editable=False),
         ),
     ]

@@ -25,7 +25,7 @@ from runs.lab.benchmark import (
     remove_run_dir,
     run_benchmark,
 )
-from runs.lab.errors import CommandFailed, LabError, tail
+from runs.lab.errors import CommandFailed, LabError, StorageFailed, tail
 from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
 from runs.lab.pgbench import Detached, cancel
 from runs.lab.probe import probe_host
@@ -382,12 +382,21 @@ def _run_with_reuse(
 
 
 def failure(observer: RunObserver, exc: Exception) -> Ending:
-    fields: dict[str, Any] = {"failed_step": observer.current_step, "error": str(exc)}
+
+    # A failed device is named as the inventory names it ("host:device"), not by its path.
+    error = exc.describe(str(observer.run.device)) if isinstance(exc, StorageFailed) else str(exc)
+    fields: dict[str, Any] = {"failed_step": observer.current_step, "error": error}
     if isinstance(exc, CommandFailed):
         fields |= {
             "failed_command": exc.command,
             "failed_exit_status": exc.exit_status,
             "failed_output": tail(exc.stderr or exc.stdout) or "\n".join(observer.log_tail),
+        }
+    elif isinstance(exc, StorageFailed) and exc.command:  # the command the failed storage broke
+        fields |= {
+            "failed_command": exc.command,
+            "failed_exit_status": exc.exit_status,
+            "failed_output": tail(exc.output) or "\n".join(list(observer.log_tail)[-40:]),
         }
     else:
         fields["failed_output"] = "\n".join(list(observer.log_tail)[-40:])

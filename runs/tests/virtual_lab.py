@@ -6,6 +6,9 @@ import os
 import random
 import shutil
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +54,54 @@ class VirtualLab:
         disk = self.host(host)["disks"][kind]
         fields: dict[str, Any] = {"path": disk["link"], "wipe_allowed": True, "size_bytes": disk["size_bytes"]}
         return DeviceIdentity(**(fields | changes))
+
+    @contextmanager
+    def hdd_failing(self, name: str) -> Iterator[None]:
+        """Inside, the host's HDD fails every read, write, flush and fsync with EIO (delayfs's
+        fault switch, as `scripts/lab hdd-fail <host> on`); it works again afterwards."""
+        control = Path(self.host(name)["hdd_fail_file"])
+        control.touch()
+        try:
+            yield
+        finally:
+            control.unlink(missing_ok=True)
+
+
+@contextmanager
+def scratch_disk(name: str, size_bytes: int) -> Iterator[str]:
+    """A small disk of a test's own: a loop device over an image in /dev/shm, named by a stable
+    link (/dev/disk/by-id/benchlab-test-<pid>-<name>, which it yields). The virtual lab's hosts
+    share the machine's /dev, so any of them can use it. Detached and removed afterwards."""
+    stem = f"benchlab-test-{os.getpid()}-{name}"
+    image, link = Path("/dev/shm") / f"{stem}.img", Path("/dev/disk/by-id") / stem
+    with ExitStack() as undo:  # in reverse: the link, the loop device, the image
+        subprocess.run(["truncate", "-s", str(size_bytes), str(image)], check=True)
+        undo.callback(image.unlink)
+        loop = subprocess.run(["losetup", "--find", "--show", str(image)], check=True, capture_output=True, text=True)
+        node = loop.stdout.strip()
+        undo.callback(_detach, node, image)
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(node)
+        undo.callback(link.unlink)
+        yield str(link)
+
+
+def _backing_file(node: str) -> str | None:
+    try:
+        return Path(f"/sys/block/{Path(node).name}/loop/backing_file").read_text().strip()
+    except OSError:  # detached
+        return None
+
+
+def _detach(node: str, image: Path) -> None:
+    """Detach the loop device if it is still ours; `losetup -d` of a device still in use only
+    marks it, and it goes once released: wait for that."""
+    deadline = time.monotonic() + 10
+    while _backing_file(node) == str(image):
+        subprocess.run(["losetup", "-d", node], capture_output=True)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"could not detach {node}")
+        time.sleep(0.1)
 
 
 def free_lab_id() -> int:

@@ -223,7 +223,7 @@ def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_m
     # sshd runs every command through root's login shell, and bash reads ~/.bashrc when sshd
     # starts it: this machine's (pyenv and cargo set-up) costs about 90 ms per command, which a
     # lab host's own root would not have. Inside the host's mount namespace it reads nothing.
-    quiet_shell = '{ [ ! -f /root/.bashrc ] || mount --bind /dev/null /root/.bashrc; }'
+    quiet_shell = "{ [ ! -f /root/.bashrc ] || mount --bind /dev/null /root/.bashrc; }"
     start = f'mount --bind "$2" "$3" && {quiet_shell} && hostname "$0" && exec /usr/sbin/sshd -D -e -f "$1"'
     with (host_dir / "sshd.log").open("ab") as log:
         process = subprocess.Popen(
