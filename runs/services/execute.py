@@ -5,192 +5,42 @@ lab layer on every path; this module makes sure the run ends in done, failed or 
 and that its hosts are released whatever happens.
 """
 
-import dataclasses
 import logging
 import socket
-import statistics
-import threading
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from django.utils import timezone
 
-from runs import live
 from runs.lab.benchmark import (
     BenchmarkResult,
     BenchmarkSpec,
     Endpoint,
-    Step,
     remove_run_dir,
     run_benchmark,
 )
 from runs.lab.errors import CommandFailed, LabError, StorageFailed, tail
-from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
-from runs.lab.pgbench import Detached, cancel
 from runs.lab.probe import probe_host
 from runs.lab.reconnect import ReconnectingTransport
 from runs.lab.transport import Transport
 from runs.models import (
-    AuditAction,
-    OsSource,
     Run,
-    RunArtifact,
-    RunSample,
     RunState,
 )
 from runs.services.adaptive import campaign_advance
-from runs.services.audit import audit_record
-from runs.services.cancel_watch import CancelWatch, cancel_requested
+from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
-from runs.services.os_series import os_series_store
 from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
+from runs.services.run_observer import RunCancelled, RunObserver
+from runs.services.run_results import store_results
 from runs.services.runs import run_transition
-from runs.services.samples import sample_upsert
 
 log = logging.getLogger(__name__)
-LOG_TAIL_LINES = 200
-RESULT_FIELDS = (
-    "summary",
-    "tps",
-    "latency_avg_ms",
-    "latency_stddev_ms",
-    "failed_transactions",
-    "skipped_transactions",
-    "steady_tps_mean",
-    "steady_tps_stddev",
-    "latency_p50_ms",
-    "latency_p95_ms",
-    "latency_p99_ms",
-    "metrics",
-    "device_util_pct",
-    "cache_hit_pct",
-    "os_means",
-    "environment",
-)
-STEPS_BEFORE_RESULTS = (Step.PREPARING_STORAGE, Step.INITIALIZING_DATABASE, Step.MEASURING)
-STEP_STATES = {
-    Step.PREPARING_STORAGE: RunState.PREPARING_STORAGE,
-    Step.INITIALIZING_DATABASE: RunState.INITIALIZING_DATABASE,
-    Step.MEASURING: RunState.MEASURING,
-    Step.COLLECTING: RunState.COLLECTING,
-    Step.CLEANING_UP: RunState.CLEANING_UP,
-}
-
-
-class RunCancelled(Exception):
-    pass
-
-
-class RunObserver:
-    """Turns the lab layer's steps and progress into states, samples and live events."""
-
-    def __init__(self, run: Run) -> None:
-        self.run = run
-        self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.process: Detached | None = None  # the detached command running now: what a cancel stops
-        self.cancelled = False
-        self.cancel_sent = False
-        self._cancel_lock = threading.Lock()  # CancelWatch's thread and this one both stop the process
-        self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
-        self.reuse: dict[str, Any] = {}  # what the run reused and kept (services.reuse)
-
-    def check_cancel(self) -> bool:
-        """Has a cancel been asked for (or the run ended from outside while its worker was
-        starting it)? A read, retried through a restart of benchlab's database like the writes."""
-        if not self.cancelled:
-            self.cancelled = with_database_retry(
-                lambda: cancel_requested(self.run.pk), f"run {self.run.pk}: cancelled?"
-            )
-        return self.cancelled
-
-    def step(self, name: str) -> None:
-        if self.cancelled and name in STEPS_BEFORE_RESULTS:
-            raise RunCancelled()  # noticed meanwhile (CancelWatch): the run does not even enter the step
-        state = STEP_STATES[name]
-        if state == RunState.MEASURING and self.run.warmup_s:
-            state = RunState.WARMING_UP
-        if name != Step.CLEANING_UP:
-            self.current_step = state
-        run_transition(run=self.run, state=state)
-        self.check_cancel()
-        # Up to the measurement a cancel stops everything; once pgbench has run (and been
-        # stopped), what it measured is still collected and stored.
-        if self.cancelled and name in STEPS_BEFORE_RESULTS:
-            raise RunCancelled()
-
-    def line(self, stream: str, text: str) -> None:
-        self.log_tail.append(text)
-        if stream == "pgbench" and parse_progress_line(text) is not None:
-            return  # it reaches the page as a sample event; twice would halve how long a stream lasts
-        live.publish(self.run.pk, "log", {"stream": stream, "line": text})
-
-    def progress(self, sample: ProgressSample) -> None:
-        second = round(sample.elapsed_s)
-        warmup = second <= self.run.warmup_s
-        sample_upsert(
-            RunSample(
-                run=self.run,
-                second=second,
-                tps=sample.tps,
-                latency_ms=sample.latency_ms,
-                latency_stddev_ms=sample.latency_stddev_ms,
-                failed=sample.failed,
-                lag_ms=sample.lag_ms,
-                skipped=sample.skipped,
-                warmup=warmup,
-            )
-        )
-        live.publish(
-            self.run.pk,
-            "sample",
-            {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup},
-        )
-        if not warmup and self.run.state == RunState.WARMING_UP:
-            self.current_step = RunState.MEASURING
-            run_transition(run=self.run, state=RunState.MEASURING)
-
-    def started(self, process: Detached) -> None:
-        self.process = process
-        if self.cancelled:  # the cancel came while it was being started
-            self._stop_process()
-
-    def followed(self, offset: int) -> None:
-        # Stored with the next heartbeat (services.heartbeat): a stamp per line would double the writes.
-        self.run.progress_offset = offset
-
-    def cancel_now(self) -> None:
-        """A cancel was asked for (called by CancelWatch, from its thread): stop the detached
-        command that runs now, if any; the steps stop at their next check (step())."""
-        self.cancelled = True
-        live.publish(self.run.pk, "log", {"line": "stopping: the run was cancelled"})
-        self._stop_process()
-
-    def _stop_process(self) -> None:
-        with self._cancel_lock:
-            if self.process is None or self.cancel_sent:
-                return
-            self.cancel_sent, process = True, self.process
-        # pgbench runs on the client host when there is one; everything else on the server.
-        client = self.run.client_host
-        connection = host_connect(client if client and process.name == "pgbench" else self.run.server_host)
-        try:
-            cancel(connection, process)
-        finally:
-            connection.close()
-
-    def formatting(self, command: str) -> None:
-        audit_record(
-            action=AuditAction.DEVICE_FORMATTED,
-            target=self.run.device,
-            actor=self.run.queued_by,
-            message=f"run {self.run.pk} on {self.run.server_host.name}: {command}",
-        )
 
 
 Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that go with it
@@ -402,103 +252,3 @@ def failure(observer: RunObserver, exc: Exception) -> Ending:
         fields["failed_output"] = "\n".join(list(observer.log_tail)[-40:])
     log.warning("run %s failed in %s: %s", observer.run.pk, observer.current_step, exc)
     return RunState.FAILED, fields
-
-
-def _steady_state(run: Run) -> tuple[float | None, float | None]:
-    values = list(RunSample.objects.filter(run=run, warmup=False).values_list("tps", flat=True))
-    mean = statistics.fmean(values) if values else None
-    sd = statistics.stdev(values) if len(values) > 1 else None
-    return mean, sd
-
-
-def store_results(
-    run: Run,
-    result: BenchmarkResult,
-    host_facts: dict[str, Any],
-    client_facts: dict[str, Any] | None,
-    observer: RunObserver,
-) -> None:
-    summary = result.summary
-    run.summary = dataclasses.asdict(summary) if summary else {}
-    run.tps = summary.tps if summary else None
-    run.latency_avg_ms = summary.latency_avg_ms if summary else None
-    run.latency_stddev_ms = summary.latency_stddev_ms if summary else None
-    run.failed_transactions = summary.failed if summary else None
-    run.skipped_transactions = summary.skipped if summary else None
-    # Every read and write here is retried through a restart of benchlab's database (pgbench has
-    # finished, its outputs are in hand: waiting loses nothing). All are safe to repeat: reads,
-    # the series replaced in one transaction (os_series_store), the run's result fields saved
-    # again, an artifact per name created or updated.
-    steady = with_database_retry(lambda: _steady_state(run), f"run {run.pk}: reading its samples")
-    run.steady_tps_mean, run.steady_tps_stddev = steady
-    latency = result.latency
-    run.latency_p50_ms = latency.p50_ms if latency else None
-    run.latency_p95_ms = latency.p95_ms if latency else None
-    run.latency_p99_ms = latency.p99_ms if latency else None
-    run.os_means = os_series_store(run, result.os)
-    run.device_util_pct = run.os_means[OsSource.IOSTAT.value]["util_pct"]
-    stats = result.pg_stats
-    cache_hit_ratio = stats.cache_hit_ratio if stats else None
-    run.cache_hit_pct = cache_hit_ratio * 100 if cache_hit_ratio is not None else None
-    run.metrics = {
-        "pg_stats": dataclasses.asdict(stats) if stats else {},
-        "cache_hit_ratio": cache_hit_ratio,
-        "checkpoints": stats.checkpoints if stats else None,
-        "buffers_written": stats.buffers_written if stats else None,
-        "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
-        "latency": dataclasses.asdict(latency) if latency else None,
-    }
-    pg = run.pg_install
-    run.environment = {
-        "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
-        "device": {
-            "name": run.device.name,
-            "kind": run.device.kind,
-            "path": run.device.path,
-            "node": result.storage.device_node,
-            "model": run.device.model,
-            "serial": run.device.serial,
-            "capacity_bytes": run.device.capacity_bytes,
-        },
-        "filesystem": {
-            "type": run.filesystem,
-            "mkfs_command": result.storage.mkfs_command,
-            "mount_options_requested": run.mount_options,
-            "mount_options": result.storage.mount_options,
-        },
-        "postgresql": {
-            "version": result.pg_version,
-            "bin_dir": pg.bin_dir,
-            "block_size": pg.block_size,
-            "wal_block_size": pg.wal_block_size,
-            "non_default_settings": result.pg_non_default_settings,
-        },
-        "pgbench": {
-            "version": result.pgbench_version,
-            "host": run.client_host.name if run.client_host else run.server_host.name,
-            "command": result.command,
-        },
-        "client": (
-            {"name": run.client_host.name, "address": run.client_host.address, **client_facts}
-            if run.client_host and client_facts is not None
-            else None
-        ),
-        "init_command": result.init_command,
-        "reuse": observer.reuse,
-    }
-    # Only the result fields: state and cancel_requested belong to other writers.
-    with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
-    artifacts = {
-        "pgbench.stdout.txt": result.stdout,
-        "pgbench.stderr.txt": result.stderr,
-        "pgbench-init.txt": result.init_output,
-        "iostat.txt": result.os.iostat_text,
-        "vmstat.txt": result.os.vmstat_text,
-    }
-
-    def store_artifacts() -> None:
-        for name, content in artifacts.items():
-            RunArtifact.objects.update_or_create(run=run, name=name, defaults={"content": content})
-
-    with_database_retry(store_artifacts, f"run {run.pk}: storing its raw outputs")
-    live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})

@@ -25,20 +25,13 @@ from runs.lab.probe import probe_host
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
 from runs.services.cancel_watch import CancelWatch
-from runs.services.execute import (
-    Ending,
-    RunObserver,
-    close_hosts,
-    connect_hosts,
-    drive_to_end,
-    failure,
-    result_ending,
-    store_results,
-)
+from runs.services.execute import Ending, close_hosts, connect_hosts, drive_to_end, failure, result_ending
 from runs.services.lab_access import host_connect
 from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.reuse import record_kept
+from runs.services.run_observer import RunObserver
+from runs.services.run_results import store_results
 from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE
 
 log = logging.getLogger(__name__)

@@ -21,8 +21,9 @@ from runs.lab.parse_sysstat import IostatSample, VmstatSample
 from runs.lab.storage import PreparedStorage
 from runs.models import Campaign, CampaignConfiguration, Run, RunOsSeries
 from runs.selectors import run_chart_data
-from runs.services.execute import RunObserver, store_results
 from runs.services.os_series import os_means, os_series_columns, os_series_store
+from runs.services.run_observer import RunObserver
+from runs.services.run_results import store_results
 from runs.stats import summarise
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user

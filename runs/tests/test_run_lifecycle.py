@@ -11,11 +11,12 @@ from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 import runs.tasks
 from runs.lab.benchmark import Step
 from runs.models import Host, Run, RunState
-from runs.services.execute import RunCancelled, RunObserver, run_execute
+from runs.services.execute import run_execute
 from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.queue import queue_dispatch, run_wait
 from runs.services.reattach import run_reattach
+from runs.services.run_observer import RunCancelled, RunObserver
 from runs.services.sweeper import REATTACH_PENDING, sweep_run, sweep_stale_runs
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 

@@ -11,7 +11,7 @@ from django.urls import reverse
 from runs import live
 from runs.forms import RUN_FIELDS
 from runs.models import Host, Run, RunSample, RunState
-from runs.services.execute import RunObserver
+from runs.services.run_observer import RunObserver
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, run_form_fields
 

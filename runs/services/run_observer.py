@@ -1,0 +1,140 @@
+"""The worker's side of a running run: the lab layer's steps and progress turned into states,
+samples and live events, and a cancel turned into stopping what runs on the host now."""
+
+import logging
+import threading
+from collections import deque
+from typing import Any
+
+from runs import live
+from runs.lab.benchmark import Step
+from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
+from runs.lab.pgbench import Detached, cancel
+from runs.models import AuditAction, Run, RunSample, RunState
+from runs.services.audit import audit_record
+from runs.services.cancel_watch import cancel_requested
+from runs.services.db_retry import with_database_retry
+from runs.services.lab_access import host_connect
+from runs.services.runs import run_transition
+from runs.services.samples import sample_upsert
+
+log = logging.getLogger(__name__)
+LOG_TAIL_LINES = 200
+STEPS_BEFORE_RESULTS = (Step.PREPARING_STORAGE, Step.INITIALIZING_DATABASE, Step.MEASURING)
+STEP_STATES = {
+    Step.PREPARING_STORAGE: RunState.PREPARING_STORAGE,
+    Step.INITIALIZING_DATABASE: RunState.INITIALIZING_DATABASE,
+    Step.MEASURING: RunState.MEASURING,
+    Step.COLLECTING: RunState.COLLECTING,
+    Step.CLEANING_UP: RunState.CLEANING_UP,
+}
+
+
+class RunCancelled(Exception):
+    pass
+
+
+class RunObserver:
+    """Turns the lab layer's steps and progress into states, samples and live events."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+        self.process: Detached | None = None  # the detached command running now: what a cancel stops
+        self.cancelled = False
+        self.cancel_sent = False
+        self._cancel_lock = threading.Lock()  # CancelWatch's thread and this one both stop the process
+        self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
+        self.reuse: dict[str, Any] = {}  # what the run reused and kept (services.reuse)
+
+    def check_cancel(self) -> bool:
+        """Has a cancel been asked for (or the run ended from outside while its worker was
+        starting it)? A read, retried through a restart of benchlab's database like the writes."""
+        if not self.cancelled:
+            self.cancelled = with_database_retry(
+                lambda: cancel_requested(self.run.pk), f"run {self.run.pk}: cancelled?"
+            )
+        return self.cancelled
+
+    def step(self, name: str) -> None:
+        if self.cancelled and name in STEPS_BEFORE_RESULTS:
+            raise RunCancelled()  # noticed meanwhile (CancelWatch): the run does not even enter the step
+        state = STEP_STATES[name]
+        if state == RunState.MEASURING and self.run.warmup_s:
+            state = RunState.WARMING_UP
+        if name != Step.CLEANING_UP:
+            self.current_step = state
+        run_transition(run=self.run, state=state)
+        self.check_cancel()
+        # Up to the measurement a cancel stops everything; once pgbench has run (and been
+        # stopped), what it measured is still collected and stored.
+        if self.cancelled and name in STEPS_BEFORE_RESULTS:
+            raise RunCancelled()
+
+    def line(self, stream: str, text: str) -> None:
+        self.log_tail.append(text)
+        if stream == "pgbench" and parse_progress_line(text) is not None:
+            return  # it reaches the page as a sample event; twice would halve how long a stream lasts
+        live.publish(self.run.pk, "log", {"stream": stream, "line": text})
+
+    def progress(self, sample: ProgressSample) -> None:
+        second = round(sample.elapsed_s)
+        warmup = second <= self.run.warmup_s
+        sample_upsert(
+            RunSample(
+                run=self.run,
+                second=second,
+                tps=sample.tps,
+                latency_ms=sample.latency_ms,
+                latency_stddev_ms=sample.latency_stddev_ms,
+                failed=sample.failed,
+                lag_ms=sample.lag_ms,
+                skipped=sample.skipped,
+                warmup=warmup,
+            )
+        )
+        live.publish(
+            self.run.pk,
+            "sample",
+            {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup},
+        )
+        if not warmup and self.run.state == RunState.WARMING_UP:
+            self.current_step = RunState.MEASURING
+            run_transition(run=self.run, state=RunState.MEASURING)
+
+    def started(self, process: Detached) -> None:
+        self.process = process
+        if self.cancelled:  # the cancel came while it was being started
+            self._stop_process()
+
+    def followed(self, offset: int) -> None:
+        # Stored with the next heartbeat (services.heartbeat): a stamp per line would double the writes.
+        self.run.progress_offset = offset
+
+    def cancel_now(self) -> None:
+        """A cancel was asked for (called by CancelWatch, from its thread): stop the detached
+        command that runs now, if any; the steps stop at their next check (step())."""
+        self.cancelled = True
+        live.publish(self.run.pk, "log", {"line": "stopping: the run was cancelled"})
+        self._stop_process()
+
+    def _stop_process(self) -> None:
+        with self._cancel_lock:
+            if self.process is None or self.cancel_sent:
+                return
+            self.cancel_sent, process = True, self.process
+        # pgbench runs on the client host when there is one; everything else on the server.
+        client = self.run.client_host
+        connection = host_connect(client if client and process.name == "pgbench" else self.run.server_host)
+        try:
+            cancel(connection, process)
+        finally:
+            connection.close()
+
+    def formatting(self, command: str) -> None:
+        audit_record(
+            action=AuditAction.DEVICE_FORMATTED,
+            target=self.run.device,
+            actor=self.run.queued_by,
+            message=f"run {self.run.pk} on {self.run.server_host.name}: {command}",
+        )

@@ -1,0 +1,132 @@
+"""A finished measurement stored: its summary, steady state, percentiles, OS series and
+metrics, the environment it ran in, and its raw outputs."""
+
+import dataclasses
+import statistics
+from typing import Any
+
+from runs import live
+from runs.lab.benchmark import BenchmarkResult
+from runs.models import OsSource, Run, RunArtifact, RunSample
+from runs.services.db_retry import with_database_retry
+from runs.services.os_series import os_series_store
+from runs.services.run_observer import RunObserver
+
+RESULT_FIELDS = (
+    "summary",
+    "tps",
+    "latency_avg_ms",
+    "latency_stddev_ms",
+    "failed_transactions",
+    "skipped_transactions",
+    "steady_tps_mean",
+    "steady_tps_stddev",
+    "latency_p50_ms",
+    "latency_p95_ms",
+    "latency_p99_ms",
+    "metrics",
+    "device_util_pct",
+    "cache_hit_pct",
+    "os_means",
+    "environment",
+)
+
+
+def _steady_state(run: Run) -> tuple[float | None, float | None]:
+    values = list(RunSample.objects.filter(run=run, warmup=False).values_list("tps", flat=True))
+    mean = statistics.fmean(values) if values else None
+    sd = statistics.stdev(values) if len(values) > 1 else None
+    return mean, sd
+
+
+def store_results(
+    run: Run,
+    result: BenchmarkResult,
+    host_facts: dict[str, Any],
+    client_facts: dict[str, Any] | None,
+    observer: RunObserver,
+) -> None:
+    summary = result.summary
+    run.summary = dataclasses.asdict(summary) if summary else {}
+    run.tps = summary.tps if summary else None
+    run.latency_avg_ms = summary.latency_avg_ms if summary else None
+    run.latency_stddev_ms = summary.latency_stddev_ms if summary else None
+    run.failed_transactions = summary.failed if summary else None
+    run.skipped_transactions = summary.skipped if summary else None
+    # Every read and write here is retried through a restart of benchlab's database (pgbench has
+    # finished, its outputs are in hand: waiting loses nothing). All are safe to repeat: reads,
+    # the series replaced in one transaction (os_series_store), the run's result fields saved
+    # again, an artifact per name created or updated.
+    steady = with_database_retry(lambda: _steady_state(run), f"run {run.pk}: reading its samples")
+    run.steady_tps_mean, run.steady_tps_stddev = steady
+    latency = result.latency
+    run.latency_p50_ms = latency.p50_ms if latency else None
+    run.latency_p95_ms = latency.p95_ms if latency else None
+    run.latency_p99_ms = latency.p99_ms if latency else None
+    run.os_means = os_series_store(run, result.os)
+    run.device_util_pct = run.os_means[OsSource.IOSTAT.value]["util_pct"]
+    stats = result.pg_stats
+    cache_hit_ratio = stats.cache_hit_ratio if stats else None
+    run.cache_hit_pct = cache_hit_ratio * 100 if cache_hit_ratio is not None else None
+    run.metrics = {
+        "pg_stats": dataclasses.asdict(stats) if stats else {},
+        "cache_hit_ratio": cache_hit_ratio,
+        "checkpoints": stats.checkpoints if stats else None,
+        "buffers_written": stats.buffers_written if stats else None,
+        "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
+        "latency": dataclasses.asdict(latency) if latency else None,
+    }
+    pg = run.pg_install
+    run.environment = {
+        "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
+        "device": {
+            "name": run.device.name,
+            "kind": run.device.kind,
+            "path": run.device.path,
+            "node": result.storage.device_node,
+            "model": run.device.model,
+            "serial": run.device.serial,
+            "capacity_bytes": run.device.capacity_bytes,
+        },
+        "filesystem": {
+            "type": run.filesystem,
+            "mkfs_command": result.storage.mkfs_command,
+            "mount_options_requested": run.mount_options,
+            "mount_options": result.storage.mount_options,
+        },
+        "postgresql": {
+            "version": result.pg_version,
+            "bin_dir": pg.bin_dir,
+            "block_size": pg.block_size,
+            "wal_block_size": pg.wal_block_size,
+            "non_default_settings": result.pg_non_default_settings,
+        },
+        "pgbench": {
+            "version": result.pgbench_version,
+            "host": run.client_host.name if run.client_host else run.server_host.name,
+            "command": result.command,
+        },
+        "client": (
+            {"name": run.client_host.name, "address": run.client_host.address, **client_facts}
+            if run.client_host and client_facts is not None
+            else None
+        ),
+        "init_command": result.init_command,
+        "reuse": observer.reuse,
+    }
+    # Only the result fields: state and cancel_requested belong to other writers.
+    with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
+    artifacts = {
+        "pgbench.stdout.txt": result.stdout,
+        "pgbench.stderr.txt": result.stderr,
+        "pgbench-init.txt": result.init_output,
+        "iostat.txt": result.os.iostat_text,
+        "vmstat.txt": result.os.vmstat_text,
+    }
+
+    def store_artifacts() -> None:
+        for name, content in artifacts.items():
+            RunArtifact.objects.update_or_create(run=run, name=name, defaults={"content": content})
+
+    with_database_retry(store_artifacts, f"run {run.pk}: storing its raw outputs")
+    live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
