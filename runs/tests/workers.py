@@ -51,6 +51,7 @@ class CeleryWorker:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
+        children = [(pid, _started_at(pid)) for pid in self.pool_pids()] if self.process.poll() is None else []
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:
@@ -58,11 +59,33 @@ class CeleryWorker:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+        # A prefork pool process outlives a parent that was killed, holding its database
+        # connection: the test database could not be dropped at the end of the session.
+        for pid, started in children:
+            _stop_orphan(pid, started)
         self.log_path.unlink(missing_ok=True)
         # The queue and its binding (and any task still waiting to be retried) go with it.
         broker = redis.Redis.from_url(settings.REDIS_URL)
         broker.delete(self.queue, f"_kombu.binding.{self.queue}")
         broker.close()
+
+
+def _started_at(pid: int) -> str | None:
+    """The process's start time (in clock ticks since boot): with the PID, which process it is."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _stop_orphan(pid: int, started: str | None, grace_s: float = 10.0) -> None:
+    """Wait for a pool process of a stopped worker to exit; SIGKILL it if it does not (the
+    same process: its PID with its start time, never a newer one that took the PID over)."""
+    deadline = time.monotonic() + grace_s
+    while started is not None and _started_at(pid) == started and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if started is not None and _started_at(pid) == started:
+        os.kill(pid, signal.SIGKILL)
 
 
 def start_celery_worker(
