@@ -8,11 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runs.lab.scale_room import BYTES_PER_SCALE, FORMATTED_SHARE, MIB, largest_fitting_scale, scale_need
 from runs.models import Device, Filesystem, Host, PgInstall, QueryMode, Workload
 
-MIB = 1024 * 1024
-# What pgbench -i needs per scale unit, tables and indexes (about 15 MB measured; rounded up).
-BYTES_PER_SCALE = 16 * MIB
 PAGE_SIZES_STUDIED = (2048, 4096, 8192)  # seed 001
 
 
@@ -69,14 +67,21 @@ def _base(host: Host, device: Device | None, install: PgInstall | None, **change
 
 
 def _scale_fitting(size_bytes: float) -> int:
+    """The scale whose tables and indexes take about size_bytes (for sizing to RAM)."""
     return max(1, int(size_bytes // BYTES_PER_SCALE))
+
+
+def _fits(scale: int, capacity_bytes: int) -> bool:
+    """Whether `pgbench -i -s scale` fits on a device this large once formatted (runs/lab/scale_room.py,
+    the same rule the queue form applies)."""
+    return scale_need(scale).total_bytes <= capacity_bytes * FORMATTED_SHARE
 
 
 def _fit(scale: int, device: Device | None) -> tuple[int, str]:
     """The seed's scale, or the largest that fits on the device (with room for WAL), and a note."""
     if device is None or not device.capacity_bytes:
         return scale, ""
-    fitting = _scale_fitting(device.capacity_bytes * 0.7)
+    fitting = max(1, largest_fitting_scale(int(device.capacity_bytes * FORMATTED_SHARE)))
     if fitting >= scale:
         return scale, ""
     return fitting, f" Scale {scale} would not fit on {device.host.name}:{device.name}: scale {fitting} instead."
@@ -95,7 +100,7 @@ def _ssd_vs_hdd() -> dict[str, dict[str, Any]]:
     if memory:
         scales = [_scale_fitting(memory / 4)]  # fits in RAM with room for the page cache
         beyond = _scale_fitting(memory * 2)
-        if smallest and beyond * BYTES_PER_SCALE > smallest * 0.7:
+        if smallest and not _fits(beyond, smallest):
             notes.append(
                 f"A scale that does not fit in RAM ({beyond}, about {beyond * BYTES_PER_SCALE // 2**30} GiB) "
                 f"does not fit on the smallest device ({smallest // 2**20} MiB): only the fitting scale is swept."
@@ -105,7 +110,7 @@ def _ssd_vs_hdd() -> dict[str, dict[str, Any]]:
     else:
         notes.append("No host has a probed RAM size: scale 10 assumed to fit in RAM (probe the hosts to size it).")
     if smallest:
-        scales = [s for s in scales if s * BYTES_PER_SCALE <= smallest * 0.7] or [1]
+        scales = [s for s in scales if _fits(s, smallest)] or [1]
     cores = max((d.host.cpu_cores or 2 for d in devices), default=2)
     clients = sorted({1, 4, 10, 2 * cores})
     description = (

@@ -20,11 +20,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from runs.lab.errors import InvalidOption
 from runs.lab.options import RunOptions, hba_address, parse_mkfs_options, parse_mount_options, parse_settings
+from runs.lab.scale_room import (
+    DEFAULT_MAX_WAL_BYTES,
+    FORMATTED_SHARE,
+    largest_fitting_scale,
+    max_wal_bytes,
+    scale_need,
+    tmpfs_room,
+)
 from runs.models import Device, Filesystem, Host, PgInstall, Run, Workload
+from runs.templatetags.units import binary_size
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,40 @@ _MODEL_FIELDS = {name: _BY_ATTNAME[name] for name in SPEC_FIELDS}
 # The form field (and error key) of each spec field: the model field's name, "device" for device_id.
 FORM_FIELDS: dict[str, str] = {name: field.name for name, field in _MODEL_FIELDS.items()}
 FIELD_LABELS: dict[str, str] = {name: str(field.verbose_name) for name, field in _MODEL_FIELDS.items()}
+NUMBER_FIELDS: tuple[str, ...] = tuple(
+    name for name, field in _MODEL_FIELDS.items() if isinstance(field, models.IntegerField | models.FloatField)
+)
+
+
+def field_limits(name: str) -> tuple[float | None, float | None]:
+    """The smallest and the largest value the Run model lets a number field take (its validators,
+    the database column's range among them): the queue form's min and max, and the messages."""
+    validators = _MODEL_FIELDS[name].validators
+    lows = [v.limit_value for v in validators if isinstance(v, MinValueValidator)]
+    highs = [v.limit_value for v in validators if isinstance(v, MaxValueValidator)]
+    return (max(lows) if lows else None, min(highs) if highs else None)
+
+
+def _number(value: float) -> str:
+    """1 not 1.0, 0.0001 not 1e-04, and 1e+30 rather than thirty-one digits."""
+    return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
+
+
+def _range_problem(name: str, value: float) -> str | None:
+    """What is wrong with a number out of its field's range, naming the range; None if within."""
+    low, high = field_limits(name)
+    if (low is None or value >= low) and (high is None or value <= high):
+        return None
+    if low is not None and high is not None:
+        allowed = f"between {_number(low)} and {_number(high)}"
+    elif low is not None:
+        allowed = f"at least {_number(low)}"
+    else:
+        allowed = f"at most {_number(high or 0)}"
+    if name.endswith("_s") and high and high % 86400 == 0:
+        allowed += f" ({int(high) // 86400} days)"  # seconds nobody reads at a glance
+    return f"{FIELD_LABELS[name]} must be {allowed}; got {_number(value)}."
+
 
 _TYPE_WORDS = {int: "a whole number", float: "a number", str: "a string", type(None): "null"}
 _HINTS = typing.get_type_hints(RunSpec)
@@ -181,6 +225,7 @@ def spec_errors(spec: RunSpec, inventory: Inventory) -> dict[str, list[str]]:
     _check_storage(spec, inventory, problems)
     if problems.ok("pg_settings"):
         problems.lab("pg_settings", lambda: parse_settings(spec.pg_settings))
+    _check_scale_fits(spec, inventory, problems)
     _check_workload(spec, problems)
     return problems.by_field
 
@@ -196,6 +241,8 @@ def _field_problems(name: str, value: object, inventory: Inventory) -> list[str]
         return []
     if isinstance(value, float) and not math.isfinite(value):
         return [f"{value} is not a number: give a finite one."]  # no validator would catch it
+    if name in NUMBER_FIELDS and isinstance(value, int | float) and (problem := _range_problem(name, value)):
+        return [problem]  # one message naming the range, not Django's one per validator
     try:
         field.clean(value, None)
     except ValidationError as exc:
@@ -269,6 +316,46 @@ def _check_storage(spec: RunSpec, inventory: Inventory, problems: _Problems) -> 
         problems.add("filesystem", f"{device} is a block device: choose a filesystem to create.")
     if not keeps_files and not device.wipe_allowed:
         problems.add("device", f"{device} is not marked wipeable in the inventory.")
+
+
+def _check_scale_fits(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
+    """Refuse a scale whose `pgbench -i` cannot fit on the run's storage (runs/lab/scale_room.py
+    says how much it needs), rather than let the run fail with a full disk minutes later."""
+    device = inventory.devices.get(spec.device_id)
+    if device is None or not problems.ok("scale", "device", "filesystem", "mount_options"):
+        return
+    room = _storage_room(spec, device, inventory)
+    if room is None:
+        return  # the inventory does not know the size: the lab host will tell
+    room_bytes, room_text = room
+    max_wal = max_wal_bytes(parse_settings(spec.pg_settings)) if problems.ok("pg_settings") else DEFAULT_MAX_WAL_BYTES
+    need = scale_need(spec.scale, max_wal)
+    if need.total_bytes <= room_bytes:
+        return
+    fitting = largest_fitting_scale(room_bytes, max_wal)
+    problems.add(
+        "scale",
+        f"scale {spec.scale} needs about {binary_size(need.total_bytes)} (tables and indexes "
+        f"{binary_size(need.data_bytes)}, WAL while loading {binary_size(need.wal_bytes)}, the empty cluster "
+        f"{binary_size(need.cluster_bytes)}); {room_text}: "
+        + (f"choose scale {fitting} or less, or a larger device." if fitting else "choose a larger device."),
+    )
+
+
+def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[int, str] | None:
+    """The bytes the run's storage leaves to PostgreSQL, and a sentence saying so; None if unknown."""
+    if spec.filesystem == Filesystem.TMPFS:
+        server = inventory.hosts.get(spec.server_host_id)
+        options = parse_mount_options(spec.filesystem, spec.mount_options)
+        tmpfs = tmpfs_room(options, server.memory_bytes) if server else None
+        return (tmpfs[0], f"a tmpfs on {server} holds {binary_size(tmpfs[0])} ({tmpfs[1]})") if tmpfs else None
+    if not device.capacity_bytes:
+        return None
+    size = binary_size(device.capacity_bytes)
+    if spec.filesystem == Filesystem.DIRECTORY:
+        return device.capacity_bytes, f"{device} has {size}"
+    room = int(device.capacity_bytes * FORMATTED_SHARE)  # what mkfs leaves (runs/lab/scale_room.py)
+    return room, f"{device} has {size}, about {binary_size(room)} of it free once formatted with {spec.filesystem}"
 
 
 def _check_workload(spec: RunSpec, problems: _Problems) -> None:

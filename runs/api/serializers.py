@@ -6,6 +6,7 @@ from rest_framework import serializers
 from runs.forms import RUN_FIELDS, RunForm
 from runs.models import Device, Host, PgInstall, Run, RunSample
 from runs.selectors import run_os_series
+from runs.specs import NUMBER_FIELDS
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -42,7 +43,7 @@ class RunSerializer(serializers.ModelSerializer):
         extra_kwargs = {
             name: {"pk_field": serializers.IntegerField()}
             for name in ("server_host", "device", "pg_install", "client_host")
-        }
+        } | {name: {"min_value": None, "max_value": None} for name in NUMBER_FIELDS}  # the form names the range
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # A field left out takes the model's default, as the page's form shows it; null is null.

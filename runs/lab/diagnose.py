@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from runs.lab.errors import CommandFailed, CommandTimeout, ConnectionLost, LabError, StorageFailed
 from runs.lab.postgres import Cluster
 from runs.lab.run_user import run_as_run_user
+from runs.lab.scale_room import BYTES_PER_SCALE
 from runs.lab.storage import (
     DeviceIdentity,
     PreparedStorage,
@@ -141,9 +142,10 @@ def storage_fault(
 
 
 def scale_size_hint(scale: int) -> str:
-    """How much room `pgbench -i` needs: measured about 15 MiB per unit of scale with PostgreSQL
-    15's default fillfactor (tables and indexes), plus the cluster and its WAL."""
-    return f"scale {scale} needs about {scale * 15:,} MiB for its tables and indexes, plus the cluster and its WAL"
+    """How much room `pgbench -i` needs (scale_room.py: tables and indexes per unit of scale,
+    measured), plus the cluster and its WAL."""
+    tables = human_size(scale * BYTES_PER_SCALE)
+    return f"scale {scale} needs about {tables} for its tables and indexes, plus the cluster and its WAL"
 
 
 def human_size(size_bytes: int) -> str:

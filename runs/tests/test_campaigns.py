@@ -199,7 +199,7 @@ def test_queueing_from_the_form_creates_the_campaign_and_shows_its_page(otto: Cl
     [
         ({"repetitions": 0}, "greater than or equal to 1"),
         ({"scale": "ten"}, "scale: &#x27;ten&#x27; is not a whole number"),
-        ({"base-clients": 0}, "greater than or equal to 1"),
+        ({"base-clients": 0}, "clients must be between 1 and 10000; got 0."),
         ({"seed": "7"}, "A seed only means something with the shuffled order."),
         ({"mount_options": "nodatacow"}, "No combination of the values can run"),
     ],

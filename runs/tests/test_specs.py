@@ -147,9 +147,9 @@ def unknown_id(model: type[Host | Device | PgInstall]) -> int:
     ("changes", "expected"),
     [
         ({"filesystem": "tmpfs", "mkfs_options": "-b 4096"}, {"mkfs_options": ["tmpfs takes no mkfs options"]}),
-        ({"clients": 0}, {"clients": ["Ensure this value is greater than or equal to 1."]}),
+        ({"clients": 0}, {"clients": ["clients must be between 1 and 10000; got 0."]}),
         ({"clients": 2, "threads": 3}, {"threads": ["threads cannot exceed clients"]}),
-        ({"scale": 100_001}, {"scale": ["Ensure this value is less than or equal to 100000."]}),
+        ({"scale": 100_001}, {"scale": ["scale must be between 1 and 100000; got 100001."]}),
         ({"filesystem": "zfs"}, {"filesystem": ["Value 'zfs' is not a valid choice."]}),
         ({"filesystem": "xfs", "mount_options": "data=writeback"}, {"mount_options": [
             "mount option 'data' is not allowed for xfs"]}),
@@ -157,7 +157,8 @@ def unknown_id(model: type[Host | Device | PgInstall]) -> int:
             "setting line 1: shared_buffers must be a size such as 128MB or 16384 (8kB pages) (got 'lots')"]}),
         ({"workload": "custom"}, {"custom_script": ["A custom workload needs its script."]}),
         ({"rate_limit_tps": float("inf")}, {"rate_limit_tps": ["inf is not a number: give a finite one."]}),
-        ({"log_sampling_rate": 2.0}, {"log_sampling_rate": ["Ensure this value is less than or equal to 1.0."]}),
+        ({"log_sampling_rate": 2.0}, {"log_sampling_rate": [
+            "transaction log sampling must be between 0.0001 and 1; got 2."]}),
     ],
     ids=["tmpfs-mkfs", "no-clients", "threads>clients", "scale", "filesystem", "mount", "setting", "no-script",
          "inf-rate", "sampling>1"],
