@@ -167,6 +167,9 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
+# Dates as 2025-03-10, times on a 24-hour clock with the time zone, in pages and the admin alike
+# (benchlab/formats/en/formats.py; Django's locale formats would win over DATETIME_FORMAT here).
+FORMAT_MODULE_PATH = ["benchlab.formats"]
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]

@@ -21,7 +21,7 @@ from runs.lab.pg_settings import RESERVED_SETTINGS
 from runs.models import Run
 from runs.spec_labels import spec_value
 from runs.specs import SPEC_FIELDS
-from runs.templatetags.units import binary_size
+from runs.templatetags.units import binary_size, pg_setting_text
 
 if TYPE_CHECKING:
     from runs.comparison import Group
@@ -119,7 +119,12 @@ def _run_settings(run: Run) -> dict[str, str] | None:
     if not raw:
         return None
     settings = json.loads(raw)
-    return {name: str(value) for name, value in settings.items() if name not in PER_RUN_SETTINGS}
+    pg = run.pg_install  # with the install's page sizes: "shared_buffers=128MB", not 16384 pages
+    return {
+        name: pg_setting_text(name, value, pg.block_size, pg.wal_block_size)
+        for name, value in settings.items()
+        if name not in PER_RUN_SETTINGS
+    }
 
 
 def _facts(runs: Sequence[Run]) -> list[_Fact]:

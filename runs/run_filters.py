@@ -1,5 +1,5 @@
-"""The run list's filters and paging: a form that checks the query string, and the page of runs
-it selects.
+"""The run list's filters, sort order and paging: a form that checks the query string, and the
+page of runs it selects.
 
 A filter that cannot be applied is refused with a message naming it, never dropped: a user who
 asked for one device and got every device's runs would take them for the answer. The list query
@@ -20,6 +20,8 @@ from django.utils import timezone
 
 from runs.models import Campaign, Device, Filesystem, Host, PgInstall, Run, RunState, Workload
 from runs.params import is_id
+from runs.run_list_rows import annotate_progress
+from runs.run_list_sort import sort_choices, sort_runs
 
 PER_PAGE_CHOICES = (25, 50, 100, 200)
 DEFAULT_PER_PAGE = 50
@@ -36,7 +38,7 @@ FILTERS = (
     "date_to",
     "campaign",
 )
-PAGING = ("per_page", "page")
+PAGING = ("sort", "per_page", "page")
 
 # What the table shows, and nothing else (no JSON, no failure output, no script, no settings).
 LIST_COLUMNS = (
@@ -49,8 +51,10 @@ LIST_COLUMNS = (
     "clients",
     "threads",
     "duration_s",
-    "tps",
+    "warmup_s",
+    "steady_tps_mean",
     "created_at",
+    "started_at",
     "campaign_id",
     "server_host__name",
     "client_host__name",
@@ -142,6 +146,16 @@ class RunFilterForm(forms.Form):
     date_from = DayField(label="Queued from", required=False)
     date_to = DayField(label="Queued until", required=False)
     campaign = InventoryChoiceField(Campaign.objects.only("id", "name").order_by("-created_at"), "campaign", "Campaign")
+    sort = forms.ChoiceField(
+        label="Sort by",
+        choices=sort_choices(),
+        required=False,
+        error_messages={
+            "invalid_choice": "must be one of "
+            + ", ".join(value for value, _ in sort_choices() if value)
+            + " (a leading - sorts the other way), or empty for the newest queued first"
+        },
+    )
     per_page = forms.TypedChoiceField(
         label="Runs per page",
         choices=[(str(n), str(n)) for n in PER_PAGE_CHOICES],
@@ -173,6 +187,10 @@ class RunFilterForm(forms.Form):
     def filter_fields(self) -> list[forms.BoundField]:
         return [self[name] for name in FILTERS]
 
+    @property
+    def sort_and_size_fields(self) -> list[forms.BoundField]:
+        return [self["sort"], self["per_page"]]
+
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         self._refuse_unknown_and_repeated_parameters()
@@ -192,6 +210,10 @@ class RunFilterForm(forms.Form):
 
     def is_filtered(self) -> bool:
         return any(self.cleaned_data.get(name) for name in FILTERS)
+
+    def lists_newest_first(self) -> bool:
+        """Every run, newest queued first: the list a run queued elsewhere goes to the top of."""
+        return not self.is_filtered() and not self.cleaned_data.get("sort")
 
 
 def filter_runs(runs: QuerySet[Run], filters: dict[str, Any]) -> QuerySet[Run]:
@@ -220,13 +242,16 @@ def list_runs() -> QuerySet[Run]:
     return Run.objects.select_related(*LIST_RELATIONS).only(*LIST_COLUMNS).order_by("-created_at", "-id")
 
 
+def _listed_runs(filters: dict[str, Any]) -> QuerySet[Run]:
+    runs = sort_runs(filter_runs(list_runs(), filters), filters.get("sort") or "")
+    return annotate_progress(runs)
+
+
 def filtered_run_page(form: RunFilterForm) -> "Page[Run] | None":
     """The page of runs the form asks for; None if it cannot be answered, the form then says why."""
     if not form.is_valid():
         return None
-    paginator = Paginator(
-        filter_runs(list_runs(), form.cleaned_data), form.cleaned_data["per_page"] or DEFAULT_PER_PAGE
-    )
+    paginator = Paginator(_listed_runs(form.cleaned_data), form.cleaned_data["per_page"] or DEFAULT_PER_PAGE)
     number = form.cleaned_data["page"] or 1
     try:
         return paginator.page(number)

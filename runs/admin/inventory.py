@@ -8,7 +8,6 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, QuerySet
 from django.http import HttpRequest
-from django.template.defaultfilters import filesizeformat
 from django.template.response import TemplateResponse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
@@ -23,17 +22,28 @@ from runs.services.inventory import host_pin_key, inventory_set_flag
 from runs.services.probe import host_probe
 from runs.services.queue import queue_dispatch
 from runs.ssh_keys import parse_host_keys
+from runs.templatetags.units import binary_size
 
 admin.site.site_header = "benchlab inventory"
 admin.site.site_title = "benchlab"
 admin.site.index_title = "Hardware inventory"
 
 
+def device_capacity(device: Device) -> str:
+    """The capacity in binary units beside the bytes: "768 MiB", not 805306368 (nor "805.3 MB")."""
+    return binary_size(device.capacity_bytes) if device.capacity_bytes else "–"
+
+
 class DeviceInline(admin.TabularInline):
     model = Device
     extra = 0
-    fields = ["name", "kind", "path", "model", "serial", "capacity_bytes", "wipe_allowed"]
+    fields = ["name", "kind", "path", "model", "serial", "capacity_bytes", "capacity", "wipe_allowed"]
+    readonly_fields = ["capacity"]
     show_change_link = True
+
+    @admin.display(description="capacity")
+    def capacity(self, device: Device) -> str:
+        return device_capacity(device)
 
 
 class PgInstallInline(admin.TabularInline):
@@ -156,7 +166,7 @@ class HostAdmin(AuditedAdmin):
 
     @admin.display(description="RAM", ordering="memory_bytes")
     def memory(self, host: Host) -> str:
-        return filesizeformat(host.memory_bytes) if host.memory_bytes else "–"
+        return binary_size(host.memory_bytes) if host.memory_bytes else "–"
 
     @admin.display(description="pinned host key fingerprints")
     def host_key_fingerprints(self, host: Host) -> str:
@@ -244,7 +254,20 @@ class DeviceAdmin(AuditedAdmin):
     search_fields = ["name", "path", "model", "serial", "host__name", "notes"]
     list_select_related = ["host"]
     autocomplete_fields = ["host"]
-    readonly_fields = ["kept_for_next_run", "created_at", "updated_at"]
+    fields = [
+        "host",
+        "name",
+        "kind",
+        "path",
+        "model",
+        "serial",
+        ("capacity_bytes", "capacity"),  # the bytes to edit, and what they amount to
+        "wipe_allowed",
+        "notes",
+        "kept_for_next_run",
+        ("created_at", "updated_at"),
+    ]
+    readonly_fields = ["capacity", "kept_for_next_run", "created_at", "updated_at"]
     actions = ["forbid_wiping"]
 
     @admin.display(description="kept for a campaign's next run")
@@ -258,7 +281,7 @@ class DeviceAdmin(AuditedAdmin):
 
     @admin.display(description="capacity", ordering="capacity_bytes")
     def capacity(self, device: Device) -> str:
-        return filesizeformat(device.capacity_bytes) if device.capacity_bytes else "–"
+        return device_capacity(device)
 
     # Only the safe direction is a bulk action; allowing a wipe is a per-device decision.
     @admin.action(description="Forbid wiping the selected devices", permissions=["change"])

@@ -2,15 +2,16 @@
 page, select runs on two pages and open the comparison; states follow the event stream.
 Screenshots go to test-artifacts/."""
 
-from datetime import UTC, datetime
+import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from playwright.sync_api import Page
 
 from runs import live
-from runs.models import Device, RunState
+from runs.models import Device, Host, Run, RunSample, RunState
 from runs.tests import test_browser
-from runs.tests.factories import make_device, make_host, make_pg_install, make_user
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_run_list import make_runs_on
 
@@ -22,6 +23,11 @@ SELECTED = "JSON.parse(sessionStorage.getItem('benchlab.runList.selected') || '[
 
 def text(page: Page, selector: str) -> str:
     return " ".join((page.text_content(selector) or "").split())
+
+
+def shown(page: Page, selector: str) -> str:
+    """What the element reads on screen, a line break as a space."""
+    return " ".join(page.inner_text(selector).split())
 
 
 def rows(page: Page) -> list[int]:
@@ -90,7 +96,7 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
         page.click("#clear-selection")
         cleared = (text(page, "#selected-count"), page.is_disabled("#compare-selected"), page.evaluate(SELECTED))
 
-        page.goto(f"{web_server}/runs/?date_from=2025-02-30&device=999999")
+        page.goto(f"{web_server}/runs/?date_from=2025-02-30&device=999999&sort=fastest")
         refusal = text(page, "#filter-errors")
         page.screenshot(path=str(ARTIFACTS / "run-list-bad-filter.png"), full_page=True)
 
@@ -109,6 +115,7 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
     assert cleared == ("0", True, 0)
     assert "Queued from: must be a day written YYYY-MM-DD" in refusal
     assert "Device: no device has id 999999" in refusal
+    assert "Sort by: must be one of queued, -started, started, -tps, tps, host, -host, state, -state" in refusal
     assert not violations, violations
 
 
@@ -123,18 +130,95 @@ def test_states_follow_the_stream_and_new_runs_reload_only_the_newest_unfiltered
         log_in(page, web_server, "vera")
         page.goto(f"{web_server}/runs/?per_page=25&page=2")  # the oldest runs
         page.evaluate("window.notReloaded = true")
+        Run.objects.filter(pk=oldest).update(state=RunState.MEASURING)  # the database first, as run_transition
         live.publish(oldest, "state", {"state": "measuring", "label": "measuring", "at": "x"})
         live.publish(new_run, "state", {"state": "queued", "label": "queued", "at": "x"})
-        wait_until(page, f"document.querySelector('td.state[data-run=\"{oldest}\"]').textContent === 'measuring'",
-                   timeout_ms=10_000)  # fmt: skip
+        wait_until(page, f"document.querySelector('td.state[data-run=\"{oldest}\"] .state-label').textContent "
+                         "=== 'measuring'", timeout_ms=10_000)  # fmt: skip
         wait_until(page, "!document.getElementById('new-runs').hidden", timeout_ms=10_000)
         page_two_kept = page.evaluate("window.notReloaded === true")
         page.screenshot(path=str(ARTIFACTS / "run-list-new-runs.png"), full_page=True)
 
         page.goto(f"{web_server}/runs/")
         page.evaluate("window.notReloaded = true")
-        live.publish(new_run + 1, "state", {"state": "queued", "label": "queued", "at": "x"})
-        wait_until(page, "window.notReloaded !== true", timeout_ms=10_000)
+        # Waited for as a navigation: polling the page while it reloads can hit it mid-way.
+        with page.expect_navigation(timeout=10_000):
+            live.publish(new_run + 1, "state", {"state": "queued", "label": "queued", "at": "x"})
+        reloaded = page.evaluate("window.notReloaded !== true")
 
     assert page_two_kept, "page 2 reloaded for a new run instead of saying so"
+    assert reloaded, "the newest unfiltered page did not reload for a new run"
+    assert not violations, violations
+
+
+def test_the_list_shows_where_runs_are_and_what_queued_ones_wait_for_live_and_sorts_by_its_headers(
+    web_server: str,
+) -> None:
+    lab1, lab2 = make_host(name="lab1"), make_host(name="lab2", address="10.200.0.12")
+    ssd, hdd = make_device(lab1), make_device(lab2, name="hdd0", kind=Device.Kind.HDD, path="/dev/disk/by-id/ata-H")
+    pg1, pg2 = make_pg_install(lab1), make_pg_install(lab2)
+    olga, vera = make_user("olga", "operator"), make_user("vera", "viewer", password=PASSWORD)
+    start = datetime(2025, 4, 1, 14, 0, tzinfo=UTC)
+    done = make_run(lab1, ssd, pg1, queued_by=olga, client_host=lab2, scale=10, clients=8, threads=2, duration_s=20,
+                    steady_tps_mean=2011.24, tps=1987.6, started_at=start)  # fmt: skip
+    measuring = make_run(lab2, hdd, pg2, state=RunState.MEASURING, queued_by=olga, warmup_s=5, duration_s=30,
+                         started_at=start + timedelta(minutes=1))  # fmt: skip
+    RunSample.objects.bulk_create(RunSample(run=measuring, second=s, tps=900.0, latency_ms=2.0) for s in range(1, 22))
+    Host.objects.filter(pk=lab2.pk).update(claimed_by=measuring)
+    queued = [make_run(lab2, hdd, pg2, state=RunState.QUEUED, queued_by=vera) for _ in range(3)]
+    for minute, run in enumerate([done, measuring, *queued]):
+        Run.objects.filter(pk=run.pk).update(created_at=start + timedelta(minutes=minute))
+    last = f'td.state[data-run="{queued[-1].pk}"]'
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/")
+        position = text(page, f'td.state[data-run="{measuring.pk}"]')
+        waiting = text(page, last)
+        done_row = [shown(page, f"#run-{done.pk} td:nth-child({n})") for n in (5, 8, 9, 10, 11)]
+        tps_header = shown(page, "#run-list th:nth-child(9)")
+        page.screenshot(path=str(ARTIFACTS / "run-list-positions.png"), full_page=True)
+        # pgbench's second moves on in the list without a reload, a second a second.
+        detail = f"document.querySelector('td.state[data-run=\"{measuring.pk}\"] .state-detail').textContent"
+        shown_at = time.monotonic()
+        wait_until(page, f"Number({detail}.match(/second (\\d+)/)[1]) >= 18", timeout_ms=10_000)
+        later, took = text(page, f'td.state[data-run="{measuring.pk}"]'), time.monotonic() - shown_at
+
+        # The measuring run ends: its state at once, and the queued runs' waits with the next refresh.
+        Run.objects.filter(pk=measuring.pk).update(state=RunState.DONE, steady_tps_mean=880.0)
+        Host.objects.filter(pk=lab2.pk).update(claimed_by=None)
+        live.publish(measuring.pk, "state", {"state": "done", "label": "done", "at": "x"})
+        wait_until(page, f"!document.querySelector('{last}').textContent.includes('busy')", timeout_ms=10_000)
+        states = [text(page, f'td.state[data-run="{pk}"]') for pk in (measuring.pk, queued[-1].pk, queued[0].pk)]
+        after = (*states, text(page, f"#run-{measuring.pk} td.number"))
+        page.screenshot(path=str(ARTIFACTS / "run-list-positions-after.png"), full_page=True)
+
+        # Sort by clicking headers: tps, highest first; again, lowest first (no tps last either way).
+        page.click("#run-list th a:text('tps')")
+        page.wait_for_url("**/runs/?sort=-tps")
+        by_tps = rows(page)
+        tps_sorted = (page.get_attribute("#run-list th:nth-child(9)", "aria-sort"), page.input_value("#id_sort"))
+        page.click("#run-list th a:text('tps')")
+        page.wait_for_url("**/runs/?sort=tps")
+        by_tps_ascending = rows(page)
+        page.screenshot(path=str(ARTIFACTS / "run-list-sorted.png"), full_page=True)
+        # The sort select, with a filter: both kept in the URL and across the pages.
+        page.select_option("#id_per_page", "25")
+        page.wait_for_url("**/runs/?sort=tps&per_page=25")
+        page.select_option("#id_sort", label="server host A to Z")
+        page.wait_for_url("**/runs/?sort=host&per_page=25")
+        by_host = rows(page)
+
+    assert position == "measuring, second 16 of 30", position
+    assert waiting == f"queued: lab2 busy with run {measuring.pk}; 2 runs ahead", waiting
+    assert later in ("measuring, second 18 of 30", "measuring, second 19 of 30"), later
+    assert took >= 1, f"second 18 shown {took:.1f} s after second 16: faster than pgbench counts"
+    assert done_row == ["lab2", "TPC-B like scale 10 · 8 clients · 2 threads · 20 s", "2,011.2",
+                        "2025-04-01 14:00 UTC by olga", "2025-04-01 14:00 UTC"], done_row  # fmt: skip
+    assert tps_header == "tps steady-state mean"
+    assert after == ("done", "queued: 2 runs ahead", "queued: next in line", "880.0"), after
+    assert by_tps == [done.pk, measuring.pk, *reversed([run.pk for run in queued])], by_tps
+    assert tps_sorted == ("descending", "-tps")
+    assert by_tps_ascending == [measuring.pk, done.pk, *reversed([run.pk for run in queued])], by_tps_ascending
+    assert by_host == [done.pk, *reversed([run.pk for run in queued]), measuring.pk], by_host
     assert not violations, violations

@@ -109,7 +109,7 @@ def test_a_fact_that_varies_within_a_group_is_a_warning_even_when_explained(lab:
     result = compare_runs(ComparisonQuery(run_ids=ids(first + second)))
     assert [d.label for d in result.differences] == ["setting shared_buffers"]
     assert result.warnings == [
-        "setting shared_buffers varies within “all runs” (16384 / 4096): its repetitions did not all run alike"
+        "setting shared_buffers varies within “all runs” (128MB / 32MB): its repetitions did not all run alike"
     ]
 
 

@@ -61,7 +61,7 @@ def test_the_owner_and_admins_may_cancel(ottos_run: Run, who: str, role: str | N
     page = client.get(reverse("run-detail", args=[ottos_run.pk])).content.decode()
     client.post(reverse("run-cancel", args=[ottos_run.pk]))
 
-    assert '<button type="submit" id="cancel">' in page
+    assert '<button type="submit" id="cancel" class="danger"' in page
     ottos_run.refresh_from_db()
     assert ottos_run.cancel_requested
 
@@ -145,7 +145,7 @@ def test_a_warm_up_longer_than_a_week_is_refused_like_a_duration() -> None:
 
     assert week.status_code == 302
     assert longer.status_code == 400
-    assert "Ensure this value is less than or equal to 604800." in longer.content.decode()
+    assert "warm-up (s) must be between 0 and 604800 (7 days); got 604801." in longer.content.decode()
 
 
 @pytest.mark.parametrize(

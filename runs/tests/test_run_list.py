@@ -11,11 +11,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import JSONField, TextField
+from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from pytest_django import DjangoAssertNumQueries
 
-from runs.models import Campaign, Device, Host, PgInstall, Run, RunState
+from runs.models import Campaign, Device, Host, PgInstall, Run, RunSample, RunState
 from runs.run_filters import list_runs
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
@@ -159,6 +160,14 @@ BAD_FILTERS: dict[str, tuple[dict[str, str | list[str]], str]] = {
         "there is no page 3: no run matches these filters",
     ),
     "a misspelt filter": ({"hots": "1"}, "Unknown parameter &#x27;hots&#x27;: the run list takes host, device,"),
+    "a misspelt filter, with what the list takes": ({"srot": "tps"}, "campaign, sort, per_page, page."),
+    "a sort the list has not": (
+        {"sort": "fastest"},
+        "Sort by</strong>: must be one of queued, -started, started, -tps, tps, host, -host, state, -state (a "
+        "leading - sorts the other way), or empty for the newest queued first",
+    ),
+    "the default sort spelt out": ({"sort": "-queued"}, "Sort by</strong>: must be one of queued, -started"),
+    "a sort given twice": ({"sort": ["tps", "host"]}, "Sort by</strong>: is given more than once"),
     "a filter given twice": ({"state": ["done", "failed"]}, "State</strong>: is given more than once"),
     "mount options too long": ({"mount_options": "x" * 301}, "Mount options contain</strong>: Ensure this value"),
 }
@@ -180,7 +189,7 @@ def test_a_filter_that_cannot_be_applied_is_refused_with_what_is_allowed(
 
 
 @pytest.mark.parametrize("parameter", ["host", "device", "pg_install", "queued_by", "campaign", "date_from",
-                                       "per_page", "page", "state", "mount_options"])  # fmt: skip
+                                       "per_page", "page", "state", "mount_options", "sort"])  # fmt: skip
 def test_numbers_that_break_things_are_answered_without_a_server_error(
     lab: Lab, client_for: ClientFactory, parameter: str
 ) -> None:
@@ -258,13 +267,22 @@ def test_a_pages_query_count_does_not_grow_with_its_rows(
 ) -> None:
     client = client_for("vera")
     with CaptureQueriesContext(connection) as few:
-        client.get(reverse("runs"), {"host": lab.lab1.pk})  # four runs
-    make_runs(lab, 300, client_host=lab.lab2, queued_by=lab.otto, campaign=lab.campaign)
+        client.get(reverse("runs"), {"host": lab.lab1.pk})  # four runs, one of them queued
+    # Rows of every kind: queued ones (what they wait for), running ones (their second), finished.
+    for state in (RunState.QUEUED, RunState.MEASURING, RunState.WARMING_UP, RunState.DONE):
+        runs = make_runs(lab, 75, state=state, client_host=lab.lab2, queued_by=lab.otto, campaign=lab.campaign)
+        if state in (RunState.MEASURING, RunState.WARMING_UP):
+            RunSample.objects.bulk_create(
+                RunSample(run=run, second=second, tps=100.0, latency_ms=1.0) for run in runs for second in (1, 2)
+            )
+    Host.objects.filter(pk=lab.lab1.pk).update(claimed_by=lab.runs["plain"])
 
-    with django_assert_max_num_queries(len(few.captured_queries)):
-        response = client.get(reverse("runs"), {"host": str(lab.lab1.pk), "per_page": "200"})
+    for sort in ("", "tps", "-started", "host", "state"):
+        with django_assert_max_num_queries(len(few.captured_queries)):
+            response = client.get(reverse("runs"), {"host": str(lab.lab1.pk), "per_page": "200", "sort": sort})
 
-    assert len(listed(response.content)) == 200
+        assert len(listed(response.content)) == 200
+        assert "second 2 of 60" in response.content.decode() and "busy with run" in response.content.decode()
 
 
 def test_the_list_query_loads_no_json_and_no_long_texts(lab: Lab, client_for: ClientFactory) -> None:
@@ -280,6 +298,184 @@ def test_the_list_query_loads_no_json_and_no_long_texts(lab: Lab, client_for: Cl
     run_queries = [
         query["sql"] for query in queries.captured_queries if re.search(r'FROM "runs_run"(?! U0)', query["sql"])
     ]
-    assert len(run_queries) == 2  # the count and the page
+    assert len(run_queries) == 3  # the count, the page, and the queue (a queued run is on the page)
     for field in heavy:
         assert not any(f'"runs_run"."{field}"' in sql for sql in run_queries), field
+
+
+# ---- sorting ----
+
+
+@pytest.fixture
+def ranked(lab: Lab) -> dict[str, Run]:
+    """Four more runs with a tps, a start and a state each, on both hosts; "tie" has plain's tps."""
+    start = datetime(2025, 3, 20, 9, 0, tzinfo=UTC)
+    extra = {
+        "fast": make_run(lab.lab2, lab.hdd, lab.pg16, steady_tps_mean=900.0, started_at=start),
+        "slow": make_run(lab.lab1, lab.ssd, lab.pg15, steady_tps_mean=100.0, started_at=start + timedelta(hours=2)),
+        "tie": make_run(lab.lab1, lab.ssd, lab.pg15, steady_tps_mean=500.0, started_at=start + timedelta(hours=1)),
+        "measuring": make_run(lab.lab2, lab.hdd, lab.pg16, state=RunState.MEASURING, started_at=start),
+    }
+    Run.objects.filter(pk=lab.runs["plain"].pk).update(steady_tps_mean=500.0, started_at=start - timedelta(days=9))
+    for offset, run in enumerate(extra.values()):  # queued 15 to 18 March, after the lab's five
+        Run.objects.filter(pk=run.pk).update(created_at=datetime(2025, 3, 15, 12, 0, tzinfo=UTC) + timedelta(offset))
+    return lab.runs | extra
+
+
+SORTS: dict[str, list[str]] = {
+    # Queued: newest first by default, oldest first asked for.
+    "": ["measuring", "tie", "slow", "fast", "campaign", "otto", "client", "elsewhere", "plain"],
+    "queued": ["plain", "elsewhere", "client", "otto", "campaign", "fast", "slow", "tie", "measuring"],
+    # No value (not started, no tps): last either way, newest queued first among them.
+    "-started": ["slow", "tie", "measuring", "fast", "plain", "campaign", "otto", "client", "elsewhere"],
+    "started": ["plain", "measuring", "fast", "tie", "slow", "campaign", "otto", "client", "elsewhere"],
+    # The tie (500 tps) goes by the queue, newest first, whichever way tps goes.
+    "-tps": ["fast", "tie", "plain", "slow", "measuring", "campaign", "otto", "client", "elsewhere"],
+    "tps": ["slow", "tie", "plain", "fast", "measuring", "campaign", "otto", "client", "elsewhere"],
+    "host": ["tie", "slow", "campaign", "otto", "client", "plain", "measuring", "fast", "elsewhere"],
+    "-host": ["measuring", "fast", "elsewhere", "tie", "slow", "campaign", "otto", "client", "plain"],
+    # In the order runs go through their states, not by the states' names.
+    "state": ["campaign", "measuring", "tie", "slow", "fast", "otto", "elsewhere", "plain", "client"],
+    "-state": ["client", "tie", "slow", "fast", "otto", "elsewhere", "plain", "measuring", "campaign"],
+}
+
+
+@pytest.mark.parametrize("case", SORTS.items(), ids=[sort or "default" for sort in SORTS])
+def test_each_sort_orders_every_run_either_way_and_totally(
+    ranked: dict[str, Run], client_for: ClientFactory, case: tuple[str, list[str]]
+) -> None:
+    sort, expected = case
+
+    response = client_for("vera").get(reverse("runs"), {"sort": sort} if sort else {})
+
+    assert response.status_code == 200
+    assert listed(response.content) == [ranked[key].pk for key in expected]
+
+
+def test_a_sort_is_kept_across_pages_and_filters_and_pages_never_share_a_run(
+    lab: Lab, client_for: ClientFactory
+) -> None:
+    runs = make_runs(lab, 60, state=RunState.DONE, mount_options="discard", steady_tps_mean=100.0)  # all tied
+    client = client_for("vera")
+    query = {"mount_options": "discard", "sort": "-tps", "per_page": "25"}
+
+    pages = [client.get(reverse("runs"), query | {"page": str(n)}).content.decode() for n in (1, 2, 3)]
+
+    seen = [pk for page in pages for pk in listed(page.encode())]
+    assert sorted(seen) == sorted(run.pk for run in runs)  # each run once: the ties broken the same way
+    assert 'href="?mount_options=discard&amp;sort=-tps&amp;per_page=25&amp;page=2" rel="next"' in pages[0]
+    assert '<option value="-tps" selected>highest tps first</option>' in pages[1]
+    assert 'value="discard"' in pages[1]  # the filter, kept in the form beside the sort
+
+
+def test_headers_sort_by_their_column_then_the_other_way_keeping_filters_and_back_at_page_one(
+    lab: Lab, client_for: ClientFactory
+) -> None:
+    client = client_for("vera")
+
+    default = client.get(reverse("runs"), {"state": "done", "per_page": "25"}).content.decode()
+    by_tps = client.get(reverse("runs"), {"state": "done", "per_page": "25", "sort": "-tps", "page": "1"})
+
+    header = re.compile(r'<th class="sortable[^"]*" aria-sort="(\w+)"><a href="([^"]*)" title="([^"]*)">([^<]*)<span')
+    shown = {name.split()[0]: (sort, href, title) for sort, href, title, name in header.findall(default)}
+    assert shown["Queued"] == ("descending", "?state=done&amp;per_page=25&amp;sort=queued", "Sort: oldest queued first")
+    assert shown["tps"] == ("none", "?state=done&amp;per_page=25&amp;sort=-tps", "Sort: highest tps first")
+    assert shown["State"][1] == "?state=done&amp;per_page=25&amp;sort=state"
+    assert shown["Server"][1] == "?state=done&amp;per_page=25&amp;sort=host"
+    assert shown["Started"][1] == "?state=done&amp;per_page=25&amp;sort=-started"
+    tps = {name.split()[0]: (sort, href) for sort, href, _, name in header.findall(by_tps.content.decode())}
+    assert tps["tps"] == ("descending", "?state=done&amp;per_page=25&amp;sort=tps")  # page 1 dropped
+    assert tps["Queued"] == ("none", "?state=done&amp;per_page=25")  # the default: no sort in the URL
+
+
+def test_only_the_newest_first_list_reloads_for_new_runs(lab: Lab, client_for: ClientFactory) -> None:
+    page = client_for("vera").get(reverse("runs"), {"sort": "tps"}).content.decode()
+
+    assert 'data-reload-on-new="false"' in page
+
+
+# ---- what each row says ----
+
+
+def test_a_row_says_who_queued_it_where_pgbench_ran_when_in_which_zone_and_its_steady_state_tps(
+    lab: Lab, client_for: ClientFactory
+) -> None:
+    run = make_run(lab.lab1, lab.ssd, lab.pg15, client_host=lab.lab2, queued_by=lab.otto, scale=10, clients=8,
+                   threads=2, duration_s=20, warmup_s=5, tps=1987.6, steady_tps_mean=2011.24,
+                   started_at=datetime(2025, 7, 1, 12, 30, tzinfo=UTC))  # fmt: skip
+    Run.objects.filter(pk=run.pk).update(created_at=datetime(2025, 7, 1, 12, 29, tzinfo=UTC))
+    client = client_for("vera")
+
+    page = client.get(reverse("runs")).content.decode()
+    with override_settings(TIME_ZONE="Europe/Berlin"):
+        berlin = client.get(reverse("runs")).content.decode()
+
+    row = " ".join(page.split(f'<tr id="run-{run.pk}">', 1)[1].split("</tr>", 1)[0].split())
+    assert "<td>lab1 · ssd0</td> <td>lab2</td>" in row
+    assert "TPC-B like<br><small><span>scale 10</span> · <span>8 clients</span> · <span>2 threads</span> · " \
+           "<span>5 s warm-up + 20 s</span></small>" in row  # fmt: skip
+    assert '<td class="number" data-live="tps">2,011.2</td>' in row  # the steady-state mean, not 1987.6
+    assert "<span>2025-07-01</span> <span>12:29 UTC</span></time><br><small>by otto" in row
+    assert "<span>2025-07-01</span> <span>12:30 UTC</span>" in row
+    assert "<span>2025-07-01</span> <span>14:29 CEST</span>" in berlin  # the reader's zone, named
+    assert "steady-state mean</small>" in page and "warm-up left out" in page
+    server_run = " ".join(page.split(f'<tr id="run-{lab.runs["plain"].pk}">', 1)[1].split("</tr>", 1)[0].split())
+    assert '<td><span class="muted">server</span></td>' in server_run
+    assert 'by <span class="muted">somebody no longer in benchlab</span>' in server_run
+
+
+def state_cell(page: str, run: Run) -> str:
+    cell = page.split(f'data-run="{run.pk}"', 1)[1].split("</td>", 1)[0]
+    return re.sub(r"<[^>]+>", "", cell.split(">", 1)[1])
+
+
+def test_a_running_row_says_which_second_of_its_phase_pgbench_is_in(lab: Lab, client_for: ClientFactory) -> None:
+    fields = {"warmup_s": 5, "duration_s": 30}
+    measuring = make_run(lab.lab1, lab.ssd, lab.pg15, state=RunState.MEASURING, **fields)
+    warming = make_run(lab.lab2, lab.hdd, lab.pg16, state=RunState.WARMING_UP, **fields)
+    just_measuring = make_run(lab.lab1, lab.ssd, lab.pg15, state=RunState.MEASURING, **fields)  # no sample after it
+    preparing = make_run(lab.lab1, lab.ssd, lab.pg15, state=RunState.PREPARING_STORAGE, **fields)
+    samples = [(measuring, range(1, 22)), (warming, range(1, 4)), (just_measuring, range(1, 6))]
+    RunSample.objects.bulk_create(
+        RunSample(run=run, second=second, tps=1.0, latency_ms=1.0) for run, seconds in samples for second in seconds
+    )
+
+    page = client_for("vera").get(reverse("runs")).content.decode()
+
+    assert state_cell(page, measuring) == "measuring, second 16 of 30"
+    assert state_cell(page, warming) == "warming up, second 3 of 5"
+    assert state_cell(page, just_measuring) == "measuring, second 0 of 30"
+    assert state_cell(page, preparing) == "preparing storage"
+    assert f'data-run="{measuring.pk}" data-state="measuring" data-live="state" data-second="16" data-of="30"' in page
+
+
+def test_a_queued_row_says_what_it_waits_for(lab: Lab, client_for: ClientFactory) -> None:
+    lab3 = make_host(name="lab3", address="10.200.0.13")
+    ssd3 = make_device(lab3, name="ssd3", path="/dev/disk/by-id/ata-TEST_SSD_3")
+    pg3 = make_pg_install(lab3)
+    running = make_run(lab.lab2, lab.hdd, lab.pg16, state=RunState.MEASURING)
+    Host.objects.filter(pk=lab.lab2.pk).update(claimed_by=running)
+    queued = {
+        # lab1: the lab's queued run ("campaign") is first; then one using lab1 and lab2 as client.
+        "both hosts": make_run(lab.lab1, lab.ssd, lab.pg15, state=RunState.QUEUED, client_host=lab.lab2),
+        "behind both": make_run(lab.lab1, lab.ssd, lab.pg15, state=RunState.QUEUED),
+        "on lab2": make_run(lab.lab2, lab.hdd, lab.pg16, state=RunState.QUEUED),
+        "on lab3": make_run(lab3, ssd3, pg3, state=RunState.QUEUED),
+    }
+    client = client_for("vera")
+
+    first = client.get(reverse("runs")).content.decode()
+    Host.objects.filter(pk=lab3.pk).update(enabled=False, cleanup_pending_for=running)
+    Host.objects.filter(pk=lab.lab1.pk).update(claimed_by=lab.runs["campaign"])  # it is starting
+    second = client.get(reverse("runs")).content.decode()
+
+    busy = f"lab2 busy with run {running.pk}"
+    assert state_cell(first, lab.runs["campaign"]) == "queued: next in line"
+    assert state_cell(first, queued["both hosts"]) == f"queued: {busy}; 1 run ahead"
+    assert state_cell(first, queued["behind both"]) == "queued: 2 runs ahead"
+    assert state_cell(first, queued["on lab2"]) == f"queued: {busy}; 1 run ahead"
+    assert state_cell(first, queued["on lab3"]) == "queued: next in line"
+    assert state_cell(second, lab.runs["campaign"]) == "queued: starting: its hosts are claimed"
+    assert state_cell(second, queued["both hosts"]) == f"queued: lab1 busy with run {lab.runs['campaign'].pk}; " \
+                                                        f"{busy}; next in line"  # fmt: skip
+    assert state_cell(second, queued["on lab3"]) == "queued: lab3 disabled; next in line"

@@ -58,8 +58,8 @@ def test_a_valid_form_queues_the_run_and_shows_it(otto: Client) -> None:
         ({"pg_settings": "port = 5433"}, "pg_settings", "set by benchlab itself"),
         ({"pg_settings": "archive_command = 'id'"}, "pg_settings", "runs commands on the host"),
         ({"filesystem": "directory"}, "filesystem", "is a block device"),
-        ({"scale": 0}, "scale", "greater than or equal to 1"),
-        ({"log_sampling_rate": "1.5"}, "log_sampling_rate", "less than or equal to 1.0"),
+        ({"scale": 0}, "scale", "scale must be between 1 and 100000; got 0."),
+        ({"log_sampling_rate": "1.5"}, "log_sampling_rate", "must be between 0.0001 and 1; got 1.5."),
     ],
 )
 def test_mistakes_are_shown_beside_their_fields(
@@ -112,9 +112,9 @@ def test_the_results_page_shows_numbers_environment_and_outputs(client_for: Clie
 
     page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
     data = client_for("vera").get(reverse("run-samples-json", args=[run.pk])).json()
-    output = client_for("vera").get(reverse("run-artifact", args=[run.pk, "pgbench.stdout.txt"]))
+    output = client_for("vera").get(reverse("run-artifact", args=[run.pk, "pgbench.stdout.txt"]), {"download": "1"})
 
-    for text in ["2261.2", "2250.0 ± 40.5", "0.880 ms ± 0.310 ms", "rw,noatime,nobarrier", "shared_buffers=4096",
+    for text in ["2261.2", "2250.0 ± 40.5", "0.880 ms ± 0.310 ms", "rw,noatime,nobarrier", "shared_buffers=32MB",
                  "0.9881", "pgbench.stdout.txt"]:  # fmt: skip
         assert text in page, text
     assert data["seconds"] == list(range(1, 8)) and data["warmup"][:2] == [True, True] and data["warmup_s"] == 2

@@ -1,5 +1,6 @@
 """Run pages: the list, the queue form, a run (live while it runs, results when done)."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -7,12 +8,13 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs import live
 from runs.forms import RunForm, run_form_initial
-from runs.models import Run, RunArtifact
+from runs.models import Run, RunArtifact, RunState
 from runs.params import BadParameter, parse_id
 from runs.roles import cancel_refusal
 from runs.run_filters import RunFilterForm, filtered_run_page
-from runs.selectors import run_chart_data, run_with_details
-from runs.services.queue import run_wait
+from runs.run_list_rows import run_rows
+from runs.run_list_sort import sort_headers
+from runs.selectors import run_chart_data, run_log, run_outputs, run_position, run_waits, run_with_details
 from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 
 
@@ -25,9 +27,11 @@ def runs_page(request: HttpRequest) -> HttpResponse:
     context = {
         "form": form,
         "page": page,
+        "rows": run_rows(list(page)) if page is not None else [],
+        "sort_headers": sort_headers(request.GET, form.cleaned_data.get("sort") or "") if page is not None else {},
         "events_after": events_after,
         # Only the newest runs, unfiltered, is where a run queued elsewhere belongs: reload for it.
-        "reload_on_new": page is not None and page.number == 1 and not form.is_filtered(),
+        "reload_on_new": page is not None and page.number == 1 and form.lists_newest_first(),
     }
     # Bad filters: the form again with what is wrong, above no table; 400 tells scripts it was refused.
     return render(request, "runs/run_list.html", context, status=200 if page is not None else 400)
@@ -69,7 +73,10 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "run": run,
         "chart": run_chart_data(run),
         "cancel_refusal": cancel_refusal(request.user, run),
-        "waits": [str(wait) for wait in run_wait(run)],
+        "waits": run_waits(run),
+        "position": run_position(run),
+        "outputs": run_outputs(run),
+        "log": run_log(run) if run.is_finished else [],
     }
     return render(request, "runs/run_detail.html", context)
 
@@ -79,7 +86,14 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 def run_wait_json(request: HttpRequest, run_id: int) -> JsonResponse:
     """What a queued run waits for, for its page to refresh while it waits."""
     run = get_object_or_404(Run.objects.select_related("server_host", "client_host"), pk=run_id)
-    return JsonResponse({"state": run.state, "waits": [str(wait) for wait in run_wait(run)]})
+    waits = run_waits(run)
+    return JsonResponse(
+        {
+            "state": run.state,
+            "waits": [wait.text for wait in waits],
+            "hosts": [{"host": w.host, "state": w.state, "queue": w.queue, "busy_with": w.busy_with} for w in waits],
+        }
+    )
 
 
 @require_safe
@@ -93,19 +107,34 @@ def run_samples_json(request: HttpRequest, run_id: int) -> JsonResponse:
 @permission_required("runs.cancel_run", raise_exception=True)
 def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("queued_by"), pk=run_id)
+    was_finished = run.is_finished
     try:
         run_cancel(run=run, by=request.user, request=request)
     except CancelRefused as exc:
         return refused(request, str(exc), status=403)
+    if was_finished:
+        messages.info(request, f"Run {run_id} had already ended ({run.get_state_display()}): nothing to cancel.")
+    elif run.state == RunState.CANCELLED:
+        messages.success(request, f"Run {run_id} cancelled: it left the queue before anything ran.")
+    else:
+        messages.success(request, f"Cancel of run {run_id} requested: its worker stops it and cleans up.")
     return redirect("run-detail", run_id=run_id)
 
 
 @require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def run_artifact(request: HttpRequest, run_id: int, name: str) -> HttpResponse:
+    """A raw output as text: shown in the browser, or saved as a file with ?download=1."""
+    download = request.GET.get("download")
+    if download is not None and download != "1":
+        message = f"download must be 1 (save the file) or left out (show it in the browser), not {download[:40]!r}"
+        return refused(request, message)
     artifact = RunArtifact.objects.filter(run_id=run_id, name=name).first()
     if artifact is None:
         raise Http404("no such output")
     response = HttpResponse(artifact.content, content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="run-{run_id}-{name}"'
+    # A text file is shown as text, never sniffed into HTML or a script, whatever it contains.
+    response["X-Content-Type-Options"] = "nosniff"
+    disposition = "attachment" if download else "inline"
+    response["Content-Disposition"] = f'{disposition}; filename="run-{run_id}-{name}"'
     return response

@@ -1,95 +1,248 @@
-// The run page: the tps/latency chart (warm-up shaded by charts.js's plugin), and while the run
-// runs, live updates from its event stream: every sample once (the stream replays from the
-// start), the state and the steps, and the log tail.
+// The run page: the tps/latency chart and the iostat/vmstat charts, all on one x axis (seconds
+// since pgbench started, from 0 to warm-up + duration, the warm-up shaded and labelled); and
+// while the run is queued or runs, live updates: what it waits for, where it is and when pgbench
+// ends, every sample once (the event stream replays from the start), the steps, and the log,
+// which follows its newest line unless the reader has scrolled up.
 (function () {
   const page = document.getElementById("run-page");
   const data = JSON.parse(document.getElementById("chart-data").textContent);
   const finished = page.dataset.finished === "true";
+  const { axisTitle, withUnit, warmupShade, make } = window.BenchlabCharts;
+  const warmup = data.warmup_s || 0;
+  const total = warmup + data.duration_s;
 
-  const points = (xs, ys) => xs.map((x, i) => ({ x, y: ys[i] }));
-  const tpsChart = new Chart(document.getElementById("tps-chart"), {
-    type: "line",
-    data: {
-      datasets: [
-        { label: "tps", data: finished ? points(data.seconds, data.tps) : [], yAxisID: "tps", borderWidth: 1.5, pointRadius: 0 },
-        { label: "latency (ms)", data: finished ? points(data.seconds, data.latency_ms) : [], yAxisID: "latency", borderWidth: 1, pointRadius: 0 },
-      ],
+  // ---- times: 24-hour, in benchlab's timezone (the one the server wrote the page in), named.
+  const timeZone = (() => {
+    try {
+      new Intl.DateTimeFormat("en-GB", { timeZone: page.dataset.timeZone });
+      return page.dataset.timeZone;
+    } catch (error) {
+      return "UTC";
+    }
+  })();
+  const zoneLabel = page.dataset.timeZoneLabel || timeZone;
+  const parts = new Intl.DateTimeFormat("en-GB", {
+    timeZone, year: "numeric", month: "2-digit", day: "2-digit",
+    hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23",
+  });
+  const fields = (date) => Object.fromEntries(parts.formatToParts(date).map((part) => [part.type, part.value]));
+  const clock = (date) => { const f = fields(date); return `${f.hour}:${f.minute}:${f.second}`; };
+  const stamp = (date) => { const f = fields(date); return `${f.year}-${f.month}-${f.day} ${clock(date)} ${zoneLabel}`; };
+  // As the units filter `duration` writes it: "14 s", "2 min 5 s", "1 h 3 min".
+  const duration = (seconds) => {
+    const whole = Math.max(0, Math.round(seconds));
+    const hours = Math.floor(whole / 3600), minutes = Math.floor((whole % 3600) / 60), rest = whole % 60;
+    if (hours) return `${hours} h ${minutes} min`;
+    return minutes ? `${minutes} min ${rest} s` : `${rest} s`;
+  };
+
+  // ---- charts
+  // The warm-up band's label: inside the band when it fits, else just right of its end line.
+  const warmupLabel = {
+    id: "warmupLabel",
+    afterDatasetsDraw(chart, args, options) {
+      if (!options.until) return;
+      const { ctx, chartArea, scales } = chart;
+      const end = Math.min(scales.x.getPixelForValue(options.until), chartArea.right);
+      if (end <= chartArea.left) return;
+      ctx.save();
+      ctx.font = "11px system-ui, sans-serif";
+      const width = ctx.measureText(options.text).width;
+      const inside = end - chartArea.left >= width + 10;
+      const left = inside ? (chartArea.left + end - width) / 2 : end + 4;
+      ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+      ctx.fillRect(left - 3, chartArea.top + 3, width + 6, 16);
+      ctx.fillStyle = "#333";
+      ctx.textBaseline = "top";
+      ctx.fillText(options.text, left, chartArea.top + 6);
+      ctx.restore();
     },
-    options: {
-      animation: false,
-      parsing: false,
-      maintainAspectRatio: false,  // fill the .chart box, whatever its width
-      scales: {
-        x: { type: "linear", title: { display: true, text: "seconds" } },
-        tps: { position: "left", beginAtZero: true, title: { display: true, text: "tps" } },
-        latency: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "ms" } },
+  };
+  const band = {
+    warmupShade: { spans: [{ until: warmup, line: "rgba(80, 80, 80, 0.7)" }] },
+    warmupLabel: { until: warmup, text: `warm-up ${warmup} s: not in the statistics` },
+  };
+  // The band in the legend too (it toggles nothing: a click on it is ignored).
+  const legend = {
+    labels: {
+      generateLabels: (chart) => {
+        const items = Chart.defaults.plugins.legend.labels.generateLabels(chart);
+        if (warmup) {
+          items.push({ text: "warm-up (shaded)", fillStyle: "rgba(120, 120, 120, 0.15)", strokeStyle: "rgba(80, 80, 80, 0.7)", lineWidth: 1, hidden: false });
+        }
+        return items;
       },
-      plugins: { warmupShade: { spans: [{ until: data.warmup_s }] } },
     },
-    plugins: [BenchlabCharts.warmupShade],
+    onClick: (event, item, legendBox) => {
+      if (item.datasetIndex !== undefined) Chart.defaults.plugins.legend.onClick.call(legendBox, event, item, legendBox);
+    },
+  };
+  // A line, named with its unit; a lone sample is drawn as a dot (a line needs two).
+  const line = (label, name, unit, axis, points) => ({
+    label, name, unit, yAxisID: axis, data: points, borderWidth: 1.5, pointHitRadius: 4,
+    pointRadius: (context) => (context.dataset.data.length < 2 ? 3 : 0),
+  });
+  const xAxis = (last) => ({
+    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle("seconds since pgbench started"),
+    ticks: { precision: 0, includeBounds: false }, // no crowded label for the last odd second
+  });
+  // Tooltips anywhere along x (the shared options' interaction: index, not intersecting).
+  const tooltip = {
+    callbacks: {
+      title: (items) => {
+        const second = items[0].parsed.x;
+        if (second <= warmup) return `second ${second} (warm-up)`;
+        if (second > total) return `second ${second} (after pgbench ended)`; // iostat and vmstat run on a little
+        return `second ${second} (measured second ${second - warmup} of ${data.duration_s})`;
+      },
+      label: (item) => `${item.dataset.name}: ${withUnit(item.parsed.y, item.dataset.unit)}`,
+    },
+  };
+  const options = (scales) => ({
+    animation: false,
+    parsing: false,
+    scales,
+    plugins: { ...band, legend, tooltip },
+  });
+  const points = (xs, ys) => xs.map((x, i) => ({ x, y: ys[i] }));
+  const tpsChart = make(document.getElementById("tps-chart"), "line", {
+    datasets: [
+      line("throughput (tps)", "throughput", "tps", "tps", finished ? points(data.seconds, data.tps) : []),
+      line("latency (ms)", "latency", "ms", "latency", finished ? points(data.seconds, data.latency_ms) : []),
+    ],
+  }, {
+    options: options({
+      x: xAxis(data.seconds.at(-1)),
+      tps: { position: "left", beginAtZero: true, grace: "10%", title: axisTitle("throughput (tps)") },
+      latency: {
+        position: "right", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("latency (ms)"),
+      },
+    }),
+    plugins: [warmupShade, warmupLabel],
   });
   window.benchlabCharts = { tps: tpsChart };
 
-  // One line per series; `axes` names each y axis (id → title) and `lines` puts each series on
-  // one of them, so a percentage never shares a scale with a rate.
+  // iostat and vmstat, a sample a second from just before pgbench started. `axes` names each y
+  // axis (id → [title, unit]) and `lines` puts each series on one of them: a percentage never
+  // shares a scale with a rate or a time.
   const seriesChart = (id, series, axes, lines) => {
     const canvas = document.getElementById(id);
     if (!canvas) return;
-    const datasets = Object.entries(lines).map(([key, [label, axis]]) => ({
-      label, yAxisID: axis, data: (series[key] || []).map((y, x) => ({ x: x + 1, y })), borderWidth: 1, pointRadius: 0,
-    }));
-    const scales = { x: { type: "linear", title: { display: true, text: "seconds" } } };
-    Object.entries(axes).forEach(([axis, title], index) => {
+    const datasets = Object.entries(lines).map(([key, [name, axis]]) => {
+      const unit = axes[axis][1];
+      const values = (series[key] || []).map((y, x) => ({ x: x + 1, y }));
+      return line(`${name} (${unit})`, name, unit, axis, values);
+    });
+    const longest = Math.max(0, ...datasets.map((dataset) => dataset.data.length));
+    const scales = { x: xAxis(longest) };
+    Object.entries(axes).forEach(([axis, [title, unit]], index) => {
       scales[axis] = {
-        position: index ? "right" : "left", beginAtZero: true, title: { display: true, text: title },
-        grid: { drawOnChartArea: index === 0 }, ...(title === "%" ? { max: 100 } : {}),
+        position: index ? "right" : "left", beginAtZero: true, grace: "10%", title: axisTitle(title),
+        grid: { drawOnChartArea: index === 0 }, ...(unit === "%" ? { max: 100 } : {}),
       };
     });
-    new Chart(canvas, { type: "line", data: { datasets }, options: { animation: false, parsing: false, maintainAspectRatio: false, scales } });
+    window.benchlabCharts[id] = make(canvas, "line", { datasets }, { options: options(scales), plugins: [warmupShade, warmupLabel] });
   };
-  seriesChart("iostat-util-chart", data.iostat, { pct: "%", ms: "ms" }, {
-    util_pct: ["util %", "pct"], r_await_ms: ["read await (ms)", "ms"], w_await_ms: ["write await (ms)", "ms"],
+  seriesChart("iostat-util-chart", data.iostat, { pct: ["utilisation (%)", "%"], ms: ["await (ms)", "ms"] }, {
+    util_pct: ["utilisation", "pct"], r_await_ms: ["read await", "ms"], w_await_ms: ["write await", "ms"],
   });
-  seriesChart("iostat-iops-chart", data.iostat, { iops: "per second" }, {
-    r_per_s: ["reads/s", "iops"], w_per_s: ["writes/s", "iops"],
+  seriesChart("iostat-iops-chart", data.iostat, { iops: ["I/O requests per second (IOPS)", "IOPS"] }, {
+    r_per_s: ["reads", "iops"], w_per_s: ["writes", "iops"],
   });
-  seriesChart("vmstat-chart", data.vmstat, { pct: "%" }, {
-    us: ["user %", "pct"], sy: ["system %", "pct"], wa: ["iowait %", "pct"],
+  seriesChart("vmstat-chart", data.vmstat, { pct: ["CPU time (%)", "%"] }, {
+    us: ["user", "pct"], sy: ["system", "pct"], wa: ["iowait", "pct"],
   });
 
-  // A queued run's "waits for" line changes as the runs ahead of it end: ask again now and then.
+  // A finished run's log opens at its newest lines, as the live one showed them.
+  const storedLog = document.getElementById("run-log");
+  storedLog?.addEventListener("toggle", () => {
+    storedLog.querySelectorAll("pre").forEach((pre) => { pre.scrollTop = pre.scrollHeight; });
+  });
+
+  if (finished) return;
+
+  // ---- a queued run: what it waits for, asked again now and then (runs ahead end, hosts free up).
   const wait = document.getElementById("run-wait");
-  if (wait) {
-    const refreshWait = async () => {
-      const answer = await fetch(wait.dataset.url, { headers: { Accept: "application/json" } });
-      if (!answer.ok) return;
-      const body = await answer.json();
-      if (body.state !== "queued") { wait.remove(); clearInterval(timer); return; }
-      wait.textContent = body.waits.length
-        ? `Waits for: ${body.waits.join(" · ")}`
-        : "Its turn has come: waiting for a worker to start it.";
-    };
-    const timer = setInterval(refreshWait, 3000);
-  }
+  const waitText = document.getElementById("run-wait-text");
+  const runUrl = (id) => page.dataset.events.replace(/\/\d+\/events$/, `/${id}/`);
+  const showWaits = (hosts) => {
+    waitText.replaceChildren();
+    if (!hosts.length) waitText.textContent = "Its turn has come: waiting for a worker to start it.";
+    hosts.forEach((host, index) => {
+      if (index) waitText.append(" · ");
+      if (host.busy_with) {
+        const link = document.createElement("a");
+        link.href = runUrl(host.busy_with);
+        link.textContent = `run ${host.busy_with}`;
+        waitText.append(`${host.host} busy with `, link);
+      } else {
+        waitText.append(`${host.host} ${host.state}`);
+      }
+      if (host.queue) waitText.append(`; ${host.queue}`);
+    });
+  };
+  let waitTimer = null;
+  const refreshWait = async () => {
+    const answer = await fetch(wait.dataset.url, { headers: { Accept: "application/json" } });
+    if (!answer.ok) return;
+    const body = await answer.json();
+    if (body.state === "queued") showWaits(body.hosts);
+  };
+  if (wait && !wait.hidden) waitTimer = setInterval(refreshWait, 3000);
 
-  if (finished || !window.EventSource) return;
+  // ---- a running run: where it is ("measuring, second 16 of 30") and when pgbench ends.
+  const position = document.getElementById("run-position");
+  const positionText = document.getElementById("run-position-text");
+  const eta = document.getElementById("run-eta");
+  const took = document.getElementById("run-took");
+  const measuredPlan = warmup ? `${warmup} s warm-up + ${data.duration_s} s` : `${data.duration_s} s`;
+  let state = null, stateLabel = "", lastSecond = null;
+  let pgbenchEnds = position.dataset.ends ? new Date(position.dataset.ends) : null;
+  const showPosition = () => {
+    const running = ["warming_up", "measuring"].includes(state);
+    if (state === "queued" || state === null) return;
+    wait.hidden = true;
+    position.hidden = false;
+    if (!running) {
+      const early = ["preparing_storage", "initializing_database"].includes(state);
+      positionText.textContent = early ? `${stateLabel}; then pgbench runs ${measuredPlan}` : `${stateLabel}; pgbench has ended`;
+      eta.textContent = "";
+      return;
+    }
+    if (lastSecond === null) positionText.textContent = `${stateLabel}, waiting for pgbench's first second`;
+    else if (lastSecond <= warmup) positionText.textContent = `warming up, second ${lastSecond} of ${warmup}`;
+    else positionText.textContent = `measuring, second ${Math.min(lastSecond - warmup, data.duration_s)} of ${data.duration_s}`;
+    const left = lastSecond === null ? "" : `, in about ${duration(total - lastSecond)}`;
+    eta.textContent = pgbenchEnds ? ` · pgbench ends ≈ ${stamp(pgbenchEnds)}${left}; then results are collected` : "";
+  };
+  // "Running for": the server's figure when the page was made, counted on by this page's clock.
+  const loadedAt = performance.now();
+  let tookBase = took.dataset.seconds ? Number(took.dataset.seconds) : null;
+  const showTook = () => {
+    if (tookBase !== null) took.textContent = duration(tookBase + (performance.now() - loadedAt) / 1000);
+  };
+  setInterval(showTook, 1000);
+
+  if (!window.EventSource) return;
   const seen = new Set();
   const count = document.getElementById("sample-count");
-  const log = document.getElementById("log");
-  const state = document.getElementById("run-state");
+  const runState = document.getElementById("run-state");
   const steps = document.getElementById("steps");
-  steps.innerHTML = "";  // rebuilt from the replayed events
+  steps.innerHTML = ""; // rebuilt from the replayed events
   const source = new EventSource(page.dataset.events);
   const addSample = (sample) => {
     if (seen.has(sample.second)) return;
     seen.add(sample.second);
     tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
     tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
+    lastSecond = Math.max(lastSecond ?? 0, sample.second);
   };
   const drawSamples = () => {
     for (const dataset of tpsChart.data.datasets) dataset.data.sort((a, b) => a.x - b.x);
+    tpsChart.options.scales.x.max = Math.max(total, lastSecond ?? 0);
     tpsChart.update("none");
-    count.textContent = `${seen.size} samples`;
+    count.textContent = `${seen.size} of ${total} seconds${warmup ? ` (the first ${warmup} s are the warm-up, shaded)` : ""}`;
+    showPosition();
   };
   source.addEventListener("sample", (message) => {
     addSample(JSON.parse(message.data));
@@ -108,21 +261,69 @@
     stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
     drawSamples();
   });
-  source.addEventListener("log", (message) => {
-    const lines = (log.textContent + JSON.parse(message.data).line + "\n").split("\n");
-    log.textContent = lines.slice(-200).join("\n");
+
+  // ---- the log: follows its newest line unless the reader scrolled up; again once they are
+  // back at the bottom (or press the button).
+  const log = document.getElementById("log");
+  const follow = document.getElementById("log-follow");
+  const logStatus = document.getElementById("log-status");
+  const KEEP_LINES = 500, KEEP_LINES_UNFOLLOWED = 5000; // a reader's place is not pulled away while they read
+  let following = true;
+  const atBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight <= 4;
+  const setFollowing = (value) => {
+    if (value === following) return;
+    following = value;
+    follow.hidden = value;
+    logStatus.textContent = value
+      ? "Follows the newest line; scroll up to stop."
+      : "Not following: you scrolled up. Scroll to the bottom to follow again, or";
+  };
+  log.addEventListener("scroll", () => setFollowing(atBottom()));
+  follow.addEventListener("click", () => {
+    log.scrollTop = log.scrollHeight;
+    setFollowing(true);
   });
+  source.addEventListener("log", (message) => {
+    log.append(`${JSON.parse(message.data).line}\n`);
+    const keep = following ? KEEP_LINES : KEEP_LINES_UNFOLLOWED;
+    while (log.childNodes.length > keep) log.firstChild.remove();
+    if (following) log.scrollTop = log.scrollHeight;
+  });
+
   source.addEventListener("state", (message) => {
     const event = JSON.parse(message.data);
-    state.textContent = event.label;
-    state.className = `state state-${event.state}`;
+    const at = new Date(event.at);
+    state = event.state;
+    stateLabel = event.label;
+    runState.textContent = event.label;
+    runState.className = `state state-${event.state}`;
     const item = document.createElement("li");
     item.className = `step-${event.state}`;
-    item.textContent = `${event.label} ${event.at.substring(11, 19)}`;
+    const time = document.createElement("time");
+    if (!Number.isNaN(at.getTime())) {
+      time.dateTime = event.at;
+      time.title = stamp(at);
+      time.textContent = clock(at);
+    }
+    item.append(`${event.label} `, time);
     steps.appendChild(item);
+    if (["warming_up", "measuring"].includes(state) && !pgbenchEnds && !Number.isNaN(at.getTime())) {
+      pgbenchEnds = new Date(at.getTime() + total * 1000); // pgbench started with this step
+    }
+    if (state !== "queued" && waitTimer !== null) {
+      clearInterval(waitTimer);
+      waitTimer = null;
+    }
+    if (state !== "queued" && tookBase === null) {
+      // It started while this page was open: from now on it counts from here.
+      tookBase = -(performance.now() - loadedAt) / 1000;
+      if (!Number.isNaN(at.getTime())) document.getElementById("run-started").textContent = stamp(at);
+      showTook();
+    }
+    showPosition();
     if (["done", "failed", "cancelled"].includes(event.state)) {
       source.close();
-      setTimeout(() => window.location.reload(), 500);  // the results page
+      setTimeout(() => window.location.reload(), 500); // the results page
     }
   });
 })();

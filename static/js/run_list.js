@@ -1,29 +1,124 @@
-// The run list: states kept current from the run list's event stream (server-sent events), a
-// selection of runs to compare that survives paging (sessionStorage, this tab only), and filter
+// The run list: states kept current from the run list's event stream (server-sent events), with
+// where a running run is ("measuring, second 16 of 30") and what a queued one waits for; a
+// selection of runs to compare that survives paging (sessionStorage, this tab only); and filter
 // URLs that carry only the filters set.
 (function () {
   "use strict";
   const table = document.getElementById("run-list");
   const SELECTION_KEY = "benchlab.runList.selected";
+  const FINAL_STATES = new Set(["done", "failed", "cancelled"]);
+  const REFRESH_DELAY_MS = 1000;
+
+  // pgbench's second within its phase, counted on from the last one the server told (data-second,
+  // at data-since): it moves one a second of wall time (-T), up to the phase's length (data-of).
+  function showPosition(cell) {
+    if (cell.dataset.of === undefined || cell.dataset.of === "") return;
+    const of = Number(cell.dataset.of);
+    const elapsed = Math.floor((performance.now() - Number(cell.dataset.since || 0)) / 1000);
+    setDetail(cell, `, second ${Math.min(of, Number(cell.dataset.second) + elapsed)} of ${of}`);
+  }
+
+  function setDetail(cell, text) {
+    let detail = cell.querySelector(".state-detail");
+    if (!detail) {
+      detail = document.createElement("span");
+      detail.className = "state-detail";
+      cell.append(detail);
+    }
+    detail.textContent = text;
+  }
+
+  function startClock(cell, second, of) {
+    cell.dataset.second = String(second);
+    cell.dataset.of = String(of);
+    cell.dataset.since = String(performance.now());
+    showPosition(cell);
+  }
+
+  // A state event, shown at once; the page is then asked again for the details (refreshRows).
+  function showState(cell, state, label) {
+    cell.className = `state state-${state}`;
+    cell.dataset.state = state;
+    cell.querySelector(".state-label").textContent = label;
+    if (state === "warming_up") startClock(cell, 0, Number(cell.dataset.warmup));
+    else if (state === "measuring") startClock(cell, 0, Number(cell.dataset.duration));
+    else {
+      cell.dataset.of = "";
+      cell.querySelector(".state-detail")?.remove();
+    }
+  }
+
+  function unfinishedRows() {
+    return [...table.querySelectorAll("td.state")].some((cell) => !FINAL_STATES.has(cell.dataset.state));
+  }
+
+  // The page itself, asked again, says what changed: each row's live cells (state with position or
+  // wait, tps, start) are replaced by the server's. One request at a time, one more if events came
+  // meanwhile; the server's text is the one way these read (no second formatter here).
+  let refreshTimer = null;
+  let refreshing = false;
+  let refreshAgain = false;
+
+  function refreshSoon() {
+    if (refreshing) refreshAgain = true;
+    else if (!refreshTimer) refreshTimer = window.setTimeout(refreshRows, REFRESH_DELAY_MS);
+  }
+
+  async function refreshRows() {
+    refreshTimer = null;
+    refreshing = true;
+    try {
+      const response = await fetch(window.location.href, { headers: { Accept: "text/html" } });
+      if (response.ok) replaceLiveCells(new DOMParser().parseFromString(await response.text(), "text/html"));
+    } catch (error) {
+      // Offline for a moment: the next event asks again.
+    } finally {
+      refreshing = false;
+      if (refreshAgain) {
+        refreshAgain = false;
+        refreshSoon();
+      }
+    }
+  }
+
+  function replaceLiveCells(fresh) {
+    for (const row of table.tBodies[0].rows) {
+      const freshRow = fresh.getElementById(row.id);
+      if (!freshRow) continue;
+      for (const cell of row.querySelectorAll("td[data-live]")) {
+        const freshCell = freshRow.querySelector(`td[data-live="${cell.dataset.live}"]`);
+        if (!freshCell) continue;
+        const copy = document.importNode(freshCell, true);
+        copy.dataset.since = String(performance.now());
+        cell.replaceWith(copy);
+        showPosition(copy);
+      }
+    }
+  }
 
   function followStates() {
     if (!table || !window.EventSource) return;
     const reloadOnNew = table.dataset.reloadOnNew === "true";
     const notice = document.getElementById("new-runs");
     const source = new EventSource(table.dataset.events);
+    for (const cell of table.querySelectorAll("td.state")) cell.dataset.since = String(performance.now());
+    window.setInterval(() => table.querySelectorAll("td.state").forEach(showPosition), 1000);
     source.addEventListener("state", (message) => {
       const event = JSON.parse(message.data);
       const cell = table.querySelector(`td.state[data-run="${event.run}"]`);
       if (cell) {
-        cell.textContent = event.label;
-        cell.className = `state state-${event.state}`;
+        showState(cell, event.state, event.label);
+        refreshSoon();
         return;
       }
-      // A run not on this page. Only a newly queued one can belong here, and only on the newest
-      // unfiltered page; on any other page a reload would move the rows the user is reading.
-      if (event.state !== "queued") return;
-      if (reloadOnNew) window.location.reload();
-      else if (notice) notice.hidden = false;
+      // A run not on this page. A newly queued one can only belong on the newest unfiltered page;
+      // on any other page a reload would move the rows the user is reading.
+      if (event.state === "queued") {
+        if (reloadOnNew) window.location.reload();
+        else if (notice) notice.hidden = false;
+      }
+      // Whatever it did, what the queued runs here wait for may have changed with it.
+      if (unfinishedRows()) refreshSoon();
     });
   }
 
@@ -111,8 +206,11 @@
         if (value === "") event.formData.delete(name);
       }
     });
-    const perPage = form.elements.namedItem("per_page");
-    if (perPage) perPage.addEventListener("change", () => form.requestSubmit());
+    // The order and the page size apply at once; the filters wait for "Filter".
+    for (const name of ["sort", "per_page"]) {
+      const select = form.elements.namedItem(name);
+      if (select) select.addEventListener("change", () => form.requestSubmit());
+    }
   }
 
   followStates();

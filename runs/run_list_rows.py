@@ -1,0 +1,150 @@
+"""What a row of the run list says beyond the run's own columns: where a running run is
+("measuring, second 16 of 30"), what a queued one waits for ("lab2 busy with run 19; 2 runs
+ahead") and its workload in words ("scale 10 · 8 clients · 2 threads · 20 s").
+
+For a whole page at once and in a fixed number of queries, whatever its size: the newest sample
+second comes with the page's own query (annotate_progress), the queue in two more queries and
+only when queued runs are on the page. services.queue.run_wait says the same for one run, at
+more length, on its page.
+"""
+
+from bisect import bisect_left
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from django.db.models import Case, IntegerField, OuterRef, QuerySet, Subquery, When
+
+from runs.models import Host, Run, RunSample, RunState
+
+# The states pgbench runs in: the newest sample says how far it is.
+PGBENCH_STATES = (RunState.WARMING_UP, RunState.MEASURING)
+
+
+def annotate_progress(runs: QuerySet[Run]) -> QuerySet[Run]:
+    """Adds `latest_second`, the newest sample's second, to the runs pgbench is running for (one
+    index lookup in the same query, and only for those runs: CASE evaluates it for them alone)."""
+    newest = RunSample.objects.filter(run=OuterRef("pk")).order_by("-second").values("second")[:1]
+    return runs.annotate(
+        latest_second=Case(When(state__in=PGBENCH_STATES, then=Subquery(newest)), output_field=IntegerField())
+    )
+
+
+@dataclass(frozen=True)
+class RowStatus:
+    """What follows a run's state in the list, and what the page's script needs to keep a
+    running run's second current between reloads."""
+
+    detail: str = ""  # "second 16 of 30", "lab2 busy with run 19; 2 runs ahead"; "" for nothing
+    second: int | None = None  # pgbench's position within the current phase (warm-up or measuring)
+    of: int | None = None  # the phase's length, seconds
+
+
+@dataclass(frozen=True)
+class RunRow:
+    run: Run
+    status: RowStatus
+    workload: str  # its name
+    workload_detail: list[str]  # scale, clients, threads, seconds
+
+
+def run_rows(runs: Sequence[Run]) -> list[RunRow]:
+    """The page's runs with their status and workload summary (two queries if any is queued)."""
+    waits = queue_waits([run for run in runs if run.state == RunState.QUEUED])
+    return [RunRow(run, waits.get(run.pk) or progress(run), workload_name(run), workload_summary(run)) for run in runs]
+
+
+def progress(run: Run) -> RowStatus:
+    """How far pgbench is: the second of the warm-up or of the measured duration (from 1)."""
+    latest = getattr(run, "latest_second", None)
+    if run.state == RunState.WARMING_UP:
+        return _position(latest or 0, run.warmup_s)
+    if run.state == RunState.MEASURING:
+        return _position((latest or run.warmup_s) - run.warmup_s, run.duration_s)
+    return RowStatus()
+
+
+def _position(second: int, of: int) -> RowStatus:
+    second = max(0, min(second, of))
+    return RowStatus(f"second {second} of {of}", second, of)
+
+
+def workload_summary(run: Run) -> list[str]:
+    """ "scale 10", "8 clients", "2 threads", "20 s" (to join with " · "); "5 s warm-up + 20 s" with
+    a warm-up, as the run's page writes it."""
+    seconds = f"{run.warmup_s:,} s warm-up + {run.duration_s:,} s" if run.warmup_s else f"{run.duration_s:,} s"
+    return [f"scale {run.scale:,}", _count(run.clients, "client"), _count(run.threads, "thread"), seconds]
+
+
+def workload_name(run: Run) -> str:
+    """ "TPC-B like", "select only": the workload's name without its pgbench switch."""
+    return run.get_workload_display().split(" (", 1)[0]
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class _QueuedRun:
+    pk: int
+    hosts: frozenset[int]
+
+
+def queue_waits(queued: Sequence[Run]) -> dict[int, RowStatus]:
+    """For each queued run: its hosts that keep it waiting (disabled, busy, to be cleaned up) and
+    how many queued runs are ahead of it on them; the dispatcher's view (services.queue)."""
+    if not queued:
+        return {}
+    hosts = {host.pk: host for host in Host.objects.only("id", "name", "enabled", "claimed_by", "cleanup_pending_for")}
+    holders = {host.claimed_by_id for host in hosts.values() if host.claimed_by_id}
+    # A queued run that holds its hosts is starting, not in line: it is "busy with", not "ahead".
+    in_line = [run for run in _queued_in_order(max(run.pk for run in queued)) if run.pk not in holders]
+    lines = _lines_per_host(in_line)
+    return {run.pk: _wait(run, hosts, holders, lines) for run in queued}
+
+
+def _queued_in_order(up_to: int) -> Iterable[_QueuedRun]:
+    rows = Run.objects.filter(state=RunState.QUEUED, pk__lte=up_to).order_by("pk")
+    for pk, server, client in rows.values_list("pk", "server_host_id", "client_host_id"):
+        yield _QueuedRun(pk, frozenset({server, client} - {None}))
+
+
+def _lines_per_host(in_line: Iterable[_QueuedRun]) -> dict[int, list[int]]:
+    """Per host, the ids of the queued runs that need it, in queue order."""
+    lines: dict[int, list[int]] = defaultdict(list)
+    for run in in_line:
+        for host in run.hosts:
+            lines[host].append(run.pk)
+    return lines
+
+
+def _wait(run: Run, hosts: dict[int, Host], holders: set[int], lines: dict[int, list[int]]) -> RowStatus:
+    needed = sorted((hosts[pk] for pk in (run.server_host_id, run.client_host_id) if pk in hosts), key=_name)
+    if run.pk in holders:
+        return RowStatus("starting: its hosts are claimed")
+    reasons = [reason for host in needed if (reason := _blocked(host))]
+    ahead = _ahead(run.pk, [lines.get(host.pk, []) for host in needed])
+    reasons.append(_count(ahead, "run") + " ahead" if ahead else "next in line")
+    return RowStatus("; ".join(reasons))
+
+
+def _name(host: Host) -> str:
+    return host.name
+
+
+def _blocked(host: Host) -> str:
+    if not host.enabled:
+        return f"{host.name} disabled"
+    if host.cleanup_pending_for_id:
+        return f"{host.name} awaits cleanup after run {host.cleanup_pending_for_id}"
+    if host.claimed_by_id:
+        return f"{host.name} busy with run {host.claimed_by_id}"
+    return ""
+
+
+def _ahead(pk: int, lines: list[list[int]]) -> int:
+    """The queued runs before `pk` that need one of its hosts, each counted once."""
+    if len(lines) == 1:
+        return bisect_left(lines[0], pk)
+    return len({other for line in lines for other in line[: bisect_left(line, pk)]})
