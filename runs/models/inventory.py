@@ -33,7 +33,9 @@ class Host(models.Model):
     transport = models.CharField(max_length=10, choices=Transport.choices, default=Transport.SSH)
     host_keys = models.TextField(
         blank=True,
-        help_text="Pinned public host key(s), one per line as '<type> <base64>'. "
+        # HTML, as Django renders every help_text: the angle brackets are escaped to be shown.
+        help_text="Pinned public host key(s), one per line as <code>&lt;type&gt; &lt;base64&gt;</code>, e.g. the "
+        "line of the host's <code>/etc/ssh/ssh_host_ed25519_key.pub</code>. "
         "Connections to a host whose key is not listed here are refused.",
     )
     private_key_path = models.CharField(

@@ -40,7 +40,7 @@ def make_runs() -> list[int]:
 def watch_errors(page: Page, errors: list[str]) -> None:
     """Console errors (a blocked script, an exception), uncaught exceptions, and requests that
     failed. The console's own "failed to load resource" lines are left to the last, which name
-    the request: Chromium's unlisted /favicon.ico request (benchlab has none) says only "404"."""
+    the request: Chromium's own requests (a /favicon.ico it asks for unprompted) say only "404"."""
 
     def on_console(message: ConsoleMessage) -> None:
         if message.type == "error" and not message.text.startswith("Failed to load resource"):

@@ -177,7 +177,8 @@ def record_rows(
 MATRIX: dict[str, Row] = {
     "home": Row(VIEWERS),
     "health": Row(VIEWERS),
-    "health-json": Row(VIEWERS),
+    # Monitors ask without an account: they get up or down only (runs/views/health.py).
+    "health-json": Row(EVERYONE),
     "runs": Row(VIEWERS),
     "runs-events": Row(VIEWERS, STREAM),
     "run-new": Row(OPERATORS, FORM),

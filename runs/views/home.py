@@ -9,4 +9,6 @@ from runs.selectors import inventory_hosts
 @require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "runs/home.html", {"hosts": inventory_hosts()})
+    # The runs a host is busy with or must be cleaned up after, for its state line: in the same query.
+    hosts = inventory_hosts().select_related("claimed_by", "cleanup_pending_for")
+    return render(request, "runs/home.html", {"hosts": hosts})

@@ -121,6 +121,7 @@
     const box = element("figure");
     const frame = element("div", "chart");
     const canvas = element("canvas");
+    canvas.setAttribute("role", "img");
     canvas.setAttribute("aria-label", label || caption);
     frame.append(canvas);
     box.append(frame, element("figcaption", "", caption));
