@@ -182,7 +182,7 @@ def with_pending_cleanup(ending: Ending, note: str) -> Ending:
     """The run's error also says which hosts are still to be cleaned up (a run whose host went
     away for good in its own cleanup fails: its host is not ready for the next run)."""
     state, fields = ending
-    if not note:
+    if not note or note in fields.get("error", ""):  # said already (a reattach's own cleanup)
         return ending
     if state == RunState.DONE:
         state, fields = RunState.FAILED, fields | {"failed_step": RunState.CLEANING_UP}

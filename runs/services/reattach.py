@@ -25,7 +25,15 @@ from runs.lab.probe import probe_host
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
 from runs.services.cancel_watch import CancelWatch
-from runs.services.execute import Ending, close_hosts, connect_hosts, drive_to_end, failure, result_ending
+from runs.services.execute import (
+    Ending,
+    close_hosts,
+    connect_hosts,
+    drive_to_end,
+    failure,
+    result_ending,
+    with_pending_cleanup,
+)
 from runs.services.lab_access import host_connect
 from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import clean_up_run_hosts
@@ -73,6 +81,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
         transport, client = connect_hosts(run)
     except Exception as exc:  # noqa: BLE001 - unreachable, a refused key: the run fails saying so
         return _failed(run, observer, exc)
+    ending: Ending | None = None
     try:
         connect = partial(host_connect, run.server_host)  # the follower reconnects with it
         result = resume_benchmark(
@@ -81,15 +90,17 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
         facts = probe_host(transport).as_json()
         client_facts = probe_host(client.transport).as_json() if client else None
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
-        return (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
+        ending = (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
     finally:
-        close_hosts(run, spec, transport, client)
+        pending = close_hosts(run, spec, transport, client)  # a host that stayed away: cleaned up later
         if taken_over is not None:
             record_kept(run, None)  # released with the run, or discarded by the cleanup
-    observer.reuse = {"reused_from_run": reused_from if result.reused else None,
-                      "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
-    store_results(run, result, facts, client_facts, observer)
-    return result_ending(result, observer)
+    if ending is None:
+        observer.reuse = {"reused_from_run": reused_from if result.reused else None,
+                          "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
+        store_results(run, result, facts, client_facts, observer)
+        ending = result_ending(result, observer)
+    return with_pending_cleanup(ending, pending)
 
 
 def _taken_over_setup(run: Run) -> tuple[KeptSetup | None, int | None]:
