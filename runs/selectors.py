@@ -85,7 +85,9 @@ def run_outputs(run: Run) -> list[StoredOutput]:
 
 # What the live log showed while the run ran comes from these outputs (the lab layer's lines of
 # pgbench -i and of pgbench's stderr), in this order; a finished page shows their last lines.
+LOG_NAME = "log.txt"  # the live log itself, kept for a run that ended before its results (services.run_results)
 LOG_OUTPUTS = {
+    LOG_NAME: "the live log, as the run ended",
     "pgbench-init.txt": "pgbench -i (loading the database)",
     "pgbench.stderr.txt": "pgbench (its progress and messages)",
 }

@@ -37,7 +37,7 @@ from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.run_observer import RunCancelled, RunObserver
-from runs.services.run_results import store_results
+from runs.services.run_results import store_log, store_results
 from runs.services.runs import run_transition
 
 log = logging.getLogger(__name__)
@@ -140,7 +140,9 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
         ending = (RunState.CANCELLED, {}) if observer.cancelled else failure(observer, exc)
     finally:
         pending = close_hosts(run, spec, transport, client)
-    if ending is None:
+    if ending is not None:
+        store_log(run, observer, ending_said(ending))
+    else:
         store_results(run, result, facts, client_facts, observer)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
@@ -187,6 +189,12 @@ def with_pending_cleanup(ending: Ending, note: str) -> Ending:
     if state == RunState.DONE:
         state, fields = RunState.FAILED, fields | {"failed_step": RunState.CLEANING_UP}
     return state, fields | {"error": "; ".join(filter(None, [fields.get("error", ""), note]))}
+
+
+def ending_said(ending: Ending) -> str:
+    """An ending in a line of the run's log: "failed: <why>" or "cancelled"."""
+    state, fields = ending
+    return f"{state.label}: {fields['error']}" if fields.get("error") else str(state.label)
 
 
 def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:

@@ -30,6 +30,7 @@ from runs.services.execute import (
     close_hosts,
     connect_hosts,
     drive_to_end,
+    ending_said,
     failure,
     result_ending,
     with_pending_cleanup,
@@ -39,7 +40,7 @@ from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.reuse import record_kept
 from runs.services.run_observer import RunObserver
-from runs.services.run_results import store_results
+from runs.services.run_results import store_log, store_results
 from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,9 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
         pending = close_hosts(run, spec, transport, client)  # a host that stayed away: cleaned up later
         if taken_over is not None:
             record_kept(run, None)  # released with the run, or discarded by the cleanup
-    if ending is None:
+    if ending is not None:
+        store_log(run, observer, ending_said(ending))
+    else:
         observer.reuse = {"reused_from_run": reused_from if result.reused else None,
                           "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
         store_results(run, result, facts, client_facts, observer)

@@ -64,6 +64,7 @@ class RunObserver:
             state = RunState.WARMING_UP
         if name != Step.CLEANING_UP:
             self.current_step = state
+        self.log_tail.append(f"== {state.label} ==")  # which step the lines after it belong to
         run_transition(run=self.run, state=state)
         self.check_cancel()
         # Up to the measurement a cancel stops everything; once pgbench has run (and been
@@ -132,6 +133,7 @@ class RunObserver:
             connection.close()
 
     def formatting(self, command: str) -> None:
+        self.line("storage", f"$ {command}")
         audit_record(
             action=AuditAction.DEVICE_FORMATTED,
             target=self.run.device,

@@ -8,6 +8,7 @@ from typing import Any
 from runs import live
 from runs.lab.benchmark import BenchmarkResult
 from runs.models import OsSource, Run, RunArtifact, RunSample
+from runs.selectors import LOG_NAME
 from runs.services.db_retry import with_database_retry
 from runs.services.os_series import os_series_store
 from runs.services.run_observer import RunObserver
@@ -130,3 +131,16 @@ def store_results(
 
     with_database_retry(store_artifacts, f"run {run.pk}: storing its raw outputs")
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
+
+
+def store_log(run: Run, observer: RunObserver, ending: str) -> None:
+    """Keep the live log's last lines, and how the run ended, as the output "log.txt" of a run
+    that ended without its results (failed or cancelled before them): its finished page shows
+    what led there."""
+    if not observer.log_tail:
+        return  # it never reached a host
+    content = "\n".join([*observer.log_tail, f"== {ending} =="]) + "\n"
+    with_database_retry(
+        lambda: RunArtifact.objects.update_or_create(run=run, name=LOG_NAME, defaults={"content": content}),
+        f"run {run.pk}: storing its log",
+    )

@@ -492,6 +492,38 @@ def test_the_charts_tooltips_band_axes_and_outputs_of_a_finished_run(web_server:
 
 
 @BROWSER
+def test_a_run_that_failed_before_its_results_keeps_its_live_log(web_server: str) -> None:
+    """What the worker stores for it (services.run_results.store_log): the live log's last lines
+    with its steps, and how it ended; the page shows them under the failure, collapsed."""
+    lab2 = make_host(name="lab2")
+    failed = make_run(
+        lab2, make_device(lab2), make_pg_install(lab2), state=RunState.FAILED, started_at=START,
+        finished_at=START + timedelta(seconds=4), failed_step=RunState.PREPARING_STORAGE,
+        failed_command="mount -t xfs -o nobarrier /dev/loop7 /var/lib/benchlab/runs/run-9/mnt",
+        failed_exit_status=32, failed_output="xfs: Unknown parameter 'nobarrier'", error="mount failed",
+    )  # fmt: skip
+    log = "== preparing storage ==\n$ mkfs.xfs -f /dev/loop7\n== failed: mount failed ==\n"
+    RunArtifact.objects.create(run=failed, name="log.txt", content=log)
+    make_user("vera", "viewer", password=PASSWORD)
+    errors: list[str] = []
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        watch_errors(page, errors)
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/{failed.pk}/")
+        collapsed = page.evaluate("!document.getElementById('run-log').open")
+        page.click("#run-log summary")
+        shown = text(page, "#run-log")
+        page.screenshot(path=str(ARTIFACTS / "run-page-failed-log.png"), full_page=True)
+
+    assert collapsed
+    assert "the live log, as the run ended" in shown and "all of it" in shown
+    assert "$ mkfs.xfs -f /dev/loop7" in shown and "== failed: mount failed ==" in shown
+    assert not violations, violations
+    assert not errors, errors
+
+
+@BROWSER
 def test_cancel_sits_apart_looks_destructive_and_asks_naming_the_run(web_server: str) -> None:
     host = make_host(name="lab1")
     otto = make_user("otto", "operator", password=PASSWORD)

@@ -161,6 +161,10 @@ def test_a_mount_the_kernel_rejects_fails_the_run_with_the_kernels_reason(
     # The page says where it failed and why, in the kernel's words.
     assert "Failed while preparing storage" in page and "exit status 32" in page
     assert "xfs: Unknown parameter &#x27;nobarrier&#x27;" in page
+    # The live log is kept for it (it stored no pgbench output): the steps and what they wrote.
+    log = run.artifacts.get(name="log.txt").content
+    assert "== preparing storage ==" in log and "$ mkfs.xfs" in log and "== failed: " in log, log
+    assert "the live log, as the run ended" in page
 
 
 def test_cancel_stops_a_running_run_and_frees_its_host(

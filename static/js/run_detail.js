@@ -105,7 +105,8 @@
     plugins: { ...band, legend, tooltip },
   });
   const points = (xs, ys) => xs.map((x, i) => ({ x, y: ys[i] }));
-  const tpsChart = make(document.getElementById("tps-chart"), "line", {
+  const tpsCanvas = document.getElementById("tps-chart"); // absent on an ended run with no sample
+  const tpsChart = tpsCanvas && make(tpsCanvas, "line", {
     datasets: [
       line("throughput (tps)", "throughput", "tps", "tps", finished ? points(data.seconds, data.tps) : []),
       line("latency (ms)", "latency", "ms", "latency", finished ? points(data.seconds, data.latency_ms) : []),
@@ -120,7 +121,7 @@
     }),
     plugins: [warmupShade, warmupLabel],
   });
-  window.benchlabCharts = { tps: tpsChart };
+  window.benchlabCharts = tpsChart ? { tps: tpsChart } : {};
 
   // iostat and vmstat, a sample a second from just before pgbench started. `axes` names each y
   // axis (id → [title, unit]) and `lines` puts each series on one of them: a percentage never
