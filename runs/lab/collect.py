@@ -27,7 +27,7 @@ from runs.lab.parse_pgbench import (
     parse_summary,
 )
 from runs.lab.pgbench import LOG_PREFIX, Detached
-from runs.lab.postgres import Cluster
+from runs.lab.postgres import Cluster, server_page_sizes
 from runs.lab.run_user import read_as_run_user, run_as_run_user
 from runs.lab.storage import PreparedStorage
 from runs.lab.transport import Transport
@@ -43,6 +43,8 @@ RESUME_RECORD_VERSION = 1
 class BenchmarkResult:
     storage: PreparedStorage
     pg_version: str = ""
+    pg_block_size: int | None = None  # bytes, as the running server says (collect_results)
+    pg_wal_block_size: int | None = None
     pg_settings: list[dict[str, str | None]] = field(default_factory=list)
     pg_non_default_settings: dict[str, str] = field(default_factory=dict)
     init_command: str = ""
@@ -175,6 +177,7 @@ class Measured:
 def collect_results(result: BenchmarkResult, measured: Measured) -> None:
     """Once pgbench has exited: the statistics' difference, its output and summary, its logs."""
     after = pg_stats_snapshot(measured.server, measured.cluster, measured.database)
+    result.pg_block_size, result.pg_wal_block_size = server_page_sizes(measured.server, measured.cluster)
     result.pg_stats = pg_stats_delta(measured.before, after)
     bench, process = measured.bench, measured.process
     result.stdout = read_as_run_user(bench, process.path("stdout"))

@@ -173,6 +173,14 @@ def psql(transport: Transport, cluster: Cluster, sql: str, database: str = "post
     return run_as_run_user(transport, [*argv, "-AtX", "-v", "ON_ERROR_STOP=1", "-c", sql]).stdout.strip()
 
 
+def server_page_sizes(transport: Transport, cluster: Cluster) -> tuple[int, int]:
+    """The page size and WAL block size the running server was compiled with, in bytes: what a
+    run records (the inventory's figures are what an admin typed or a probe read earlier)."""
+    found = psql(transport, cluster, "SELECT current_setting('block_size') || ' ' || current_setting('wal_block_size')")
+    block_size, wal_block_size = found.split()
+    return int(block_size), int(wal_block_size)
+
+
 def pid_alive(transport: Transport, pid: int) -> bool:
     """Whether the run user's process `pid` still runs (a PID from its files means nothing else)."""
     return signal_as_run_user(transport, str(pid), "0")

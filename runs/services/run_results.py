@@ -98,8 +98,10 @@ def store_results(
         "postgresql": {
             "version": result.pg_version,
             "bin_dir": pg.bin_dir,
-            "block_size": pg.block_size,
-            "wal_block_size": pg.wal_block_size,
+            # As the running server said; the inventory's only for a run that stopped before that.
+            "block_size": result.pg_block_size or pg.block_size,
+            "wal_block_size": result.pg_wal_block_size or pg.wal_block_size,
+            "page_sizes_from": "server" if result.pg_block_size else "inventory",
             "non_default_settings": result.pg_non_default_settings,
         },
         "pgbench": {

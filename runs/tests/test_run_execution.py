@@ -19,7 +19,7 @@ from runs import live
 from runs.lab.benchmark import RUNS_ROOT, WORK_SUBDIR
 from runs.lab.run_user import RUN_USER
 from runs.management.commands.lab_register import lab_host_name
-from runs.models import AuditAction, AuditEvent, Host, Run, RunState
+from runs.models import AuditAction, AuditEvent, Host, PgInstall, Run, RunState
 from runs.services.runs import run_cancel, run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
@@ -72,6 +72,8 @@ def wait_for_state(run: Run, state: str, timeout: float = 120) -> None:
 def test_a_queued_run_goes_through_every_state_and_stores_its_results(
     celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
 ) -> None:
+    # The inventory is wrong about the install's WAL block size: the run records what the server says.
+    PgInstall.objects.filter(host=lab_inventory["lab1"], bin_dir=PG_BIN).update(wal_block_size=16384)
     run = wait_until_finished(new_run(lab_inventory["lab1"], make_user("otto", "operator")))
 
     assert run.state == RunState.DONE, (run.error, run.failed_output)
@@ -86,6 +88,12 @@ def test_a_queued_run_goes_through_every_state_and_stores_its_results(
     assert "noatime" in run.environment["filesystem"]["mount_options"].split(",")
     assert run.environment["postgresql"]["non_default_settings"]["shared_buffers"] == "4096"
     assert run.environment["host"]["hostname"] == "lab1"
+    postgresql = run.environment["postgresql"]
+    assert (postgresql["block_size"], postgresql["wal_block_size"], postgresql["page_sizes_from"]) == (
+        8192,
+        8192,
+        "server",
+    )
     assert run.metrics["cache_hit_ratio"] is not None and run.cache_hit_pct is not None
     assert run.os_means["vmstat"]["us"] is not None and run.os_series.filter(source="vmstat", column="us").exists()
     assert {a.name for a in run.artifacts.all()} >= {"pgbench.stdout.txt", "pgbench.stderr.txt"}
