@@ -9,8 +9,14 @@ from runs.models import Run
 
 
 def _install(run: Run) -> str:
+    """The install, with the page size the run's server reported (comparisons annotate it as
+    env_block_size, runs.differences) rather than the one the inventory says, when they differ."""
     install = run.pg_install
-    return install.label or f"PostgreSQL {install.version}, {install.block_size // 1024} kB pages"
+    recorded = getattr(run, "env_block_size", None)
+    pages = f"{(int(recorded) if recorded else install.block_size) // 1024} kB pages"
+    if not install.label:
+        return f"PostgreSQL {install.version}, {pages}"
+    return install.label if pages in install.label else f"{install.label} (ran with {pages})"
 
 
 def _settings(run: Run) -> str:

@@ -92,6 +92,25 @@ def test_a_difference_in_one_field_is_explained_by_the_grouping(lab: Any) -> Non
     assert result.warnings == []
 
 
+def test_groups_are_labelled_with_the_page_size_the_server_reported(lab: Any) -> None:
+    host, device, eight_kb = lab
+    four_kb = make_pg_install(host, bin_dir="/opt/pg4/bin", block_size=4096, label="PG 15, 4 kB pages (build)")
+    wrong = make_pg_install(host, bin_dir="/opt/pg2/bin", block_size=2048)  # the inventory says 2 kB
+    ran_4 = environment() | {"postgresql": environment()["postgresql"] | {"block_size": 4096}}
+    runs = (
+        runs_of(lab, [1.0, 2.0])
+        + runs_of((host, device, four_kb), [3.0, 4.0], environment=ran_4)
+        + runs_of((host, device, wrong), [5.0, 6.0], environment=ran_4)
+    )
+    result = compare_runs(ComparisonQuery(run_ids=ids(runs)))
+    labels = [group.label for group in result.groups]
+    assert labels == [
+        f"PostgreSQL {eight_kb.version}, 8 kB pages",
+        "PG 15, 4 kB pages (build)",
+        f"PostgreSQL {wrong.version}, 4 kB pages",  # what the server said, not the inventory's 2 kB
+    ]
+
+
 def test_an_environment_fact_the_grouping_does_not_explain_is_a_warning(lab: Any) -> None:
     # Two "ext4 default" groups (they differ in clients) on different kernels: the seeds' question.
     runs = runs_of(lab, [1.0, 2.0], clients=2) + runs_of(
