@@ -5,15 +5,15 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench lint format setup system-packages services local-state assets lock clean-venv
+.PHONY: run test bench lint format setup system-packages pg-sources services local-state assets lock clean-venv
 
 # A lab to try at once: the virtual lab, and runs allowed on this machine too (unless overridden).
-run: setup
+run: setup pg-sources
 	BENCHLAB_RUNS_ON_THIS_MACHINE=$${BENCHLAB_RUNS_ON_THIS_MACHINE:-yes} scripts/prepare
 	scripts/lab-ensure
 	scripts/serve
 
-test: setup $(VENV)/.dev-deps
+test: setup pg-sources $(VENV)/.dev-deps
 	$(MAKE) --no-print-directory lint
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/pytest
@@ -36,6 +36,11 @@ setup: system-packages services $(VENV)/.run-deps local-state assets
 
 system-packages:
 	scripts/install-system-packages
+
+# Debian's source of the installed PostgreSQL, for builds with other page sizes (runs/lab/pg_build.py):
+# fetched by apt into /var/cache/benchlab/pg-sources once; the virtual lab's hosts build from it offline.
+pg-sources: system-packages
+	scripts/fetch-pg-source
 
 services: system-packages
 	scripts/start-services

@@ -8,13 +8,17 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from runs.lab.pg_build_options import BUILDS_ROOT
 from runs.lab.run_user import ensure_run_user, run_as_run_user
 from runs.lab.transport import Transport
 
 MKFS_PROGRAMS = ("mkfs.ext4", "mkfs.xfs", "mkfs.btrfs")
 TOOLS = ("iostat", "vmstat", "fio", "pgbench")
-# Where PostgreSQL installs live on Debian/Ubuntu and where custom builds usually go.
-PG_BIN_GLOBS = "/usr/lib/postgresql/*/bin /usr/local/pgsql*/bin /opt/*/bin /opt/*/*/bin /usr/local/*/bin"
+# Where PostgreSQL installs live on Debian/Ubuntu, where custom builds usually go, and benchlab's
+# own builds (pg_build.py; their work dirs are dot names, which the glob skips).
+PG_BIN_GLOBS = (
+    f"/usr/lib/postgresql/*/bin /usr/local/pgsql*/bin /opt/*/bin /opt/*/*/bin /usr/local/*/bin {BUILDS_ROOT}/*/bin"
+)
 
 
 @dataclass(frozen=True)
