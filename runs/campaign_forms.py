@@ -83,7 +83,9 @@ class SweepForm(forms.Form):
         help_text=LINES_HELP,
     )
     pg_install = forms.ModelMultipleChoiceField(
-        PgInstall.objects.select_related("host").order_by("host__name", "version", "block_size"),
+        PgInstall.objects.filter(removed_at__isnull=True)  # a removed build's install runs nothing new
+        .select_related("host")
+        .order_by("host__name", "version", "block_size"),
         label="PostgreSQL installs",
         required=False,
         widget=forms.CheckboxSelectMultiple,

@@ -103,3 +103,38 @@ def events_after(stream: str, after: str = "0-0", count: int = 10_000) -> list[L
 def wait_for_events(stream: str, after: str, block_ms: int) -> list[LiveEvent]:
     answer = client().xread({stream: after}, block=block_ms, count=10_000)
     return _decode(answer[0][1]) if answer else []  # type: ignore[index]
+
+
+# ---- PostgreSQL builds (services.builds): a stream per build, the same event shape ----
+# Kinds: "state" (as a run's), "step" {step, label, at}, "progress" {step, percent, eta_s}, "log".
+# The final states' values are a run's (done, failed, cancelled), so a build's stream ends as a
+# run's does (views.live).
+
+MAX_EVENTS_PER_BUILD = 200_000  # a build's log is long (make prints a line a file), but not a week long
+
+
+def build_stream(build_id: int) -> str:
+    return f"{_prefix()}:build:{build_id}"
+
+
+def reset_build_stream(build_id: int) -> None:
+    """A new build starts with an empty stream (ids restart when a database is recreated)."""
+    try:
+        client().delete(build_stream(build_id))
+    except redis.RedisError as exc:
+        log.warning("stream of build %s not reset: %s", build_id, exc)
+
+
+def publish_build(build_id: int, kind: str, data: dict[str, Any]) -> str:
+    """Add an event to the build's stream; its id, or "" when Redis could not take it (best
+    effort, as for runs: the build's record is in PostgreSQL, and its page reads it from there)."""
+    payload: dict[Any, Any] = {"kind": kind, "data": json.dumps(data)}
+    try:
+        stream = build_stream(build_id)
+        event_id = client().xadd(stream, payload, maxlen=MAX_EVENTS_PER_BUILD, approximate=True)
+        if kind == "state" and data.get("state") in FINAL_STATES:
+            client().expire(stream, FINISHED_RUN_STREAM_TTL_S)
+    except redis.RedisError as exc:
+        log.warning("live event of build %s not published (%s): %s", build_id, kind, exc)
+        return ""
+    return event_id.decode() if isinstance(event_id, bytes) else str(event_id)

@@ -27,9 +27,13 @@ def _server() -> Host | None:
     return max(hosts, key=lambda h: (h.devices.filter(wipe_allowed=True).count(), -h.pk), default=None)
 
 
-def _install(host: Host, block_size: int = 8192) -> PgInstall | None:
-    installs = sorted(host.pg_installs.filter(block_size=block_size), key=lambda pg: _version_key(pg.version))
-    return installs[-1] if installs else None
+def _install(host: Host, block_size: int = 8192, version: str | None = None) -> PgInstall | None:
+    """The newest install of that page size (of that version, if given) still on the host."""
+    installs = host.pg_installs.filter(block_size=block_size, removed_at__isnull=True)
+    if version is not None:
+        installs = installs.filter(version=version)
+    newest = sorted(installs, key=lambda pg: _version_key(pg.version))
+    return newest[-1] if newest else None
 
 
 def _version_key(version: str) -> tuple[int, ...]:
@@ -159,20 +163,54 @@ def _mount_options() -> dict[str, dict[str, Any]]:
     }
 
 
-def _page_size() -> dict[str, dict[str, Any]]:
+@dataclass(frozen=True)
+class PageSizeStudy:
+    """Where seed 001's study runs and what it lacks: the host with the most page sizes, its
+    installs of the 8 kB install's version by page size, and the page sizes it has none of."""
+
+    host: Host
+    installs: list[PgInstall]
+    missing: list[int]  # bytes
+
+    @property
+    def missing_text(self) -> str:
+        """ "2 kB and 4 kB" """
+        words = [f"{size // 1024} kB" for size in self.missing]
+        return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+
+    @property
+    def version(self) -> str | None:
+        newest = _install(self.host)
+        return newest.version if newest else (self.installs[-1].version if self.installs else None)
+
+
+def page_size_study() -> PageSizeStudy | None:
     hosts = [h for h in Host.objects.filter(enabled=True, serves_postgres=True) if not h.refusal_for_runs()]
     if not hosts:
+        return None
+    live = [pg for h in hosts for pg in h.pg_installs.all() if pg.removed_at is None]
+    host = max(hosts, key=lambda h: len({pg.block_size for pg in live if pg.host_id == h.pk}))
+    # One version throughout, the packaged 8 kB one's: the page size is then all that differs.
+    newest = _install(host)
+    version = newest.version if newest else None
+    found = {size: _install(host, size, version) for size in PAGE_SIZES_STUDIED}
+    installs = [pg for pg in found.values() if pg is not None]
+    return PageSizeStudy(host, installs, [size for size, pg in found.items() if pg is None])
+
+
+def _page_size() -> dict[str, dict[str, Any]]:
+    study = page_size_study()
+    if study is None:
         return _nothing("Page size")
-    host = max(hosts, key=lambda h: len({pg.block_size for pg in h.pg_installs.all()}))
-    installs = [pg for size in PAGE_SIZES_STUDIED if (pg := _install(host, size))]
-    missing = [f"{size // 1024} kB" for size in PAGE_SIZES_STUDIED if not _install(host, size)]
+    host, installs = study.host, study.installs
     description = (
         "Seed 001: pgbench -N -M prepared at scale 100 (fits in memory), one install per page size, "
         "avg ± stdev, min, median, max over 10 runs. "
         + (
-            f"{host.name} has no install with {', '.join(missing)} pages: build them and add them to the "
-            "inventory to complete the study."
-            if missing
+            f"{host.name} has no install of PostgreSQL {study.version} with {study.missing_text} pages: "
+            "build them first (the button below queues the builds, then this study once they are done), "
+            "or queue the study with the page sizes there are."
+            if study.missing
             else ""
         )
     )

@@ -14,11 +14,16 @@ from runs.services.queue import HostWait, run_wait
 
 
 def inventory_hosts() -> QuerySet[Host]:
-    """All hosts with their devices and PostgreSQL installs, in three queries."""
-    return Host.objects.prefetch_related(
-        Prefetch("devices", queryset=Device.objects.order_by("name")),
-        Prefetch("pg_installs", queryset=PgInstall.objects.order_by("version", "block_size")),
-    ).order_by("-enabled", "name")
+    """All hosts with their devices and PostgreSQL installs, in three queries (with the build a
+    host is busy with, if any, in the first)."""
+    return (
+        Host.objects.select_related("claimed_by_build")
+        .prefetch_related(
+            Prefetch("devices", queryset=Device.objects.order_by("name")),
+            Prefetch("pg_installs", queryset=PgInstall.objects.order_by("version", "block_size")),
+        )
+        .order_by("-enabled", "name")
+    )
 
 
 def run_with_details(run_id: int) -> Run:
@@ -147,14 +152,19 @@ def _wait(wait: HostWait) -> Wait:
         state = f"waits to be cleaned up after run {wait.cleanup_pending_for} (it could not be reached)"
     elif wait.busy_with is not None:
         state = f"busy with run {wait.busy_with}"
+    elif wait.busy_with_build is not None:
+        state = f"busy with build {wait.busy_with_build}"
     else:
         state = "free"
-    if wait.ahead:
-        queue = f"{wait.ahead} run{'s' if wait.ahead != 1 else ''} ahead"
+    if wait.ahead or wait.builds_ahead:
+        ahead = [f"{count} {noun}{'s' if count != 1 else ''}" for count, noun in
+                 ((wait.ahead, "run"), (wait.builds_ahead, "build")) if count]  # fmt: skip
+        queue = f"{' and '.join(ahead)} ahead"
     elif wait.disabled:
         queue = ""
     else:
-        queue = "next in line" if wait.busy_with or wait.cleanup_pending_for else "first in line"
+        busy = wait.busy_with or wait.busy_with_build or wait.cleanup_pending_for
+        queue = "next in line" if busy else "first in line"
     return Wait(wait.host, state, queue, wait.busy_with)
 
 

@@ -262,6 +262,8 @@ def _check_hosts(spec: RunSpec, inventory: Inventory, problems: _Problems) -> No
             problems.add("device", f"{device} is not a device of {server}.")
         if install and install.host_id != server.pk:
             problems.add("pg_install", f"{install} is not installed on {server}.")
+    if install and install.removed_at is not None:
+        problems.add("pg_install", f"{install} was removed from its host with its build: choose another install.")
     client = inventory.hosts.get(spec.client_host_id) if spec.client_host_id is not None else None
     if client:
         _check_client(client, server, inventory, problems)

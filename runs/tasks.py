@@ -7,6 +7,8 @@ from typing import TypedDict
 from celery import Task, shared_task
 from django.db import connection
 
+from runs.services.build_execute import build_execute
+from runs.services.build_sweeper import sweep_build, sweep_stale_builds
 from runs.services.execute import run_execute
 from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
@@ -44,6 +46,18 @@ def execute_run(self: Task, run_id: int) -> str:
     return outcome
 
 
+@shared_task(bind=True, name="runs.execute_build", max_retries=None, acks_late=True)
+def execute_build(self: Task, build_id: int) -> str:
+    """Build PostgreSQL for a queued build whose host the dispatcher claimed for it
+    (services.build_execute). A second delivery watches it as execute_run does a run's."""
+    outcome = build_execute(build_id=build_id)
+    if outcome == "running":
+        raise self.retry(countdown=stale_after_s())
+    if outcome == "abandoned":
+        sweep_build(build_id)
+    return outcome
+
+
 @shared_task(name="runs.reattach_run", acks_late=False)
 def reattach_run(run_id: int) -> str:
     """Finish a run whose worker died while it was measuring (sent by the sweeper). Not late
@@ -53,13 +67,15 @@ def reattach_run(run_id: int) -> str:
 
 @shared_task(name="runs.dispatch_queue")
 def dispatch_queue() -> list[int]:
-    """Start the runs whose turn it is (also run periodically by beat, as a safety net)."""
+    """Start the runs and builds whose turn it is (also run periodically by beat, as a safety
+    net); the ids of the runs started."""
     return queue_dispatch()
 
 
 @shared_task(name="runs.sweep_stale_runs")
 def sweep_stale_runs_task() -> list[int]:
-    """End the runs whose worker died, and clean up hosts that answer again after a run that
-    could not (run periodically by beat). The ids of the runs ended."""
+    """End the runs and builds whose worker died, and clean up hosts that answer again after a
+    run that could not (run periodically by beat). The ids of the runs ended."""
     retry_pending_cleanups()
+    sweep_stale_builds()
     return sweep_stale_runs()

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from runs import params  # noqa: F401 - registers the <id:…> and <name:…> converters
-from runs.views import campaigns, compare, health, home, live, runs, shares
+from runs.views import builds, campaigns, compare, health, home, live, runs, shares, studies
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -13,11 +13,19 @@ urlpatterns = [
     path("runs/<id:run_id>/wait.json", runs.run_wait_json, name="run-wait-json"),
     path("runs/<id:run_id>/cancel", runs.run_cancel_view, name="run-cancel"),
     path("runs/<id:run_id>/outputs/<name:name>", runs.run_artifact, name="run-artifact"),
+    path("builds/", builds.builds_page, name="builds"),
+    path("builds/new/", builds.build_new, name="build-new"),
+    path("builds/<id:build_id>/", builds.build_detail, name="build-detail"),
+    path("builds/<id:build_id>/events", live.build_events, name="build-events"),
+    path("builds/<id:build_id>/cancel", builds.build_cancel_view, name="build-cancel"),
+    path("builds/<id:build_id>/remove", builds.build_remove_view, name="build-remove"),
     path("campaigns/", campaigns.campaigns_page, name="campaigns"),
     path("campaigns/new/", campaigns.campaign_new, name="campaign-new"),
     path("campaigns/<id:campaign_id>/", campaigns.campaign_detail, name="campaign-detail"),
     path("campaigns/<id:campaign_id>/cancel", campaigns.campaign_cancel_view, name="campaign-cancel"),
     path("campaigns/<id:campaign_id>/retry", campaigns.campaign_retry_view, name="campaign-retry"),
+    path("campaigns/page-size/builds", studies.study_after_builds_new, name="study-after-builds-new"),
+    path("campaigns/after-builds/<id:study_id>/", studies.study_after_builds_page, name="study-after-builds"),
     path("compare/", compare.compare_page, name="compare"),
     path("compare/data.json", compare.compare_data, name="compare-data"),
     path("compare/print/", compare.compare_report, name="compare-report"),

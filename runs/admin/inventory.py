@@ -7,8 +7,9 @@ from django.contrib.admin import helpers
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.utils.html import format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
@@ -49,7 +50,8 @@ class DeviceInline(admin.TabularInline):
 class PgInstallInline(admin.TabularInline):
     model = PgInstall
     extra = 0
-    fields = ["bin_dir", "version", "block_size", "wal_block_size", "label"]
+    fields = ["bin_dir", "version", "block_size", "wal_block_size", "label", "removed_at"]
+    readonly_fields = ["removed_at"]
     show_change_link = True
 
 
@@ -74,7 +76,7 @@ class HostAdmin(AuditedAdmin):
     list_filter = ["transport", "enabled", "serves_postgres", "runs_clients", "distribution"]
     search_fields = ["name", "address", "hostname", "cpu_model", "notes"]
     inlines = [DeviceInline, PgInstallInline]
-    actions = ["probe_now", "pin_host_keys", "enable_hosts", "disable_hosts"]
+    actions = ["probe_now", "pin_host_keys", "enable_hosts", "disable_hosts", "build_postgres"]
     readonly_fields = [
         "claimed_by",
         "cleanup_pending_for",
@@ -144,7 +146,8 @@ class HostAdmin(AuditedAdmin):
             transaction.on_commit(queue_dispatch)
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
-        return super().get_queryset(request).annotate(device_total=Count("devices")).select_related("claimed_by")
+        hosts = super().get_queryset(request).annotate(device_total=Count("devices"))
+        return hosts.select_related("claimed_by", "claimed_by_build")
 
     def deletion_message(self, obj: Any) -> str:
         devices = ", ".join(device.name for device in obj.devices.all()) or "none"
@@ -158,6 +161,8 @@ class HostAdmin(AuditedAdmin):
             return f"cleanup pending (run {host.cleanup_pending_for_id}, host unreachable)"
         if host.claimed_by:
             return f"running {host.claimed_by}"
+        if host.claimed_by_build:
+            return f"busy with build {host.claimed_by_build_id} ({host.claimed_by_build.get_state_display()})"
         return "free" if host.enabled else "disabled"
 
     @admin.display(description="devices", ordering="device_total")
@@ -236,6 +241,18 @@ class HostAdmin(AuditedAdmin):
         host_pin_key(host=host, line=line, fingerprint=fingerprint, request=request)
         self.message_user(request, f"{host.name}: pinned {line.split()[0]} {fingerprint}.", messages.SUCCESS)
 
+    def has_build_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("runs.queue_run"))
+
+    @admin.action(description="Build PostgreSQL on this host…", permissions=["build"])
+    def build_postgres(self, request: HttpRequest, queryset: QuerySet[Host]) -> HttpResponseRedirect | None:
+        """To the build form, with the host chosen (a build is for one host)."""
+        hosts = list(queryset[:2])
+        if len(hosts) != 1:
+            self.message_user(request, "Choose exactly one host to build PostgreSQL on.", messages.ERROR)
+            return None
+        return HttpResponseRedirect(f"{reverse('build-new')}?host={hosts[0].pk}")
+
     @admin.action(description="Enable the selected hosts", permissions=["change"])
     def enable_hosts(self, request: HttpRequest, queryset: QuerySet[Host]) -> None:
         count = inventory_set_flag(request=request, queryset=queryset, field="enabled", value=True)
@@ -292,9 +309,9 @@ class DeviceAdmin(AuditedAdmin):
 
 @admin.register(PgInstall)
 class PgInstallAdmin(AuditedAdmin):
-    list_display = ["__str__", "host", "version", "block_size", "wal_block_size", "bin_dir"]
+    list_display = ["__str__", "host", "version", "block_size", "wal_block_size", "bin_dir", "removed_at"]
     list_filter = ["version", "block_size", "wal_block_size", "host"]
     search_fields = ["label", "version", "bin_dir", "host__name"]
     list_select_related = ["host"]
     autocomplete_fields = ["host"]
-    readonly_fields = ["created_at", "updated_at"]
+    readonly_fields = ["removed_at", "created_at", "updated_at"]

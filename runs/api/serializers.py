@@ -25,7 +25,7 @@ class DeviceSerializer(serializers.ModelSerializer):
 class PgInstallSerializer(serializers.ModelSerializer):
     class Meta:
         model = PgInstall
-        fields = ["id", "host", "bin_dir", "version", "block_size", "wal_block_size", "label"]
+        fields = ["id", "host", "bin_dir", "version", "block_size", "wal_block_size", "label", "removed_at"]
 
 
 class RunSerializer(serializers.ModelSerializer):

@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import DefaultRouter
 
+from runs.api.builds import BuildViewSet
 from runs.api.campaigns import CampaignViewSet
 from runs.api.comparisons import ComparisonViewSet
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
@@ -13,6 +14,7 @@ router.register("pg-installs", PgInstallViewSet)
 router.register("runs", RunViewSet, basename="run")
 router.register("campaigns", CampaignViewSet, basename="campaign")
 router.register("comparisons", ComparisonViewSet, basename="comparison")
+router.register("builds", BuildViewSet, basename="build")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -1,5 +1,13 @@
 from runs.models.access import Access
 from runs.models.audit import AuditAction, AuditEvent
+from runs.models.builds import (
+    ENDED_BUILD_STATES,
+    LIVE_BUILD_STATES,
+    BuildSourceKind,
+    BuildState,
+    BuildStepName,
+    PgBuild,
+)
 from runs.models.campaigns import MAX_CONFIGURATIONS, MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.models.inventory import BLOCK_SIZES, WAL_BLOCK_SIZES, Device, Host, PgInstall
 from runs.models.runs import (
@@ -18,11 +26,14 @@ from runs.models.runs import (
     Workload,
 )
 from runs.models.shares import ShareKind, ShareLink
+from runs.models.studies import StudyAfterBuilds, StudyWaitState
 
 __all__ = [
     "ACTIVE_STATES",
     "BLOCK_SIZES",
+    "ENDED_BUILD_STATES",
     "FINAL_STATES",
+    "LIVE_BUILD_STATES",
     "MAX_CONFIGURATIONS",
     "MAX_REPETITIONS",
     "MAX_SECONDS",
@@ -30,12 +41,16 @@ __all__ = [
     "Access",
     "AuditAction",
     "AuditEvent",
+    "BuildSourceKind",
+    "BuildState",
+    "BuildStepName",
     "Campaign",
     "CampaignConfiguration",
     "Device",
     "Filesystem",
     "Host",
     "OsSource",
+    "PgBuild",
     "PgInstall",
     "QueryMode",
     "Run",
@@ -47,5 +62,7 @@ __all__ = [
     "RunTransition",
     "ShareKind",
     "ShareLink",
+    "StudyAfterBuilds",
+    "StudyWaitState",
     "Workload",
 ]

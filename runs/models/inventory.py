@@ -64,6 +64,11 @@ class Host(models.Model):
     claimed_by = models.ForeignKey(
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
     )
+    # The PostgreSQL build that has this host now (runs.services.builds): one job per host, so a
+    # host claimed by a run or by a build takes nothing else. Claimed by the same dispatcher.
+    claimed_by_build = models.ForeignKey(
+        "runs.PgBuild", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
+    )
     # A run that ended while this host could not be reached left its mount and processes there:
     # the host takes no run until the sweeper has cleaned up after it (runs.services.pending_cleanup).
     cleanup_pending_for = models.ForeignKey(
@@ -235,6 +240,11 @@ class PgInstall(models.Model):
         "WAL block size", default=8192, choices=[(size, f"{size // 1024} kB") for size in WAL_BLOCK_SIZES]
     )
     label = models.CharField(max_length=100, blank=True, help_text="e.g. 'PG 15, 4 kB pages (custom build)'.")
+    # A benchlab build whose prefix was removed from the host while runs still name it: kept for
+    # their history, offered to no new run (services.builds.build_remove).
+    removed_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="Its build was removed from the host: no new run uses it."
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

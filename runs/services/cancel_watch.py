@@ -5,6 +5,7 @@ scale, on pgbench measuring. A cancel asked for meanwhile must not wait for that
 watcher reads the run's cancel flag twice a second from a thread of its own and, the first time
 it is set (or the run was ended from outside, e.g. cancelled while still queued), calls the
 worker's `on_cancel`, which stops what runs on the host now (execute.RunObserver.cancel_now).
+A PostgreSQL build is watched the same way, with its own flag (services.build_execute).
 """
 
 import logging
@@ -29,10 +30,21 @@ def cancel_requested(run_id: int) -> bool:
 class CancelWatch:
     """A context manager: watches the run's cancel flag while the block runs."""
 
-    def __init__(self, run_id: int, on_cancel: Callable[[], None], every_s: float = POLL_EVERY_S) -> None:
-        self.run_id, self.on_cancel, self.every_s = run_id, on_cancel, every_s
+    def __init__(
+        self,
+        run_id: int,
+        on_cancel: Callable[[], None],
+        every_s: float = POLL_EVERY_S,
+        *,
+        requested: Callable[[], bool] | None = None,
+        what: str = "run",
+    ) -> None:
+        """Watches run `run_id`'s flag; or, given `requested` (another job's flag, e.g. a
+        build's), that, naming the job `what` in the log and the thread's name."""
+        self.run_id, self.on_cancel, self.every_s, self.what = run_id, on_cancel, every_s, what
+        self.requested = requested or (lambda: cancel_requested(run_id))
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name=f"run-{run_id}-cancel-watch", daemon=True)
+        self._thread = threading.Thread(target=self._watch, name=f"{what}-{run_id}-cancel-watch", daemon=True)
 
     def __enter__(self) -> "CancelWatch":
         self._thread.start()
@@ -51,14 +63,16 @@ class CancelWatch:
                     self.on_cancel()
                     return
         except Exception:  # a failed stop is the run's worker's to report; the watch just ends
-            log.exception("run %s: acting on its cancel failed", self.run_id)
+            log.exception("%s %s: acting on its cancel failed", self.what, self.run_id)
         finally:
             connection.close()  # this thread's own connection
 
     def _requested(self) -> bool:
         try:
-            return cancel_requested(self.run_id)
+            return self.requested()
         except DatabaseError:  # benchlab's database away for a moment: look again next time
-            log.warning("run %s: could not read its cancel flag (benchlab's database unreachable)", self.run_id)
+            log.warning(
+                "%s %s: could not read its cancel flag (benchlab's database unreachable)", self.what, self.run_id
+            )
             connection.close()
             return False

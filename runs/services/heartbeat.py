@@ -9,7 +9,7 @@ older than BENCHLAB_STALE_AFTER_S has no worker any more (services.sweeper ends 
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
@@ -36,30 +36,38 @@ def stale_after_s() -> float:
 @contextmanager
 def run_heartbeat(run: Run, every_s: float | None = None) -> Iterator[None]:
     """Stamp the run's heartbeat now and every `every_s` (the setting) until the block ends."""
-    every_s = heartbeat_every_s() if every_s is None else every_s
-    stop = threading.Event()
 
     def stamp() -> None:
         # The time it is stored, and how far pgbench's output has been stored (RunObserver.followed).
         Run.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now(), progress_offset=run.progress_offset)
+
+    with beating(stamp, f"run {run.pk}", heartbeat_every_s() if every_s is None else every_s):
+        yield
+
+
+@contextmanager
+def beating(stamp: Callable[[], None], what: str, every_s: float) -> Iterator[None]:
+    """Call `stamp` (a database write) now and every `every_s` from a thread of its own until the
+    block ends: a run's or a build's heartbeat (services.build_execute)."""
+    stop = threading.Event()
 
     def beat() -> None:
         try:
             while True:
                 try:
                     # Retried until the next beat is due (a database restart), then left to it:
-                    # the run is stale only after several beats. (The block's end waits for a
+                    # the job is stale only after several beats. (The block's end waits for a
                     # beat that is retrying, so at most that long.)
-                    with_database_retry(stamp, f"heartbeat of run {run.pk}", retry_for_s=every_s)
+                    with_database_retry(stamp, f"heartbeat of {what}", retry_for_s=every_s)
                 except DatabaseError:  # a longer outage must not end the heartbeat
-                    log.warning("heartbeat of run %s not stored", run.pk, exc_info=True)
+                    log.warning("heartbeat of %s not stored", what, exc_info=True)
                     connection.close()  # the next beat opens a new connection
                 if stop.wait(every_s):
                     return
         finally:
             connection.close()  # this thread's own connection
 
-    thread = threading.Thread(target=beat, name=f"run-{run.pk}-heartbeat", daemon=True)
+    thread = threading.Thread(target=beat, name=f"{what.replace(' ', '-')}-heartbeat", daemon=True)
     thread.start()
     try:
         yield

@@ -6,73 +6,130 @@ in line on every host it needs, when those hosts are free and enabled: it claims
 first in line blocks its hosts for every run behind it, so a run needing two hosts waits its
 turn on both and is never overtaken, and a disabled host holds its runs (visibly: run_wait).
 
+PostgreSQL builds (services.builds) share the line: a host takes one job at a time, a run or a
+build (`Host.claimed_by_build`), and runs and builds queued for the same host start in the order
+they were queued (by the time they were queued; runs among themselves by id, as ever).
+
 Dispatching is serialised by a PostgreSQL advisory lock, so any number of web processes and
 workers may call it at once. It runs whenever a turn may have come: a run queued, a run ended,
 a queued run cancelled, a host enabled; and periodically (Celery beat) in case a process died
 between ending a run and dispatching.
 """
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+import heapq
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
-from runs.models import Host, Run, RunState
+from runs.models import BuildState, Host, PgBuild, Run, RunState
 from runs.services.db_retry import with_database_retry
+
+log = logging.getLogger(__name__)
 
 # Any fixed number, unique among benchlab's advisory locks (pg_advisory_xact_lock takes a bigint).
 DISPATCH_LOCK_ID = 0x62656E63686C6162  # "benchlab"
 
 
+@dataclass(frozen=True)
+class Started:
+    """What one dispatch started: runs and builds, by id."""
+
+    runs: list[int] = field(default_factory=list)
+    builds: list[int] = field(default_factory=list)
+
+
 def queue_dispatch() -> list[int]:
-    """Claim the hosts of every run whose turn it is and send those runs to workers; their ids."""
-    from runs.tasks import execute_run  # tasks import services; import here to avoid a cycle
+    """Claim the hosts of every run and build whose turn it is and send them to workers; the ids
+    of the runs started (queue_dispatch_jobs says which builds too)."""
+    return queue_dispatch_jobs().runs
+
+
+def queue_dispatch_jobs() -> Started:
+    """queue_dispatch, saying what it started of both kinds of job."""
+    from runs.tasks import execute_build, execute_run  # tasks import services; import here to avoid a cycle
 
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [DISPATCH_LOCK_ID])
         started = _claim_turns()
-        for run_id in started:
-            # A worker must never see a claim that is not committed yet.
+        # A worker must never see a claim that is not committed yet.
+        for run_id in started.runs:
             transaction.on_commit(partial(execute_run.delay, run_id))
+        for build_id in started.builds:
+            transaction.on_commit(partial(execute_build.delay, build_id))
+    if started.builds:
+        log.info("builds started: %s", started.builds)
     return started
 
 
-def _claim_turns() -> list[int]:
-    hosts = list(Host.objects.values_list("pk", "enabled", "claimed_by_id", "cleanup_pending_for_id"))
-    blocked = {pk for pk, enabled, claimed_by, pending in hosts if claimed_by or pending or not enabled}
-    started: list[int] = []
-    for run_id, server_id, client_id in _queued_in_order():
-        needs = {server_id} | ({client_id} if client_id else set())
-        if not needs & blocked and _claim(run_id, needs):
-            started.append(run_id)
-        blocked |= needs  # first in line on these hosts now: nobody behind may overtake it
+@dataclass(frozen=True)
+class _Job:
+    queued_at: datetime
+    pk: int
+    is_build: bool
+    hosts: frozenset[int]
+
+
+def _claim_turns() -> Started:
+    hosts = list(
+        Host.objects.values_list("pk", "enabled", "claimed_by_id", "claimed_by_build_id", "cleanup_pending_for_id")
+    )
+    blocked = {pk for pk, enabled, run, build, pending in hosts if run or build or pending or not enabled}
+    started = Started()
+    for job in _queued_in_order():
+        if not job.hosts & blocked and _claim(job):
+            (started.builds if job.is_build else started.runs).append(job.pk)
+        blocked |= job.hosts  # first in line on these hosts now: nobody behind may overtake it
         if len(blocked) == len(hosts):
             break
     return started
 
 
-def _claim(run_id: int, host_ids: set[int]) -> bool:
+def _claim(job: _Job) -> bool:
     """Only the dispatcher claims, under its lock: a host found free stays free until now."""
+    holder = {"claimed_by_build_id": job.pk} if job.is_build else {"claimed_by_id": job.pk}
     with transaction.atomic():
-        free = Host.objects.filter(pk__in=host_ids, claimed_by__isnull=True, cleanup_pending_for__isnull=True)
-        claimed = free.filter(enabled=True)
-        if claimed.update(claimed_by_id=run_id) == len(host_ids):
+        if _free_hosts(job.hosts).update(**holder) == len(job.hosts):
             return True
         transaction.set_rollback(True)
         return False
 
 
-def _queued_in_order() -> Iterable[tuple[int, int, int | None]]:
+def _free_hosts(host_ids: Iterable[int]) -> QuerySet[Host]:
+    free = Host.objects.filter(
+        pk__in=host_ids, claimed_by__isnull=True, claimed_by_build__isnull=True, cleanup_pending_for__isnull=True
+    )
+    return free.filter(enabled=True)
+
+
+def _queued_in_order() -> Iterator[_Job]:
+    """Queued runs and builds, oldest first. Each kind keeps its own order (runs by id, as
+    before builds existed); the two are merged by the time they were queued."""
+    return heapq.merge(_queued_runs(), _queued_builds(), key=lambda job: job.queued_at)
+
+
+def _queued_runs() -> Iterator[_Job]:
     # Queued runs that hold their hosts already are waiting for a worker, not for a turn; a run
     # a worker has started stays "queued" until its first step, and may have released its
     # hosts on its way to failing: neither may be started again.
     holding = Host.objects.filter(claimed_by__isnull=False).values("claimed_by_id")
     queued = Run.objects.filter(state=RunState.QUEUED, started_at__isnull=True).exclude(pk__in=holding)
-    queued = queued.order_by("pk")
-    return queued.values_list("pk", "server_host_id", "client_host_id").iterator()
+    rows = queued.order_by("pk").values_list("created_at", "pk", "server_host_id", "client_host_id").iterator()
+    for queued_at, pk, server, client in rows:
+        yield _Job(queued_at, pk, False, frozenset({server, client} - {None}))
+
+
+def _queued_builds() -> Iterator[_Job]:
+    # A build holding its host is waiting for its worker; a started one is building.
+    holding = Host.objects.filter(claimed_by_build__isnull=False).values("claimed_by_build_id")
+    queued = PgBuild.objects.filter(state=BuildState.QUEUED, started_at__isnull=True).exclude(pk__in=holding)
+    for queued_at, pk, host in queued.order_by("pk").values_list("created_at", "pk", "host_id").iterator():
+        yield _Job(queued_at, pk, True, frozenset({host}))
 
 
 def run_holds_its_hosts(run: Run) -> bool:
@@ -89,13 +146,15 @@ def run_release_hosts(*, run: Run) -> int:
 
 @dataclass(frozen=True)
 class HostWait:
-    """Why a queued run has not started on one of its hosts."""
+    """Why a queued run (or build) has not started on one of its hosts."""
 
     host: str
     disabled: bool
     busy_with: int | None  # the run that has the host now (not this one)
     ahead: int  # queued runs before this one that need this host
     cleanup_pending_for: int | None = None  # a run that ended while the host was unreachable
+    busy_with_build: int | None = None  # the PostgreSQL build that has the host now (not this one)
+    builds_ahead: int = 0  # queued builds before this one on this host
 
     def __str__(self) -> str:
         if self.disabled:
@@ -104,18 +163,20 @@ class HostWait:
             state = f"{self.host} waits to be cleaned up after run {self.cleanup_pending_for} (unreachable)"
         elif self.busy_with is not None:
             state = f"{self.host} busy with run {self.busy_with}"
+        elif self.busy_with_build is not None:
+            state = f"{self.host} busy with build {self.busy_with_build}"
         else:
             state = f"{self.host} free"
-        if self.ahead:
-            return f"{state}; {self.ahead} ahead of it"
-        waiting = self.busy_with or self.disabled or self.cleanup_pending_for
+        if self.ahead + self.builds_ahead:
+            return f"{state}; {self.ahead + self.builds_ahead} ahead of it"
+        waiting = self.busy_with or self.busy_with_build or self.disabled or self.cleanup_pending_for
         return state if waiting else f"{state}; first in line"
 
 
 def run_wait(run: Run) -> list[HostWait]:
     """For a queued run: each of its hosts, whether it is disabled or busy, and how many runs
-    are ahead of this one there. Empty when the run holds its hosts (a worker is starting it)
-    or is not queued."""
+    and builds are ahead of this one there. Empty when the run holds its hosts (a worker is
+    starting it) or is not queued."""
     if run.state != RunState.QUEUED or run_holds_its_hosts(run):
         return []
     waits = []
@@ -125,5 +186,46 @@ def run_wait(run: Run) -> list[HostWait]:
         ahead_runs = Run.objects.filter(uses_host, state=RunState.QUEUED, pk__lt=run.pk)
         ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
         busy_with = host.claimed_by_id if host.claimed_by_id != run.pk else None
-        waits.append(HostWait(host.name, not host.enabled, busy_with, ahead, host.cleanup_pending_for_id))
+        builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=run.created_at))
+        waits.append(_host_wait(host, busy_with, ahead, builds_ahead))
     return waits
+
+
+def build_wait(build: PgBuild) -> list[HostWait]:
+    """For a queued build: its host, whether it is disabled or busy, and how many runs and
+    builds are ahead of it there. Empty when it holds its host or is not queued."""
+    if build.state != BuildState.QUEUED:
+        return []
+    host = Host.objects.get(pk=build.host_id)
+    if host.claimed_by_build_id == build.pk:
+        return []
+    ahead_runs = Run.objects.filter(
+        Q(server_host=host) | Q(client_host=host), state=RunState.QUEUED, created_at__lt=build.created_at
+    )
+    ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
+    builds_ahead = _builds_ahead(host, PgBuild.objects.filter(pk__lt=build.pk))
+    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead)]
+
+
+def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int) -> HostWait:
+    return HostWait(
+        host=host.name,
+        disabled=not host.enabled,
+        busy_with=busy_with,
+        ahead=ahead,
+        cleanup_pending_for=host.cleanup_pending_for_id,
+        busy_with_build=host.claimed_by_build_id,
+        builds_ahead=builds_ahead,
+    )
+
+
+def _builds_ahead(host: Host, earlier: QuerySet[PgBuild]) -> int:
+    queued = earlier.filter(host=host, state=BuildState.QUEUED)
+    return queued.exclude(pk=host.claimed_by_build_id).count() if host.claimed_by_build_id else queued.count()
+
+
+def build_release_host(*, build: PgBuild) -> int:
+    """Free the build's host (retried through a restart of benchlab's database, like a run's);
+    done twice, the second frees nothing."""
+    release = Host.objects.filter(claimed_by_build=build)
+    return with_database_retry(lambda: release.update(claimed_by_build=None), f"build {build.pk}: releasing its host")

@@ -31,10 +31,12 @@ from runs.models import (
     CampaignConfiguration,
     Device,
     Host,
+    PgBuild,
     PgInstall,
     Run,
     ShareKind,
     ShareLink,
+    StudyAfterBuilds,
 )
 from runs.services.shares import share_create
 from runs.tests.conftest import ClientFactory
@@ -84,6 +86,8 @@ class Objects:
     campaign: Campaign
     share: ShareLink  # otto's link to the run
     share_tokens: dict[str, str]  # the token of otto's link of each kind
+    build: PgBuild  # a PostgreSQL build otto queued
+    study: StudyAfterBuilds  # otto's page-size study, waiting for that build
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,14 @@ def run_pk(objects: Objects) -> list[Any]:
     return [objects.run.pk]
 
 
+def build_pk(objects: Objects) -> list[Any]:
+    return [objects.build.pk]
+
+
+def study_pk(objects: Objects) -> list[Any]:
+    return [objects.study.pk]
+
+
 def campaign_pk(objects: Objects) -> list[Any]:
     return [objects.campaign.pk]
 
@@ -190,11 +202,22 @@ MATRIX: dict[str, Row] = {
     # Operators may cancel only their own runs; this one was queued by otto.
     "run-cancel": Row(OPERATORS, POST, run_pk),
     "campaigns": Row(VIEWERS),
+    "builds": Row(VIEWERS),
+    "build-new": Row(OPERATORS, FORM),
+    "build-detail": Row(VIEWERS, args=build_pk),
+    "build-events": Row(VIEWERS, STREAM, args=build_pk),
+    # Operators may cancel or remove only their own builds; this one was queued by otto.
+    "build-cancel": Row(OPERATORS, POST, build_pk),
+    "build-remove": Row(OPERATORS, POST, build_pk),
     "campaign-new": Row(OPERATORS, FORM),
     "campaign-detail": Row(VIEWERS, args=campaign_pk),
     # The campaign's runs were queued by otto: operators cancel their own, admins anybody's.
     "campaign-cancel": Row(OPERATORS, POST, campaign_pk),
     "campaign-retry": Row(OPERATORS, POST, campaign_pk),
+    # Queues the builds the page-size study lacks (refused here, with the reason: the test's host
+    # cannot be asked which package it has), then follows them.
+    "study-after-builds-new": Row(OPERATORS, POST),
+    "study-after-builds": Row(VIEWERS, args=study_pk),
     "compare": Row(VIEWERS, query=compared_runs),
     "compare-data": Row(VIEWERS, query=compared_runs),
     "compare-report": Row(VIEWERS, query=compared_runs),
@@ -236,6 +259,11 @@ MATRIX: dict[str, Row] = {
     "api:run-detail": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
     "api:run-samples": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
     "api:run-cancel": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
+    # Reading needs the viewer role; a POST queues a build, which only operators may.
+    "api:build-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:build-detail": Row(VIEWERS, API_READ, args=build_pk, kind="api"),
+    "api:build-cancel": Row(OPERATORS, API_POST, build_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:build-remove": Row(OPERATORS, API_POST, build_pk, kind="api", who_by_method={"options": VIEWERS}),
     "login": Row(EVERYONE, DJANGO_FORM),
     # Logging out is a POST, and ends on the login page.
     "logout": Row(SIGNED_IN, DJANGO_POST, special={(role, "post"): LOGIN for role in ROLES}),
@@ -262,6 +290,8 @@ MATRIX: dict[str, Row] = {
     **model_rows("runs_device", lambda objects: objects.device, ADMINS),
     **model_rows("runs_pginstall", lambda objects: objects.pg, ADMINS),
     **record_rows("runs_auditevent", lambda objects: objects.audit, ADMINS),
+    # Builds: the admin role sees them and removes them (an action); nobody adds, edits or deletes one.
+    **record_rows("runs_pgbuild", lambda objects: objects.build, ADMINS),
     # Share links: the admin role sees and revokes them (an action); nobody adds, edits or deletes one.
     **record_rows("runs_sharelink", lambda objects: objects.share, ADMINS),
     # Accounts, roles, API tokens and login locks are the superusers' (the admin role runs the lab).
@@ -329,6 +359,12 @@ def make_objects(users: dict[str, User]) -> Objects:
         ShareKind.COMPARISON: ComparisonQuery(run_ids=(run.pk,)),
     }
     shares = {kind: share_create(kind=kind, target=target, by=users["otto"]) for kind, target in targets.items()}
+    build = PgBuild.objects.create(host=host, version="15.20", source_kind="debian", package="postgresql-15",
+                                   package_version="15.20-0+deb12u1", key="0123456789ab",
+                                   prefix="/var/lib/benchlab/builds/pg-15.20-b8k-w8k-s1g-0123456789ab",
+                                   queued_by=users["otto"])  # fmt: skip
+    study = StudyAfterBuilds.objects.create(preset="page-size", host=host, created_by=users["otto"])
+    study.builds.set([build])
     return Objects(
         host=host,
         device=device,
@@ -348,6 +384,8 @@ def make_objects(users: dict[str, User]) -> Objects:
         campaign=campaign,
         share=shares[ShareKind.RUN][0],
         share_tokens={kind: token for kind, (_, token) in shares.items()},
+        build=build,
+        study=study,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.db import connection, models
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from runs.forms import RUN_FIELDS, RunForm, run_form_initial
@@ -190,6 +191,15 @@ def test_devices_and_installs_must_be_the_server_s(lab1: Host) -> None:
     assert errors == {
         "device": ["lab2:ssd0 is not a device of lab1."],
         "pg_install": ["PostgreSQL 15.19 (8 kB pages) on lab2 is not installed on lab1."],
+    }
+
+
+def test_an_install_whose_build_was_removed_runs_nothing_new(lab1: Host) -> None:
+    install = lab1.pg_installs.get()
+    PgInstall.objects.filter(pk=install.pk).update(removed_at=timezone.now())
+
+    assert errors_of(spec_on(lab1)) == {
+        "pg_install": [f"{install} was removed from its host with its build: choose another install."]
     }
 
 

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs import live
 from runs.campaign_forms import CampaignForm, SweepForm
+from runs.campaign_plans import plan_from_forms
 from runs.campaign_results import (
     METRICS,
     adaptive_status,
@@ -23,9 +24,8 @@ from runs.campaign_results import (
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
 from runs.params import BadParameter, parse_choice, parse_whole_number
-from runs.presets import PRESETS, preset_initial
+from runs.presets import PRESETS, page_size_study, preset_initial
 from runs.services.campaigns import (
-    CampaignPlan,
     CampaignRefused,
     CancelRefused,
     campaign_cancel,
@@ -33,7 +33,6 @@ from runs.services.campaigns import (
     campaign_refusal,
     campaign_retry_failed,
 )
-from runs.specs import RunSpec
 from runs.sweep import SweepError
 from runs.views.runs import refused
 
@@ -67,22 +66,12 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"form": campaign_form, "base": base_form, "sweep": sweep_form, "presets": PRESETS}
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
+        if context["preset"] == "page-size" and (study := page_size_study()) and study.missing:
+            context["builds_missing"] = study  # the form offers to build them first (views.studies)
         return render(request, "runs/campaign_form.html", context)
     if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
         return render(request, "runs/campaign_form.html", context, status=400)
-    plan = CampaignPlan(
-        name=campaign_form.cleaned_data["name"],
-        description=campaign_form.cleaned_data["description"],
-        base=RunSpec.from_form_data(base_form.cleaned_data),
-        variables=sweep_form.variables(),
-        repetitions=campaign_form.cleaned_data["repetitions"],
-        order=campaign_form.cleaned_data["order"],
-        seed=campaign_form.cleaned_data["seed"],
-        fresh_database=campaign_form.cleaned_data["fresh_database"],
-        target_ci_pct=campaign_form.cleaned_data["target_ci_pct"],
-        max_repetitions=campaign_form.cleaned_data["max_repetitions"],
-        preset=request.POST.get("preset", "")[:50] if request.POST.get("preset", "") in PRESETS else "",
-    )
+    plan = plan_from_forms(campaign_form, base_form, sweep_form, request.POST.get("preset", "")[:50])
     try:
         cells = plan.cells()
     except SweepError as exc:

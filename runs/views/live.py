@@ -14,7 +14,7 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from runs import live
-from runs.models import FINAL_STATES, Run
+from runs.models import ENDED_BUILD_STATES, FINAL_STATES, PgBuild, Run
 from runs.params import BadParameter, parse_event_id
 
 POLL_BLOCK_MS = 1000
@@ -113,3 +113,19 @@ async def runs_events(request: HttpRequest) -> HttpResponseBase:
     except BadParameter as exc:
         return _bad_request(exc)
     return _event_stream(_stream(live.run_list_stream(), after, stop_after_final=False))
+
+
+@require_GET
+async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
+    """A PostgreSQL build's events (states, steps, make's progress, log lines), as a run's."""
+    if refused := await _forbidden_unless_viewer(request):
+        return refused
+    state = await PgBuild.objects.filter(pk=build_id).values_list("state", flat=True).afirst()
+    if state is None:
+        return HttpResponseNotFound(f"There is no build {build_id}.", content_type="text/plain")
+    try:
+        after = _last_event_id(request, "0-0")
+    except BadParameter as exc:
+        return _bad_request(exc)
+    finished = state in ENDED_BUILD_STATES
+    return _event_stream(_stream(live.build_stream(build_id), after, stop_after_final=True, finished=finished))

@@ -1,0 +1,146 @@
+"""The PostgreSQL build API: list, detail, create (queue, or the same build found), cancel, remove.
+
+A build is asked for with the fields of the page's form and validated by that form (and so by
+the lab layer's rules): 400 with a message per field on bad input, 201 when a build was queued,
+200 with the existing build when the host has (or is making) the same one.
+"""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django.http import QueryDict
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.api.parameters import query_parameter
+from runs.api.permissions import RolePermission
+from runs.build_forms import BuildForm
+from runs.models import BuildState, PgBuild
+from runs.params import IdConverter, parse_choice, parse_id
+from runs.services.build_remove import BuildRemoveFailed, build_remove
+from runs.services.builds import BuildRefused, build_cancel, build_queue, build_refusal
+
+ID_IN_URL = IdConverter.regex
+ASKED = ["host", "version", "source_kind", "package", "package_version", "tarball_path", "sha256",
+         "block_size_kb", "wal_block_size_kb", "segment_size_gb", "configure_flags"]  # fmt: skip
+
+
+class BuildSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PgBuild
+        fields = ["id", *ASKED, "key", "prefix", "state", "step", "progress", "queued_by", "created_at",
+                  "started_at", "finished_at", "removed_at", "cancel_requested", "reused", "failed_step",
+                  "failed_command", "failed_exit_status", "failed_output", "error", "built_version",
+                  "built_block_size", "built_wal_block_size", "built_segment_size", "pgbench_version",
+                  "source_sha256", "pg_install"]  # fmt: skip
+        read_only_fields = fields
+
+
+class BuildDetailSerializer(BuildSerializer):
+    class Meta(BuildSerializer.Meta):
+        fields = [*BuildSerializer.Meta.fields, "steps", "log"]
+        read_only_fields = fields
+
+
+class BuildCreateSerializer(serializers.Serializer):
+    """The page's form, field for field: the API and the page refuse the same things."""
+
+    host = serializers.IntegerField()
+    version = serializers.CharField(required=False, allow_blank=True, default="")
+    source_kind = serializers.CharField(required=False, default="debian")
+    package = serializers.CharField(required=False, allow_blank=True, default="")
+    package_version = serializers.CharField(required=False, allow_blank=True, default="")
+    tarball_path = serializers.CharField(required=False, allow_blank=True, default="")
+    sha256 = serializers.CharField(required=False, allow_blank=True, default="")
+    block_size_kb = serializers.IntegerField(required=False, default=8)
+    wal_block_size_kb = serializers.IntegerField(required=False, default=8)
+    segment_size_gb = serializers.IntegerField(required=False, default=1)
+    configure_flags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data: dict[str, Any] = {name: value for name, value in attrs.items() if name != "configure_flags"}
+        form = BuildForm(_form_data(data, attrs["configure_flags"]))
+        if not form.is_valid():
+            raise ValidationError({field: [str(e) for e in errors] for field, errors in form.errors.items()})
+        return {"form": form}
+
+
+def _form_data(data: dict[str, Any], flags: list[str]) -> QueryDict:
+    form_data = QueryDict(mutable=True)
+    for name, value in data.items():
+        form_data[name] = str(value)
+    form_data.setlist("configure_flags", flags)
+    return form_data
+
+
+BUILD_CHOICE_FILTERS = {"state": BuildState.values}
+
+
+class BuildViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_IN_URL
+    permission_classes = [RolePermission]
+    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "remove": "runs.cancel_run"}
+
+    @property
+    def throttle_scope(self) -> str | None:
+        return "queue" if getattr(self, "action", None) == "create" else None
+
+    def get_queryset(self) -> QuerySet[PgBuild]:
+        builds = PgBuild.objects.select_related("host", "queued_by").order_by("-created_at", "-id")
+        if (host := query_parameter(self.request, "host", parse_id)) is not None:
+            builds = builds.filter(host_id=host)
+        if (state := query_parameter(self.request, "state", _state_choice)) is not None:
+            builds = builds.filter(state=state)
+        if self.action == "list":
+            builds = builds.defer("log", "failed_output", "steps")
+        return builds
+
+    def get_serializer_class(self) -> Any:
+        if self.action == "create":
+            return BuildCreateSerializer
+        return BuildDetailSerializer if self.action == "retrieve" else BuildSerializer
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        asked = BuildCreateSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        form: BuildForm = asked.validated_data["form"]
+        try:
+            build, queued = build_queue(
+                host=form.cleaned_data["host"], options=form.options(), by=request.user, request=request
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from None
+        answer = status.HTTP_201_CREATED if queued else status.HTTP_200_OK
+        return Response(BuildSerializer(build).data, status=answer)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        build = self.get_object()
+        try:
+            build_cancel(build=build, by=request.user, request=request)
+        except BuildRefused as exc:
+            raise PermissionDenied(str(exc)) from None
+        build.refresh_from_db()
+        return Response(BuildSerializer(build).data)
+
+    @action(detail=True, methods=["post"])
+    def remove(self, request: Request, pk: str | None = None) -> Response:
+        build = self.get_object()
+        if refusal := build_refusal(request.user, build, "remove"):
+            raise PermissionDenied(refusal)
+        try:
+            said = build_remove(build=build, by=request.user, request=request)
+        except BuildRefused as exc:  # refused as things stand (in use, a busy host), like the API's other refusals
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        except BuildRemoveFailed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        build.refresh_from_db()
+        return Response(BuildSerializer(build).data | {"detail": said})
+
+
+def _state_choice(raw: str, name: str) -> str:
+    return parse_choice(raw, name, BUILD_CHOICE_FILTERS["state"])

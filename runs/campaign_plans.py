@@ -1,0 +1,73 @@
+"""A campaign's plan from its three forms (the campaign, its base run, its sweep): what the
+campaign form queues, and what a preset queues by itself once the builds it waits for are done
+(services.after_builds)."""
+
+from typing import Any
+
+from django import forms
+
+from runs.campaign_forms import CampaignForm, SweepForm
+from runs.forms import RunForm
+from runs.presets import PRESETS, preset_initial
+from runs.services.campaigns import CampaignPlan
+from runs.specs import RunSpec
+
+
+class PresetInvalid(Exception):
+    """The preset's own form does not validate (the inventory changed): str() says which fields."""
+
+
+def plan_from_forms(
+    campaign_form: CampaignForm, base_form: RunForm, sweep_form: SweepForm, preset: str
+) -> CampaignPlan:
+    """The plan the three forms hold (call after each is_valid())."""
+    campaign = campaign_form.cleaned_data
+    return CampaignPlan(
+        name=campaign["name"],
+        description=campaign["description"],
+        base=RunSpec.from_form_data(base_form.cleaned_data),
+        variables=sweep_form.variables(),
+        repetitions=campaign["repetitions"],
+        order=campaign["order"],
+        seed=campaign["seed"],
+        fresh_database=campaign["fresh_database"],
+        target_ci_pct=campaign["target_ci_pct"],
+        max_repetitions=campaign["max_repetitions"],
+        preset=preset if preset in PRESETS else "",
+    )
+
+
+def _as_data(form: forms.BaseForm) -> dict[str, Any]:
+    """What a browser would post for the form as it first shows (its initial values)."""
+    data: dict[str, Any] = {}
+    for field in form:
+        value = field.value()
+        if value is None:
+            continue
+        data[field.html_name] = [str(v) for v in value] if isinstance(value, list | tuple) else value
+    return data
+
+
+def preset_plan(name: str) -> CampaignPlan:
+    """The preset's study exactly as its form would queue it untouched; PresetInvalid if the form
+    it fills does not validate (then nothing can be queued from it as it stands)."""
+    initial = preset_initial(name)
+    shown = (
+        CampaignForm(initial=initial["campaign"]),
+        RunForm(initial=initial["base"], prefix="base"),
+        SweepForm(initial=initial["sweep"]),
+    )
+    campaign_form, base_form, sweep_form = (
+        CampaignForm(_as_data(shown[0])),
+        RunForm(_as_data(shown[1]), prefix="base"),
+        SweepForm(_as_data(shown[2])),
+    )
+    problems = [
+        f"{field}: {' '.join(str(message) for message in messages)}"
+        for form in (campaign_form, base_form, sweep_form)
+        if not form.is_valid()
+        for field, messages in form.errors.items()
+    ]
+    if problems:
+        raise PresetInvalid(f"the {PRESETS[name].title} preset's form does not validate: " + "; ".join(problems))
+    return plan_from_forms(campaign_form, base_form, sweep_form, name)

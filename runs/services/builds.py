@@ -1,0 +1,208 @@
+"""Writes to PostgreSQL builds: queue one (or find the same build), move it through its states,
+cancel it. Removing a done build is services.build_remove; running one, services.build_execute.
+
+A build is asked for with the lab layer's BuildOptions and validated by it
+(runs/lab/pg_build_options): nothing the options do not allow reaches a host. Builds are cached
+per host by the options' key: a done, queued or running build of the same key on the same host
+is the answer to a second request, and a partial unique index keeps two requests racing from
+making two.
+"""
+
+import logging
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest
+from django.utils import timezone
+
+from runs import live
+from runs.lab.pg_build_options import (
+    BuildOptions,
+    BuildSource,
+    SourceKind,
+    build_key,
+    build_option_errors,
+    build_prefix,
+)
+from runs.models import ENDED_BUILD_STATES, LIVE_BUILD_STATES, AuditAction, BuildState, Host, PgBuild
+from runs.services.audit import audit_record
+from runs.services.db_retry import with_database_retry
+from runs.services.queue import build_release_host, queue_dispatch
+
+log = logging.getLogger(__name__)
+
+
+def build_options_of(build: PgBuild) -> BuildOptions:
+    """The lab layer's options of a build, as it was asked."""
+    source = BuildSource(
+        kind=SourceKind(build.source_kind),
+        package=build.package,
+        package_version=build.package_version,
+        tarball_path=build.tarball_path,
+        sha256=build.sha256,
+    )
+    return BuildOptions(
+        version=build.version,
+        source=source,
+        block_size_kb=build.block_size_kb,
+        wal_block_size_kb=build.wal_block_size_kb,
+        segment_size_gb=build.segment_size_gb,
+        configure_flags=tuple(build.configure_flags),
+    )
+
+
+def build_fields(options: BuildOptions) -> dict[str, Any]:
+    """The build's columns for these options (the inverse of build_options_of)."""
+    source = options.source
+    return {
+        "version": options.version,
+        "source_kind": str(source.kind),
+        "package": source.package,
+        "package_version": source.package_version,
+        "tarball_path": source.tarball_path,
+        "sha256": source.sha256,
+        "block_size_kb": options.block_size_kb,
+        "wal_block_size_kb": options.wal_block_size_kb,
+        "segment_size_gb": options.segment_size_gb,
+        "configure_flags": sorted(options.configure_flags),
+    }
+
+
+def build_host_refusal(host: Host) -> str | None:
+    """Why no build may be queued on this host now (a run's reasons), or None."""
+    if not host.enabled:
+        return f"{host.name} is disabled in the inventory: it takes no new builds (an admin enables it)."
+    return host.own_server_refusal()
+
+
+def live_build(host: Host, key: str) -> PgBuild | None:
+    """The queued, running or done build of this key on this host, if there is one."""
+    return PgBuild.objects.filter(host=host, key=key, state__in=LIVE_BUILD_STATES).select_related("host").first()
+
+
+def build_queue(
+    *, host: Host, options: BuildOptions, by: Any, request: HttpRequest | None = None
+) -> tuple[PgBuild, bool]:
+    """Queue a build of `options` on `host` for `by`, or find the same one: (the build, whether
+    it was queued now). A done build of the same options is the answer as it is (nothing is
+    built again); so is one queued or building. Bad options or a host that takes no builds
+    raise ValidationError, field by field, and nothing is created."""
+    errors = dict(build_option_errors(options))
+    if refusal := build_host_refusal(host):
+        errors["host"] = refusal
+    if errors:
+        raise ValidationError(errors)
+    key = build_key(options)
+    if existing := live_build(host, key):
+        return existing, False
+    try:
+        with transaction.atomic():
+            build = PgBuild.objects.create(
+                host=host, key=key, prefix=build_prefix(options), queued_by=by, **build_fields(options)
+            )
+            audit_record(
+                action=AuditAction.INVENTORY_ADDED,
+                target=build,
+                actor=by,
+                request=request,
+                message=f"build queued on {host.name}: {build.summary}, from {build.source_text}",
+            )
+            # In this order, once committed: an empty stream, "queued" first in it, then a worker.
+            transaction.on_commit(lambda: live.reset_build_stream(build.pk))
+            transaction.on_commit(lambda: publish_build_state(build, BuildState.QUEUED))
+            transaction.on_commit(queue_dispatch)
+    except IntegrityError:
+        # The same options were queued on this host a moment ago, by another request.
+        if existing := live_build(host, key):
+            return existing, False
+        raise
+    return build, True
+
+
+def publish_build_state(build: PgBuild, state: BuildState) -> None:
+    data = {"state": state.value, "label": state.label, "at": timezone.now().isoformat()}
+    live.publish_build(build.pk, "state", data)
+
+
+def build_transition(*, build: PgBuild, state: BuildState, from_state: BuildState | None = None, **fields: Any) -> bool:
+    """Move the build to `state` unless it has ended (or, with from_state, unless it is not in
+    that state); False if it did not move. Retried through a restart of benchlab's database."""
+    updates: dict[str, Any] = {"state": state, **fields}
+    if state in (BuildState.DONE, BuildState.FAILED, BuildState.CANCELLED):
+        updates["finished_at"] = timezone.now()
+    rows = PgBuild.objects.filter(pk=build.pk)
+    rows = rows.filter(state=from_state) if from_state is not None else rows.exclude(state__in=ENDED_BUILD_STATES)
+    attempts = 0
+
+    def move() -> bool:
+        nonlocal attempts
+        attempts += 1
+        if rows.update(**updates):
+            return True
+        # A retried attempt: the one before may have committed, its answer lost with the connection.
+        return attempts > 1 and PgBuild.objects.filter(pk=build.pk, state=state).exists()
+
+    if not with_database_retry(move, f"build {build.pk}: moving to {state}"):
+        return False
+    for name, value in updates.items():
+        setattr(build, name, value)
+    transaction.on_commit(lambda: publish_build_state(build, state))
+    if state in ENDED_BUILD_STATES:
+        transaction.on_commit(lambda: _after_end(build))
+    return True
+
+
+def _after_end(build: PgBuild) -> None:
+    """A study waiting for this build may be queued now, or given up (services.after_builds)."""
+    from runs.services.after_builds import studies_after_build_ended  # it queues builds through this module
+
+    try:
+        studies_after_build_ended(build)
+    except Exception:  # the build has ended whatever becomes of the study; its page says what did
+        log.exception("build %s: the studies waiting for it could not go on", build.pk)
+
+
+class BuildRefused(Exception):
+    """The user may not do this to the build, or it cannot be done now; str() says why."""
+
+
+def build_refusal(user: Any, build: PgBuild, doing: str) -> str | None:
+    """Why `user` may not cancel or remove (`doing`) `build`, or None: operators their own
+    builds, admins anybody's (as runs: roles.cancel_refusal)."""
+    if user.has_perm("runs.cancel_any_run"):
+        return None
+    if not user.has_perm("runs.cancel_run"):
+        return f"To {doing} builds needs the operator role."
+    if build.queued_by_id is not None and build.queued_by_id == user.pk:
+        return None
+    owner = build.queued_by.get_username() if build.queued_by else "somebody no longer in benchlab"
+    return f"Only {owner}, who queued this build, or an admin can {doing} it."
+
+
+def build_cancel(*, build: PgBuild, by: Any, request: HttpRequest | None = None) -> None:
+    """A queued build is cancelled at once (its host goes to the next in line); a running one
+    is asked to stop, and its worker stops what runs on the host and removes what it made.
+    BuildRefused for someone who may not."""
+    if refusal := build_refusal(by, build, "cancel"):
+        raise BuildRefused(refusal)
+    if build.is_finished:
+        return
+    state_before = build.state
+    with transaction.atomic():  # the cancel and its audit row together
+        if build_transition(build=build, state=BuildState.CANCELLED, from_state=BuildState.QUEUED):
+            # Its worker has not started it (starting moves it to building): a claim is ours to free.
+            build_release_host(build=build)
+            transaction.on_commit(queue_dispatch)
+        else:
+            PgBuild.objects.filter(pk=build.pk).exclude(state__in=ENDED_BUILD_STATES).update(cancel_requested=True)
+        audit_record(
+            action=AuditAction.INVENTORY_CHANGED,
+            target=build,
+            actor=by,
+            request=request,
+            message=f"build cancelled while {state_before}",
+        )
+    build.refresh_from_db(fields=["cancel_requested", "state"])
+    if not build.is_finished:
+        live.publish_build(build.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

@@ -1,0 +1,735 @@
+"""PostgreSQL builds (issue 14, points 1-3) with the lab boundary faked: what is refused and
+with which words, the cache, the shared queue with runs, cancel, what a failed and a finished
+build leave in the inventory, removal, the sweeper, the pages and the API, and who may do what.
+
+The build itself on a real host is test_build_lab.py; the pages in a browser test_browser_builds.py.
+"""
+
+import dataclasses
+from collections.abc import Callable
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
+from knox.models import AuthToken
+from rest_framework.test import APIClient
+
+import runs.tasks
+from runs import live
+from runs.lab.errors import LabError
+from runs.lab.pg_build import BuildFailed, BuildStep, BuiltInstall
+from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
+from runs.models import AuditAction, AuditEvent, BuildState, Host, PgBuild, PgInstall, Run, RunState
+from runs.services import build_execute, build_remove, build_sweeper
+from runs.services.build_execute import build_execute as execute
+from runs.services.build_remove import BuildRemoveFailed
+from runs.services.builds import BuildRefused, build_cancel, build_fields, build_queue
+from runs.services.heartbeat import stale_after_s
+from runs.services.queue import queue_dispatch, queue_dispatch_jobs, run_release_hosts, run_wait
+from runs.tests.conftest import ClientFactory
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+
+pytestmark = pytest.mark.django_db
+DEBIAN_VERSION = "15.20-0+deb12u1"
+
+
+def debian_options(**changes: Any) -> BuildOptions:
+    source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version=DEBIAN_VERSION)
+    return dataclasses.replace(BuildOptions(version="15.20", source=source, block_size_kb=4), **changes)
+
+
+def make_build(host: Host, options: BuildOptions | None = None, **fields: Any) -> PgBuild:
+    """A build as the database holds it (no worker involved)."""
+    options = options or debian_options()
+    return PgBuild.objects.create(
+        host=host, key=build_key(options), prefix=build_prefix(options), **(build_fields(options) | fields)
+    )
+
+
+def form_fields(host: Host, **changes: object) -> dict[str, object]:
+    """The page's form (and the API's body) for a 4 kB Debian build on `host`."""
+    fields: dict[str, object] = {"host": host.pk, "source_kind": "debian", "package": "postgresql-15",
+                                 "package_version": DEBIAN_VERSION, "version": "", "tarball_path": "", "sha256": "",
+                                 "block_size_kb": 4, "wal_block_size_kb": 8, "segment_size_gb": 1}  # fmt: skip
+    return fields | changes
+
+
+def api_client(user: User) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {AuthToken.objects.create(user)[1]}")
+    return client
+
+
+class FakeTransport:
+    """What the lab layer would be handed; the fakes below never use it."""
+
+    label = "fake"
+
+    def __init__(self, host: Host) -> None:
+        self.host, self.closed = host, False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def built(options: BuildOptions, reused: bool = False) -> BuiltInstall:
+    prefix = build_prefix(options)
+    return BuiltInstall(prefix=prefix, bin_dir=f"{prefix}/bin", version="15.20", block_size=4096,
+                        wal_block_size=8192, segment_size=1024**3, pgbench_version="pgbench (PostgreSQL) 15.20",
+                        source_sha256="ab" * 32, reused=reused)  # fmt: skip
+
+
+@pytest.fixture
+def lab(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """The lab boundary faked: connections, the build, its removal and its cleanup; and no task
+    leaves this process (the dispatcher's sends are recorded)."""
+    fake = SimpleNamespace(build=None, removed=[], cleaned=[], sent_builds=[], sent_runs=[], unreachable=False)
+
+    def connect(host: Host) -> FakeTransport:
+        if fake.unreachable:
+            raise LabError(f"{host.name}: no route to host")
+        return FakeTransport(host)
+
+    def build_postgres(transport: FakeTransport, connect: Callable[[], Any], options: BuildOptions, observer: Any,
+                       *, job_name: str) -> BuiltInstall:  # fmt: skip
+        assert fake.build is not None, "the test did not say what the build does"
+        return fake.build(options, observer, job_name)
+
+    def remove(transport: FakeTransport, prefix: str) -> None:
+        fake.removed.append((transport.host.name, prefix))
+
+    monkeypatch.setattr(build_execute, "host_connect_for_run", connect)
+    monkeypatch.setattr(build_execute, "host_connect", connect)
+    monkeypatch.setattr(build_execute, "build_postgres", build_postgres)
+    monkeypatch.setattr(build_remove, "host_connect", connect)
+    monkeypatch.setattr(build_remove, "remove_build", remove)
+    monkeypatch.setattr(build_sweeper, "host_connect", connect)
+    monkeypatch.setattr(build_sweeper, "clean_build_leftovers", lambda t, job: fake.cleaned.append(job))
+    monkeypatch.setattr(runs.tasks, "execute_build", SimpleNamespace(delay=fake.sent_builds.append))
+    monkeypatch.setattr(runs.tasks, "execute_run", SimpleNamespace(delay=fake.sent_runs.append))
+    return fake
+
+
+def started(build: PgBuild) -> PgBuild:
+    """The dispatcher gives the build its host (as it does when the build's turn comes)."""
+    assert queue_dispatch_jobs().builds == [build.pk]
+    return PgBuild.objects.get(pk=build.pk)
+
+
+def events(build: PgBuild) -> list[tuple[str, dict[str, Any]]]:
+    return [(event.kind, event.data) for event in live.events_after(live.build_stream(build.pk))]
+
+
+# ---- queueing: validation, the host's refusals, the cache ----
+
+
+def test_bad_options_are_refused_field_by_field_and_nothing_is_created() -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    source = BuildSource(SourceKind.TARBALL, tarball_path="/srv/src/pg.zip", sha256="1234")
+    bad = BuildOptions(version="15.20", source=source, block_size_kb=3, configure_flags=("--with-llvm",))
+
+    with pytest.raises(ValidationError) as refused:
+        build_queue(host=host, options=bad, by=otto)
+
+    errors = refused.value.message_dict
+    assert set(errors) == {"tarball_path", "sha256", "block_size_kb", "configure_flags"}
+    assert errors["block_size_kb"] == ["block size 3 kB: PostgreSQL accepts 1, 2, 4, 8, 16 or 32 kB"]
+    assert "--enable-debug" in errors["configure_flags"][0] and "--with-llvm" in errors["configure_flags"][0]
+    assert "64 hexadecimal digits" in errors["sha256"][0]
+    assert not PgBuild.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_a_disabled_host_or_benchlabs_own_server_takes_no_build() -> None:
+    otto = make_user("otto", "operator")
+    disabled = make_host(name="lab1", enabled=False)
+    own = make_host(name="this-machine", transport=Host.Transport.LOCAL, address="", private_key_path="")
+
+    with pytest.raises(ValidationError) as off:
+        build_queue(host=disabled, options=debian_options(), by=otto)
+    with pytest.raises(ValidationError) as server:
+        build_queue(host=own, options=debian_options(), by=otto)
+
+    assert off.value.message_dict == {
+        "host": ["lab1 is disabled in the inventory: it takes no new builds (an admin enables it)."]
+    }
+    assert "this-machine is benchlab's own server" in server.value.message_dict["host"][0]
+    assert not PgBuild.objects.exists()
+
+
+def test_the_same_build_asked_again_is_the_one_queued_building_or_done() -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+
+    first, queued = build_queue(host=host, options=debian_options(), by=otto)
+    again, queued_again = build_queue(host=host, options=debian_options(), by=otto)
+    PgBuild.objects.filter(pk=first.pk).update(state=BuildState.DONE)
+    done_again, _ = build_queue(host=host, options=debian_options(), by=otto)
+    other, other_queued = build_queue(host=host, options=debian_options(block_size_kb=16), by=otto)
+
+    assert queued and not queued_again and again.pk == first.pk == done_again.pk
+    assert other_queued and other.pk != first.pk
+    assert PgBuild.objects.count() == 2
+    audit = AuditEvent.objects.filter(object_type="pgbuild", action=AuditAction.INVENTORY_ADDED)
+    assert audit.count() == 2 and "PostgreSQL 15.20, 4 kB pages" in audit.last().message  # type: ignore[union-attr]
+
+
+def test_a_failed_or_removed_build_is_no_cache_hit() -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    failed = make_build(host, state=BuildState.FAILED)
+    removed = make_build(host, state=BuildState.REMOVED)
+
+    build, queued = build_queue(host=host, options=debian_options(), by=otto)
+
+    assert queued and build.pk not in (failed.pk, removed.pk) and build.key == failed.key
+
+
+# ---- one line per host, shared with runs ----
+
+
+def test_builds_and_runs_on_one_host_start_in_the_order_they_were_queued(lab: SimpleNamespace) -> None:
+    host = make_host()
+    device, pg = make_device(host), make_pg_install(host)
+    first_run = make_run(host, device, pg, state=RunState.QUEUED)
+    build = make_build(host)
+    second_run = make_run(host, device, pg, state=RunState.QUEUED)
+
+    assert queue_dispatch_jobs().runs == [first_run.pk]
+    assert queue_dispatch_jobs().builds == []  # the host is busy; the build is next in line
+    assert [str(wait) for wait in run_wait(second_run)] == [f"lab1 busy with run {first_run.pk}; 1 ahead of it"]
+    run_release_hosts(run=first_run)
+    Run.objects.filter(pk=first_run.pk).update(state=RunState.DONE)
+
+    dispatched = queue_dispatch_jobs()
+    assert dispatched.builds == [build.pk] and dispatched.runs == []
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id == build.pk
+    assert [str(wait) for wait in run_wait(second_run)] == [f"lab1 busy with build {build.pk}"]
+    assert queue_dispatch() == []  # a host with a build takes no run
+
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=None)
+    PgBuild.objects.filter(pk=build.pk).update(state=BuildState.DONE)
+    assert queue_dispatch() == [second_run.pk]
+
+
+def test_a_queued_build_says_what_it_waits_for_and_its_page_links_the_job_ahead(client_for: ClientFactory) -> None:
+    host = make_host()
+    running = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+    queue_dispatch()
+    build = make_build(host)
+
+    page = client_for("vera").get(reverse("build-detail", args=[build.pk])).content.decode()
+
+    assert f'busy with <a href="/runs/{running.pk}/">run {running.pk}</a>; next in line' in page
+
+
+# ---- cancel ----
+
+
+def test_a_queued_build_cancelled_leaves_the_queue_and_frees_its_host_for_the_next(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    build = make_build(host, queued_by=otto)
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+    started(build)
+
+    build_cancel(build=build, by=otto)
+
+    build.refresh_from_db()
+    assert build.state == BuildState.CANCELLED and build.finished_at is not None
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+    assert queue_dispatch() == [run.pk]
+    assert AuditEvent.objects.filter(object_id=str(build.pk), message="build cancelled while queued").exists()
+
+
+def test_only_the_operator_who_queued_a_build_or_an_admin_may_cancel_it() -> None:
+    host = make_host()
+    otto, olga, ada = make_user("otto", "operator"), make_user("olga", "operator"), make_user("ada", "admin")
+    build = make_build(host, queued_by=otto)
+
+    with pytest.raises(BuildRefused, match=r"Only otto, who queued this build, or an admin can cancel it\."):
+        build_cancel(build=build, by=olga)
+    build_cancel(build=build, by=ada)
+
+    assert PgBuild.objects.get(pk=build.pk).state == BuildState.CANCELLED
+
+
+def test_a_cancel_while_building_stops_it_at_its_next_step_and_registers_nothing(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    build = started(make_build(host, queued_by=otto))
+
+    def cancelled_during_make(options: BuildOptions, observer: Any, job_name: str) -> BuiltInstall:
+        observer.step(BuildStep.SOURCE)
+        observer.step(BuildStep.CONFIGURE)
+        build_cancel(build=PgBuild.objects.get(pk=build.pk), by=otto)
+        observer.step(BuildStep.MAKE)  # raises: the build does not go on
+        raise AssertionError("the build went on after its cancel")
+
+    lab.build = cancelled_during_make
+
+    assert execute(build_id=build.pk) == BuildState.CANCELLED
+    build.refresh_from_db()
+    assert build.step == "configure" and build.cancel_requested
+    assert not PgInstall.objects.exists() and Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+# ---- execution: what a failed and a finished build leave ----
+
+
+def test_a_failed_build_keeps_its_step_command_exit_status_and_output_and_registers_no_install(
+    lab: SimpleNamespace,
+) -> None:
+    host = make_host()
+    build = started(make_build(host))
+    output = "checking for readline... no\nconfigure: error: readline library not found"
+
+    def fails_in_configure(options: BuildOptions, observer: Any, job_name: str) -> BuiltInstall:
+        observer.step(BuildStep.SOURCE)
+        observer.line("dpkg-source: info: extracting postgresql-15")
+        observer.step(BuildStep.CONFIGURE)
+        observer.line("checking for readline... no")
+        raise BuildFailed(BuildStep.CONFIGURE, "configure failed: readline library not found",
+                          command="./configure --prefix=/var/lib/benchlab/builds/pg-15.20 --with-blocksize=4",
+                          exit_status=1, output=output)  # fmt: skip
+
+    lab.build = fails_in_configure
+
+    assert execute(build_id=build.pk) == BuildState.FAILED
+    build.refresh_from_db()
+    assert build.failed_step == "configure" and build.failed_exit_status == 1
+    assert build.failed_command.startswith("./configure --prefix=")
+    assert build.failed_output == output and build.error == "configure failed: readline library not found"
+    assert "== configure ==" in build.log and "checking for readline... no" in build.log
+    assert [step for step, _ in build.steps] == ["source", "configure"]
+    assert not PgInstall.objects.exists() and build.pg_install is None
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+    assert [data["step"] for kind, data in events(build) if kind == "step"] == ["source", "configure"]
+
+
+def test_a_build_that_cannot_connect_fails_before_its_first_step() -> None:
+    host = make_host(private_key_path="", private_key_encrypted="gAAAA-not-a-token")  # its key does not decrypt
+    build = make_build(host)
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
+
+    assert execute(build_id=build.pk) == BuildState.FAILED
+    build.refresh_from_db()
+    assert build.failed_step == "" and build.error and not PgInstall.objects.exists()
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+def test_a_finished_build_registers_exactly_one_install_with_the_verified_sizes(lab: SimpleNamespace) -> None:
+    host = make_host()
+    build = started(make_build(host))
+    seen: dict[str, Any] = {}
+
+    def builds(options: BuildOptions, observer: Any, job_name: str) -> BuiltInstall:
+        seen["job_name"] = job_name
+        for step in BuildStep:
+            observer.step(step)
+            if step == BuildStep.MAKE:
+                for percent in (10.0, 55.5, 100.0):
+                    observer.progress(percent)
+        return built(options)
+
+    lab.build = builds
+
+    assert execute(build_id=build.pk) == BuildState.DONE
+    build.refresh_from_db()
+    install = PgInstall.objects.get()
+    assert build.pg_install == install and not build.reused
+    assert (install.host, install.bin_dir) == (host, f"{build.prefix}/bin")
+    assert (install.version, install.block_size, install.wal_block_size) == ("15.20", 4096, 8192)
+    assert install.label == "PostgreSQL 15.20, 4 kB pages, 8 kB WAL blocks (benchlab build)"
+    assert (build.built_block_size, build.built_wal_block_size, build.built_segment_size) == (4096, 8192, 1024**3)
+    assert build.source_sha256 == "ab" * 32 and build.finished_at is not None
+    assert seen["job_name"] == build.job_name and seen["job_name"].startswith(f"build-{build.pk}-")
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+    kinds = [kind for kind, _ in events(build)]
+    assert kinds.count("step") == 5 and "progress" in kinds
+    progress = [data for kind, data in events(build) if kind == "progress"]
+    assert progress[-1]["percent"] == 100.0 and progress[-1]["step"] == "make"
+    assert AuditEvent.objects.filter(object_type="pginstall", message=f"build {build.pk}: built and verified").exists()
+
+
+def test_a_build_the_host_already_had_is_registered_as_reused(lab: SimpleNamespace) -> None:
+    host = make_host()
+    build = started(make_build(host))
+    lab.build = lambda options, observer, job_name: built(options, reused=True)
+
+    assert execute(build_id=build.pk) == BuildState.DONE
+    build.refresh_from_db()
+    assert build.reused and build.steps == [] and PgInstall.objects.get().build == build
+
+
+def test_a_build_not_holding_its_host_waits_and_a_second_delivery_leaves_a_live_one_alone(
+    lab: SimpleNamespace,
+) -> None:
+    host = make_host()
+    waiting = make_build(host)
+    running = make_build(host, options=debian_options(block_size_kb=16), state=BuildState.BUILDING,
+                         started_at=timezone.now(), heartbeat_at=timezone.now())  # fmt: skip
+
+    assert execute(build_id=waiting.pk) == "waiting"
+    assert execute(build_id=running.pk) == "running"
+    assert PgBuild.objects.get(pk=running.pk).state == BuildState.BUILDING
+
+
+# ---- the sweeper ----
+
+
+def test_a_build_whose_worker_died_is_cleaned_up_on_its_host_failed_and_its_host_freed(lab: SimpleNamespace) -> None:
+    host = make_host()
+    silent = timezone.now() - timedelta(seconds=stale_after_s() + 5)
+    build = make_build(host, state=BuildState.BUILDING, step="make", started_at=silent, heartbeat_at=silent)
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
+    queued_run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
+
+    assert execute(build_id=build.pk) == "abandoned"
+    assert build_sweeper.sweep_stale_builds() == [build.pk]
+    assert build_sweeper.sweep_stale_builds() == []
+
+    build.refresh_from_db()
+    assert build.state == BuildState.FAILED and build.failed_step == "make"
+    assert build.error.startswith("the worker building it stopped while at make (no sign of life since ")
+    assert build.error.endswith(f"what it left on {host.name} was removed")
+    assert lab.cleaned == [build.job_name]
+    assert Host.objects.get(pk=host.pk).claimed_by_id == queued_run.pk  # the host went to the next in line
+
+
+def test_the_sweeper_says_when_a_dead_builds_host_could_not_be_cleaned_up(lab: SimpleNamespace) -> None:
+    host = make_host()
+    silent = timezone.now() - timedelta(seconds=stale_after_s() + 5)
+    build = make_build(host, state=BuildState.BUILDING, step="configure", started_at=silent, heartbeat_at=silent)
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
+    lab.unreachable = True
+
+    assert build_sweeper.sweep_build(build.pk)
+
+    build.refresh_from_db()
+    assert build.state == BuildState.FAILED
+    assert "its work directory on lab1 could not be cleaned up (lab1: no route to host)" in build.error
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+def test_a_host_held_by_an_ended_build_whose_process_died_is_freed() -> None:
+    host = make_host()
+    long_ago = timezone.now() - timedelta(seconds=stale_after_s() + 5)
+    build = make_build(host, state=BuildState.DONE, heartbeat_at=long_ago)
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
+
+    assert build_sweeper.release_orphan_claims() == 1
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+# ---- remove ----
+
+
+def done_build(host: Host, **fields: Any) -> PgBuild:
+    options = debian_options()
+    install = make_pg_install(host, bin_dir=f"{build_prefix(options)}/bin", block_size=4096, label="4 kB build")
+    return make_build(host, options, state=BuildState.DONE, pg_install=install, **fields)
+
+
+def install_of(build: PgBuild) -> PgInstall:
+    assert build.pg_install is not None
+    return build.pg_install
+
+
+def test_removing_a_build_no_run_used_removes_its_prefix_and_deletes_its_install(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    build = done_build(host, queued_by=otto)
+
+    said = build_remove.build_remove(build=build, by=otto)
+
+    build.refresh_from_db()
+    assert lab.removed == [("lab1", build.prefix)]
+    assert build.state == BuildState.REMOVED and build.removed_at is not None and build.pg_install is None
+    assert not PgInstall.objects.exists()
+    assert said.endswith("its install is deleted from the inventory (no run used it).")
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+    assert AuditEvent.objects.filter(action=AuditAction.INVENTORY_DELETED, object_id=str(build.pk)).exists()
+
+
+def test_removing_a_build_runs_used_keeps_its_install_for_them_offered_to_no_new_run(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    build = done_build(host, queued_by=otto)
+    make_run(host, make_device(host), install_of(build), state=RunState.DONE)
+
+    said = build_remove.build_remove(build=build, by=otto)
+
+    install = PgInstall.objects.get()
+    assert install.removed_at is not None and PgBuild.objects.get(pk=build.pk).pg_install == install
+    assert "kept for the 1 run that used it, offered to none" in said
+
+
+def test_a_build_a_queued_run_uses_is_not_removed(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    build = done_build(host, queued_by=otto)
+    run = make_run(host, make_device(host), install_of(build), state=RunState.QUEUED)
+
+    with pytest.raises(BuildRefused, match=rf"run {run.pk} \(queued\) uses this build's install"):
+        build_remove.build_remove(build=build, by=otto)
+
+    assert lab.removed == [] and PgBuild.objects.get(pk=build.pk).state == BuildState.DONE
+    assert PgInstall.objects.get().removed_at is None
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+def test_a_build_is_not_removed_under_a_running_job_nor_when_its_host_does_not_answer(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    build = done_build(host, queued_by=otto)
+    busy = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING)
+    Host.objects.filter(pk=host.pk).update(claimed_by=busy)
+
+    with pytest.raises(BuildRefused, match=f"lab1 is busy with run {busy.pk}: remove the build when it is free"):
+        build_remove.build_remove(build=build, by=otto)
+    Host.objects.filter(pk=host.pk).update(claimed_by=None)
+    lab.unreachable = True
+    with pytest.raises(BuildRemoveFailed, match=r"lab1 did not remove .*: lab1: no route to host\. Nothing changed"):
+        build_remove.build_remove(build=build, by=otto)
+
+    assert PgBuild.objects.get(pk=build.pk).state == BuildState.DONE
+    assert PgInstall.objects.get(pk=install_of(build).pk).removed_at is None  # offered again
+    assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+def test_building_again_a_removed_build_that_runs_used_takes_its_install_back(lab: SimpleNamespace) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    old = done_build(host, queued_by=otto)
+    make_run(host, make_device(host), install_of(old), state=RunState.DONE)
+    build_remove.build_remove(build=old, by=otto)
+    again, queued = build_queue(host=host, options=debian_options(), by=otto)
+    lab.build = lambda options, observer, job_name: built(options)
+
+    assert queued and execute(build_id=started(again).pk) == BuildState.DONE
+
+    install = PgInstall.objects.get()
+    assert install.removed_at is None and install.build == PgBuild.objects.get(pk=again.pk)
+    assert PgBuild.objects.get(pk=old.pk).pg_install is None
+
+
+# ---- pages ----
+
+
+def test_the_form_refuses_bad_input_with_a_summary_and_creates_nothing(client_for: ClientFactory) -> None:
+    host = make_host()
+    fields = form_fields(host, package_version="15.19-0+deb12u1", version="15.20", block_size_kb=3,
+                         configure_flags=["--with-llvm"])  # fmt: skip
+
+    answer = client_for("otto").post(reverse("build-new"), fields)
+
+    page = answer.content.decode()
+    assert answer.status_code == 400 and 'id="error-summary"' in page
+    assert "The build was not queued." in page
+    assert "3 kB is not allowed: PostgreSQL accepts 1 kB, 2 kB, 4 kB, 8 kB, 16 kB, 32 kB." in page
+    assert "15.19-0+deb12u1 is PostgreSQL 15.19, not 15.20: give the version the package holds." in page
+    assert "--with-llvm is not a flag benchlab allows" in page
+    assert not PgBuild.objects.exists()
+
+
+def test_the_form_takes_the_version_from_the_package_and_queues_then_says_when_it_is_the_same_build(
+    client_for: ClientFactory,
+) -> None:
+    host = make_host()
+    otto = client_for("otto")
+
+    first = otto.post(reverse("build-new"), form_fields(host))
+    build = PgBuild.objects.get()
+    PgBuild.objects.filter(pk=build.pk).update(state=BuildState.DONE)
+    second = otto.post(reverse("build-new"), form_fields(host), follow=True)
+
+    assert first.status_code == 302 and first["Location"] == f"/builds/{build.pk}/"
+    assert build.version == "15.20" and build.block_size_kb == 4 and build.configure_flags == []
+    assert PgBuild.objects.count() == 1
+    assert (
+        f"lab1 already has this build: build {build.pk}, PostgreSQL 15.20 4 kB pages. It is reused: nothing is "
+        "built again." in second.content.decode()
+    )
+
+
+def test_the_form_preselects_a_host_and_suggests_what_the_hosts_have_installed(client_for: ClientFactory) -> None:
+    host = make_host(name="lab2")
+    make_pg_install(host, bin_dir="/usr/lib/postgresql/15/bin", version="15.20")
+
+    page = client_for("otto").get(reverse("build-new"), {"host": host.pk}).content.decode()
+    bad = client_for("otto").get(reverse("build-new"), {"host": "two"})
+
+    assert f'<option value="{host.pk}" selected>lab2</option>' in page
+    assert "lab2: postgresql-15 (PostgreSQL 15.20)" in page and '<option value="postgresql-15">' in page
+    assert bad.status_code == 400
+
+
+def test_a_failed_builds_page_shows_its_step_command_exit_status_and_output(client_for: ClientFactory) -> None:
+    build = make_build(make_host(), state=BuildState.FAILED, failed_step="make", failed_command="make -j4",
+                       failed_exit_status=2, failed_output="gram.y:12: error: syntax error",
+                       error="make failed: gram.y:12: error: syntax error",
+                       steps=[["source", "2025-04-01T14:00:00+00:00"]])  # fmt: skip
+
+    page = client_for("vera").get(reverse("build-detail", args=[build.pk])).content.decode()
+
+    assert "<h2>Failed at make</h2>" in page and '<code id="failed-command">make -j4</code>' in page
+    assert '<span id="failed-exit-status">2</span>' in page and "gram.y:12: error: syntax error" in page
+    assert 'class="build-step step-failed" id="step-make"' in page
+    assert 'class="build-step step-done" id="step-source"' in page
+
+
+def test_a_done_builds_page_links_its_install_and_a_run_with_it(client_for: ClientFactory) -> None:
+    host = make_host()
+    build = done_build(host, built_block_size=4096, built_wal_block_size=8192, built_segment_size=1024**3)
+
+    admin_page = client_for("ada").get(reverse("build-detail", args=[build.pk])).content.decode()
+    viewer_page = client_for("vera").get(reverse("build-detail", args=[build.pk])).content.decode()
+
+    assert f'href="/admin/runs/pginstall/{build.pg_install_id}/change/"' in admin_page
+    assert f"/runs/new/?server_host={host.pk}&amp;pg_install={build.pg_install_id}" in admin_page
+    assert '<td id="built-block-size">4 KiB</td>' in admin_page
+    assert "/admin/runs/pginstall/" not in viewer_page and "Queue a run with it" not in viewer_page
+    assert "Remove build" not in viewer_page
+
+
+def test_the_build_list_and_the_inventory_say_which_build_a_host_is_busy_with(client_for: ClientFactory) -> None:
+    host = make_host()
+    build = make_build(host, state=BuildState.BUILDING, step="make", progress=42.0)
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
+    vera = client_for("vera")
+
+    listing = vera.get(reverse("builds")).content.decode()
+    inventory = " ".join(vera.get(reverse("home")).content.decode().split())
+
+    assert f'<a href="/builds/{build.pk}/">15.20</a>, 4 kB pages' in listing and "make 42 %" in listing
+    assert f'with <a href="/builds/{build.pk}/">build {build.pk}</a> (PostgreSQL 15.20, building)' in inventory
+
+
+def test_cancel_and_remove_through_the_pages(client_for: ClientFactory, users: dict[str, User],
+                                             lab: SimpleNamespace) -> None:  # fmt: skip
+    host = make_host()
+    queued = make_build(host, options=debian_options(block_size_kb=16), queued_by=users["otto"])
+    done = done_build(host, queued_by=users["otto"])
+    otto = client_for("otto")
+
+    cancelled = otto.post(reverse("build-cancel", args=[queued.pk]), follow=True).content.decode()
+    removed = otto.post(reverse("build-remove", args=[done.pk]), follow=True).content.decode()
+    again = otto.post(reverse("build-remove", args=[done.pk]), follow=True).content.decode()
+
+    assert f"Build {queued.pk} cancelled: it left the queue before anything ran." in cancelled
+    assert f"Build {done.pk} removed: {done.prefix} is gone from lab1" in removed
+    assert f"Build {done.pk} was removed already." in again
+
+
+# ---- permissions ----
+
+
+def test_a_viewer_sees_builds_but_may_not_queue_cancel_or_remove_them(client_for: ClientFactory,
+                                                                     users: dict[str, User]) -> None:  # fmt: skip
+    host = make_host()
+    build = make_build(host, queued_by=users["otto"])
+    vera = client_for("vera")
+
+    assert vera.get(reverse("builds")).status_code == 200
+    assert vera.get(reverse("build-detail", args=[build.pk])).status_code == 200
+    assert vera.get(reverse("build-new")).status_code == 403
+    assert vera.post(reverse("build-new"), form_fields(host)).status_code == 403
+    assert vera.post(reverse("build-cancel", args=[build.pk])).status_code == 403
+    assert vera.post(reverse("build-remove", args=[build.pk])).status_code == 403
+    assert client_for("nora").get(reverse("builds")).status_code == 403
+    assert Client().get(reverse("builds")).status_code == 302  # to the login page
+    assert PgBuild.objects.get(pk=build.pk).state == BuildState.QUEUED
+
+
+# ---- the API ----
+
+
+def test_the_api_queues_finds_the_same_build_lists_and_cancels(users: dict[str, User]) -> None:
+    host = make_host()
+    otto = api_client(users["otto"])
+    body = form_fields(host, configure_flags=["--enable-debug"])
+
+    created = otto.post("/api/builds/", body, format="json")
+    same = otto.post("/api/builds/", body, format="json")
+    listed = otto.get("/api/builds/", {"host": host.pk}).json()
+    detail = otto.get(f"/api/builds/{created.json()['id']}/").json()
+    cancelled = otto.post(f"/api/builds/{created.json()['id']}/cancel/")
+
+    assert created.status_code == 201 and same.status_code == 200
+    assert same.json()["id"] == created.json()["id"]
+    assert created.json()["configure_flags"] == ["--enable-debug"] and created.json()["version"] == "15.20"
+    assert [b["id"] for b in listed["results"]] == [created.json()["id"]]
+    assert detail["state"] == "queued" and detail["steps"] == []
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
+
+
+def test_the_api_refuses_bad_input_with_the_forms_words_and_a_viewer_may_not_queue(users: dict[str, User]) -> None:
+    host = make_host()
+    body = form_fields(host, block_size_kb=3, sha256="abc", source_kind="svn")
+
+    refused = api_client(users["otto"]).post("/api/builds/", body, format="json")
+    viewer = api_client(users["vera"]).post("/api/builds/", form_fields(host), format="json")
+    bad_filter = api_client(users["vera"]).get("/api/builds/", {"state": "sleeping"})
+
+    assert refused.status_code == 400
+    assert refused.json()["source_kind"] == ["Choose the Debian source package or a source tarball, not svn."]
+    assert refused.json()["block_size_kb"] == [
+        "3 kB is not allowed: PostgreSQL accepts 1 kB, 2 kB, 4 kB, 8 kB, 16 kB, 32 kB."
+    ]
+    assert viewer.status_code == 403 and bad_filter.status_code == 400
+    assert not PgBuild.objects.exists()
+
+
+def test_the_api_removes_a_build_or_says_why_not(users: dict[str, User], lab: SimpleNamespace) -> None:
+    host = make_host()
+    build = done_build(host, queued_by=users["otto"])
+    run = make_run(host, make_device(host), install_of(build), state=RunState.QUEUED)
+    otto = api_client(users["otto"])
+
+    in_use = otto.post(f"/api/builds/{build.pk}/remove/")
+    assert Host.objects.get(pk=host.pk).claimed_by_id == run.pk  # its turn came when the removal let go
+    busy = otto.post(f"/api/builds/{build.pk}/remove/")
+    run_release_hosts(run=run)  # the run ends, as its worker would end it
+    Run.objects.filter(pk=run.pk).update(state=RunState.DONE)
+    removed = otto.post(f"/api/builds/{build.pk}/remove/")
+
+    assert in_use.status_code == 400 and f"run {run.pk} (queued) uses" in in_use.json()["detail"]
+    assert busy.status_code == 400 and f"lab1 is busy with run {run.pk}" in busy.json()["detail"]
+    assert removed.status_code == 200 and removed.json()["state"] == "removed"
+
+
+# ---- the admin ----
+
+
+def test_the_host_admin_sends_to_the_build_form_for_one_host_and_says_its_build(client_for: ClientFactory) -> None:
+    lab1, lab2 = make_host(name="lab1"), make_host(name="lab2", address="10.200.0.12")
+    build = make_build(lab1, state=BuildState.BUILDING)
+    Host.objects.filter(pk=lab1.pk).update(claimed_by_build=build)
+    ada = client_for("ada")
+    changelist = reverse("admin:runs_host_changelist")
+
+    one = ada.post(changelist, {"action": "build_postgres", "_selected_action": [lab2.pk]})
+    two = ada.post(changelist, {"action": "build_postgres", "_selected_action": [lab1.pk, lab2.pk]}, follow=True)
+    listed = ada.get(changelist).content.decode()
+
+    assert one.status_code == 302 and one["Location"] == f"/builds/new/?host={lab2.pk}"
+    assert "Choose exactly one host to build PostgreSQL on." in two.content.decode()
+    assert f"busy with build {build.pk} (building)" in listed
+
+
+def test_builds_are_read_only_in_the_admin_and_its_action_removes_them(
+    client_for: ClientFactory, users: dict[str, User], lab: SimpleNamespace
+) -> None:
+    host = make_host()
+    build = done_build(host, queued_by=users["otto"])
+    ada = client_for("ada")
+    changelist = reverse("admin:runs_pgbuild_changelist")
+
+    listed = ada.get(changelist)
+    change = ada.get(reverse("admin:runs_pgbuild_change", args=[build.pk]))
+    removed = ada.post(changelist, {"action": "remove_builds", "_selected_action": [build.pk]}, follow=True)
+
+    assert (
+        listed.status_code == 200 and f'<a href="/builds/{build.pk}/">build {build.pk}</a>' in listed.content.decode()
+    )
+    assert change.status_code == 200 and "Save" not in change.content.decode()  # view only
+    assert ada.get(reverse("admin:runs_pgbuild_add")).status_code == 403
+    assert f"Build {build.pk} removed: {build.prefix} is gone from lab1" in removed.content.decode()
+    assert lab.removed == [("lab1", build.prefix)]
