@@ -21,7 +21,7 @@ from runs.lab.pg_settings import RESERVED_SETTINGS
 from runs.models import Run
 from runs.spec_labels import spec_value
 from runs.specs import SPEC_FIELDS
-from runs.templatetags.units import binary_size, pg_setting_text
+from runs.templatetags.units import binary_size, page_size, pg_setting_text
 
 if TYPE_CHECKING:
     from runs.comparison import Group
@@ -67,9 +67,10 @@ ENVIRONMENT_FACTS = (
     EnvironmentFact(
         "pg_version", "PostgreSQL version", "postgresql__version", frozenset({"pg_install_id"}), _short_version
     ),
-    EnvironmentFact("block_size", "page size (bytes)", "postgresql__block_size", frozenset({"pg_install_id"})),
+    # In kB as PostgreSQL writes them ("8 kB"), as the run page and the groups' labels do.
+    EnvironmentFact("block_size", "page size", "postgresql__block_size", frozenset({"pg_install_id"}), page_size),
     EnvironmentFact(
-        "wal_block_size", "WAL block size (bytes)", "postgresql__wal_block_size", frozenset({"pg_install_id"})
+        "wal_block_size", "WAL block size", "postgresql__wal_block_size", frozenset({"pg_install_id"}), page_size
     ),
     EnvironmentFact(
         "pgbench_version", "pgbench version", "pgbench__version", frozenset({"pg_install_id", "client_host_id"})

@@ -109,6 +109,11 @@ class RunForm(forms.ModelForm):
         self.fields["pg_install"].queryset = PgInstall.objects.select_related("host")  # type: ignore[attr-defined]
         clients = self.fields["client_host"]
         clients.queryset = clients.queryset.prefetch_related("pg_installs")  # type: ignore[attr-defined]
+        # The help says what the field is for; where pgbench then runs (the server itself, or which
+        # pgbench the client runs) is the one note static/js/run_form.js keeps under it, and the
+        # blank choice says it without the script. The model's help said the same as that note.
+        clients.help_text = "Another host to run pgbench on, over TCP."
+        clients.empty_label = "none: on the server itself"  # type: ignore[attr-defined]
         self._describe_rows()
         for name in NUMBER_FIELDS:
             _limit(self.fields[name], *field_limits(name))

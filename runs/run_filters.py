@@ -18,6 +18,7 @@ from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.http import QueryDict
 from django.utils import timezone
 
+from runs.forms import RowSelect
 from runs.models import Campaign, Device, Filesystem, Host, PgInstall, Run, RunState, Workload
 from runs.params import is_id
 from runs.run_list_rows import annotate_progress
@@ -55,6 +56,7 @@ LIST_COLUMNS = (
     "steady_tps_mean",
     "created_at",
     "started_at",
+    "finished_at",
     "campaign_id",
     "server_host__name",
     "client_host__name",
@@ -70,13 +72,16 @@ class InventoryChoiceField(forms.ModelChoiceField):
     """A row picked by id from a select list. Anything that is not an id is refused before it
     reaches a query (int() takes "١٢", PostgreSQL refuses numbers past bigint)."""
 
-    def __init__(self, queryset: QuerySet[Any], what: str, label: str, empty_label: str = "") -> None:
+    def __init__(
+        self, queryset: QuerySet[Any], what: str, label: str, empty_label: str = "", widget: Any = None
+    ) -> None:
         super().__init__(
             queryset,
             required=False,
             label=label,
             empty_label=empty_label or f"any {what}",
             error_messages={"invalid_choice": f"no {what} has id %(value)s; pick one from the list"},
+            widget=widget,
         )
         self.what = what
 
@@ -117,6 +122,12 @@ class DayField(forms.DateField):
             ) from None
 
 
+def _day(day: date) -> str:
+    """A day as nobody can misread it, whichever order the browser's date input shows (11/20/2026
+    in one locale, 20/11/2026 in another): "20 Nov 2026"."""
+    return f"{day.day} {day:%b %Y}"
+
+
 def _users_who_queued_runs() -> QuerySet[User]:
     queued = Exists(Run.objects.filter(queued_by=OuterRef("pk")))
     return User.objects.filter(queued).only("id", "username").order_by("username")
@@ -129,6 +140,8 @@ class RunFilterForm(forms.Form):
         Device.objects.select_related("host").only("id", "name", "host__name").order_by("host__name", "name"),
         "device",
         "Device",
+        # Each device says its host: the page narrows the list to the chosen host's (static/js/run_list.js).
+        widget=RowSelect,
     )
     filesystem = _choice_field("Filesystem", Filesystem.choices)
     mount_options = forms.CharField(label="Mount options contain", required=False, max_length=300)
@@ -182,6 +195,9 @@ class RunFilterForm(forms.Form):
         users.label_from_instance = lambda user: user.get_username()
         campaigns: Any = self.fields["campaign"]
         campaigns.label_from_instance = lambda campaign: f"{campaign.name} (#{campaign.pk})"
+        devices = self.fields["device"].widget
+        assert isinstance(devices, RowSelect)
+        devices.option_data = lambda device: {"data-host": str(device.host_id)}
 
     @property
     def filter_fields(self) -> list[forms.BoundField]:
@@ -196,7 +212,7 @@ class RunFilterForm(forms.Form):
         self._refuse_unknown_and_repeated_parameters()
         first, last = cleaned.get("date_from"), cleaned.get("date_to")
         if first and last and first > last:
-            self.add_error("date_to", f"{last:%Y-%m-%d} is before Queued from ({first:%Y-%m-%d}): no day is in between")
+            self.add_error("date_to", f"{_day(last)} is before Queued from ({_day(first)}): no day is in between")
         return cleaned
 
     def _refuse_unknown_and_repeated_parameters(self) -> None:
@@ -210,6 +226,12 @@ class RunFilterForm(forms.Form):
 
     def is_filtered(self) -> bool:
         return any(self.cleaned_data.get(name) for name in FILTERS)
+
+    def device_elsewhere(self) -> Device | None:
+        """The device filtered by when it is not the chosen host's: only runs on it whose pgbench
+        ran on that host (as their client) match, which an empty list should say."""
+        device, host = self.cleaned_data.get("device"), self.cleaned_data.get("host")
+        return device if device and host and device.host_id != host.pk else None
 
     def lists_newest_first(self) -> bool:
         """Every run, newest queued first: the list a run queued elsewhere goes to the top of."""

@@ -1,6 +1,7 @@
 """What a row of the run list says beyond the run's own columns: where a running run is
-("measuring, second 16 of 30"), what a queued one waits for ("lab2 busy with run 19; 2 runs
-ahead") and its workload in words ("scale 10 · 8 clients · 2 threads · 20 s").
+("measuring, second 16 of 30") and when its pgbench ends, what a queued one waits for ("lab2 busy
+with run 19; 2 runs ahead", "lab2: run 4 ahead of it, waiting for lab1") and its workload in
+words ("scale 10 · 8 clients · 2 threads · 20 s").
 
 For a whole page at once and in a fixed number of queries, whatever its size: the newest sample
 second comes with the page's own query (annotate_progress), the queue in two more queries and
@@ -12,22 +13,35 @@ from bisect import bisect_left
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from django.db.models import Case, IntegerField, OuterRef, QuerySet, Subquery, When
+from django.db.models import Case, DateTimeField, IntegerField, OuterRef, QuerySet, Subquery, When
 
-from runs.models import Host, Run, RunSample, RunState
+from runs.models import Host, Run, RunSample, RunState, RunTransition
 
 # The states pgbench runs in: the newest sample says how far it is.
 PGBENCH_STATES = (RunState.WARMING_UP, RunState.MEASURING)
 
 
 def annotate_progress(runs: QuerySet[Run]) -> QuerySet[Run]:
-    """Adds `latest_second`, the newest sample's second, to the runs pgbench is running for (one
-    index lookup in the same query, and only for those runs: CASE evaluates it for them alone)."""
+    """Adds `latest_second`, the newest sample's second, and `pgbench_started_at`, when its first
+    pgbench step began, to the runs pgbench is running for (index lookups in the same query, and
+    only for those runs: CASE evaluates them for them alone)."""
     newest = RunSample.objects.filter(run=OuterRef("pk")).order_by("-second").values("second")[:1]
+    started = RunTransition.objects.filter(run=OuterRef("pk"), state__in=PGBENCH_STATES).order_by("at").values("at")
     return runs.annotate(
-        latest_second=Case(When(state__in=PGBENCH_STATES, then=Subquery(newest)), output_field=IntegerField())
+        latest_second=Case(When(state__in=PGBENCH_STATES, then=Subquery(newest)), output_field=IntegerField()),
+        pgbench_started_at=Case(
+            When(state__in=PGBENCH_STATES, then=Subquery(started[:1])), output_field=DateTimeField()
+        ),
     )
+
+
+def pgbench_ends_at(run: Run) -> datetime | None:
+    """When a running run's pgbench ends: its planned seconds after it started (as the run page
+    says it, selectors.run_position); None for any other run."""
+    started = getattr(run, "pgbench_started_at", None)
+    return started + timedelta(seconds=run.warmup_s + run.duration_s) if started else None
 
 
 @dataclass(frozen=True)
@@ -46,12 +60,16 @@ class RunRow:
     status: RowStatus
     workload: str  # its name
     workload_detail: list[str]  # scale, clients, threads, seconds
+    pgbench_ends_at: datetime | None  # while pgbench runs
 
 
 def run_rows(runs: Sequence[Run]) -> list[RunRow]:
     """The page's runs with their status and workload summary (two queries if any is queued)."""
     waits = queue_waits([run for run in runs if run.state == RunState.QUEUED])
-    return [RunRow(run, waits.get(run.pk) or progress(run), workload_name(run), workload_summary(run)) for run in runs]
+    return [
+        RunRow(run, waits.get(run.pk) or progress(run), workload_name(run), workload_summary(run), pgbench_ends_at(run))
+        for run in runs
+    ]
 
 
 def progress(run: Run) -> RowStatus:
@@ -91,17 +109,28 @@ class _QueuedRun:
     hosts: frozenset[int]
 
 
+@dataclass(frozen=True)
+class _Queue:
+    """The queue as the dispatcher sees it (services.queue), for the page's queued runs."""
+
+    hosts: dict[int, Host]
+    holders: set[int]  # runs that hold hosts: starting, not in line
+    lines: dict[int, list[int]]  # per host, the queued runs that need it, in queue order
+    needs: dict[int, frozenset[int]]  # per queued run in line, its hosts
+
+
 def queue_waits(queued: Sequence[Run]) -> dict[int, RowStatus]:
     """For each queued run: its hosts that keep it waiting (disabled, busy, to be cleaned up) and
-    how many queued runs are ahead of it on them; the dispatcher's view (services.queue)."""
+    how many queued runs are ahead of it on them; on a free host, which run is first ahead of it
+    and what that one waits for. The dispatcher's view (services.queue)."""
     if not queued:
         return {}
     hosts = {host.pk: host for host in Host.objects.only("id", "name", "enabled", "claimed_by", "cleanup_pending_for")}
     holders = {host.claimed_by_id for host in hosts.values() if host.claimed_by_id}
     # A queued run that holds its hosts is starting, not in line: it is "busy with", not "ahead".
     in_line = [run for run in _queued_in_order(max(run.pk for run in queued)) if run.pk not in holders]
-    lines = _lines_per_host(in_line)
-    return {run.pk: _wait(run, hosts, holders, lines) for run in queued}
+    queue = _Queue(hosts, holders, _lines_per_host(in_line), {run.pk: run.hosts for run in in_line})
+    return {run.pk: _wait(run, queue) for run in queued}
 
 
 def _queued_in_order(up_to: int) -> Iterable[_QueuedRun]:
@@ -119,14 +148,46 @@ def _lines_per_host(in_line: Iterable[_QueuedRun]) -> dict[int, list[int]]:
     return lines
 
 
-def _wait(run: Run, hosts: dict[int, Host], holders: set[int], lines: dict[int, list[int]]) -> RowStatus:
-    needed = sorted((hosts[pk] for pk in (run.server_host_id, run.client_host_id) if pk in hosts), key=_name)
-    if run.pk in holders:
+def _wait(run: Run, queue: _Queue) -> RowStatus:
+    needed = sorted(
+        (queue.hosts[pk] for pk in (run.server_host_id, run.client_host_id) if pk in queue.hosts), key=_name
+    )
+    if run.pk in queue.holders:
         return RowStatus("starting: its hosts are claimed")
     reasons = [reason for host in needed if (reason := _blocked(host))]
-    ahead = _ahead(run.pk, [lines.get(host.pk, []) for host in needed])
-    reasons.append(_count(ahead, "run") + " ahead" if ahead else "next in line")
+    ahead = _ahead(run.pk, [queue.lines.get(host.pk, []) for host in needed])
+    if not ahead:
+        reasons.append("next in line")
+    elif reasons:  # a host it needs is taken: that says why, and how many wait before it
+        reasons.append(_count(ahead, "run") + " ahead")
+    else:  # every host it needs is free: the runs ahead wait for something else, which is said
+        reasons += [_ahead_on(host, run.pk, queue) for host in needed if _before(run.pk, queue.lines.get(host.pk, []))]
     return RowStatus("; ".join(reasons))
+
+
+def _before(pk: int, line: list[int]) -> list[int]:
+    return line[: bisect_left(line, pk)]
+
+
+def _ahead_on(host: Host, pk: int, queue: _Queue) -> str:
+    """On a free host: "lab2: run 4 ahead of it, waiting for lab1", or with more ahead, "lab2: 2
+    runs ahead of it, the first (run 4) waiting for lab1"."""
+    ahead = _before(pk, queue.lines[host.pk])
+    first = ahead[0]
+    waits_for = _waits_for(first, host.pk, queue)
+    doing = f"waiting for {' and '.join(waits_for)}" if waits_for else "next to start"
+    if len(ahead) == 1:
+        return f"{host.name}: run {first} ahead of it, {doing}"
+    return f"{host.name}: {len(ahead)} runs ahead of it, the first (run {first}) {doing}"
+
+
+def _waits_for(pk: int, free_host: int, queue: _Queue) -> list[str]:
+    """The hosts a run first in line on `free_host` waits for: its others that are taken, or where
+    other runs are ahead of it."""
+    others = sorted(
+        (queue.hosts[h] for h in queue.needs.get(pk, frozenset()) - {free_host} if h in queue.hosts), key=_name
+    )
+    return [host.name for host in others if _blocked(host) or _before(pk, queue.lines.get(host.pk, []))]
 
 
 def _name(host: Host) -> str:

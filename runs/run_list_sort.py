@@ -4,6 +4,11 @@ either way, chosen in the filter form or by clicking a column's header.
 Every order ends with the queue time and the id, so it is total and stable: a run is on exactly
 one page however the pages are walked. Runs without the value (not started yet, no tps yet) come
 last either way: "highest tps first" should not open with the runs that have none.
+
+By tps, a cancelled run's figure comes after every whole one, either way: it is the mean of the
+seconds measured before pgbench was stopped (its first seconds, often still settling), not of the
+planned duration, so ranking it among finished runs would compare unlike things. Its cell says
+"partial" (templates/runs/run_list.html), which is why it sits below a lower whole figure.
 """
 
 from dataclasses import dataclass
@@ -51,9 +56,23 @@ def sort_runs(runs: QuerySet[Run], sort: str) -> QuerySet[Run]:
         whens = [When(state=state, then=Value(index)) for index, state in enumerate(_STATE_ORDER)]
         runs = runs.annotate(state_order=Case(*whens, default=Value(len(_STATE_ORDER)), output_field=IntegerField()))
     first: OrderBy = F(column).desc(nulls_last=True) if descending else F(column).asc(nulls_last=True)
+    if name == "tps":
+        return _by_tps(runs, first)
     if name == "queued":  # the queue time decides alone; the id only between runs queued together
         return runs.order_by(first, "-id" if descending else "id")
     return runs.order_by(first, "-created_at", "-id")
+
+
+def _by_tps(runs: QuerySet[Run], by_value: OrderBy) -> QuerySet[Run]:
+    """Whole figures first, then cancelled runs' partial ones, then runs without one; by the
+    value within each, either way."""
+    completeness = Case(
+        When(steady_tps_mean__isnull=True, then=Value(2)),
+        When(state=RunState.CANCELLED, then=Value(1)),
+        default=Value(0),
+        output_field=IntegerField(),
+    )
+    return runs.annotate(tps_completeness=completeness).order_by("tps_completeness", by_value, "-created_at", "-id")
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,8 @@ def _lines(text: str) -> int:
 
 
 # Per field: (the value alone, the value with what it is) - the first for a table with a
-# "field" column, the second for a group's label.
+# "field" column, the second for a group's label. A value alone carries no unit its field's label
+# (runs.specs.FIELD_LABELS) says already: "duration (s)" reads 30, not "30 s".
 _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "server_host_id": (lambda r: r.server_host.name, lambda r: r.server_host.name),
     "device_id": (lambda r: str(r.device), lambda r: str(r.device)),
@@ -52,11 +53,11 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "scale": (lambda r: str(r.scale), lambda r: f"scale {r.scale}"),
     "clients": (lambda r: str(r.clients), lambda r: f"{r.clients} clients"),
     "threads": (lambda r: str(r.threads), lambda r: f"{r.threads} threads"),
-    "duration_s": (lambda r: f"{r.duration_s} s", lambda r: f"{r.duration_s} s"),
-    "warmup_s": (lambda r: f"{r.warmup_s} s", lambda r: f"warm-up {r.warmup_s} s"),
+    "duration_s": (lambda r: str(r.duration_s), lambda r: f"{r.duration_s} s"),
+    "warmup_s": (lambda r: str(r.warmup_s), lambda r: f"warm-up {r.warmup_s} s"),
     "query_mode": (lambda r: r.query_mode, lambda r: f"{r.query_mode} protocol"),
     "rate_limit_tps": (
-        lambda r: f"{r.rate_limit_tps:g} tps" if r.rate_limit_tps else "(none)",
+        lambda r: f"{r.rate_limit_tps:g}" if r.rate_limit_tps else "(none)",
         lambda r: f"rate {r.rate_limit_tps:g} tps" if r.rate_limit_tps else "no rate limit",
     ),
     "log_sampling_rate": (

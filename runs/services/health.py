@@ -79,7 +79,7 @@ def _check_celery_workers() -> str:
     workers = sorted(name for reply in replies for name in reply)
     if not workers:
         raise RuntimeError("no Celery worker answered a ping")
-    return f"{len(workers)} worker(s): {', '.join(workers)}"
+    return f"{len(workers)} {'worker' if len(workers) == 1 else 'workers'}: {', '.join(workers)}"
 
 
 CHECKS: dict[str, Callable[[], str]] = {

@@ -1,15 +1,21 @@
 """Filters for the run page (and any page that shows a run the same way): its workload in one
-readable line, its times with their timezone, how long it took."""
+readable line, its times with their timezone, how long it took, the runs a wait names linked,
+what a figure pgbench did not print says, and what its collapsed log holds."""
 
+import re
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django import template
 from django.template.defaultfilters import date as format_date
+from django.urls import reverse
 from django.utils import timezone
-from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.html import escape, format_html
+from django.utils.safestring import SafeString, mark_safe
 
-from runs.models import Run
+from runs.models import Run, RunState
+from runs.selectors import LogPart
 
 register = template.Library()
 
@@ -53,3 +59,59 @@ def wall_seconds(run: Run) -> float | None:
     if run.started_at is None:
         return None
     return ((run.finished_at or timezone.now()) - run.started_at).total_seconds()
+
+
+@register.filter
+def seconds_phrase(count: int | None) -> str:
+    """1 -> "1 second", 8 -> "8 seconds"."""
+    return _count(count or 0, "second")
+
+
+@register.filter
+def measured_seconds(chart: dict[str, Any]) -> int:
+    """The seconds pgbench reported after the warm-up (a run's chart data, selectors.run_chart_data):
+    all of them for a run that ended as planned, those before pgbench was stopped for a cancelled one."""
+    return sum(1 for warmup in chart.get("warmup", []) if not warmup)
+
+
+@register.filter
+def not_reported(run: Run) -> str:
+    """What a results cell says of a figure pgbench did not print: a cancelled run's pgbench was
+    stopped before its summary."""
+    return "not reported (pgbench was stopped)" if run.state == RunState.CANCELLED else "not reported"
+
+
+_RUN_MENTION = re.compile(r"\brun (\d+)\b")
+
+
+@register.filter
+def link_runs(text: str) -> SafeString:
+    """A wait or state text with each run it names linked to that run's page: "lab2 busy with
+    run 19; 2 runs ahead" -> "lab2 busy with <a href="/runs/19/">run 19</a>; 2 runs ahead"."""
+    parts = []
+    position = 0
+    for mention in _RUN_MENTION.finditer(text):
+        parts.append(escape(text[position : mention.start()]))
+        url = reverse("run-detail", args=[int(mention[1])])
+        parts.append(format_html('<a href="{}">{}</a>', url, mention[0]))
+        position = mention.end()
+    parts.append(escape(text[position:]))
+    return mark_safe("".join(parts))  # noqa: S308 - every part is escaped or built by format_html
+
+
+@register.filter
+def log_summary(parts: Sequence[LogPart]) -> str:
+    """What a finished run's collapsed log holds, as each part's heading says it: "all of A and
+    B", "the last lines of A and B", or per part when they differ."""
+    titles = [part.title for part in parts]
+    if not titles:
+        return "none kept"
+    if all(part.whole for part in parts):
+        return f"all of {_and(titles)}"
+    if not any(part.whole for part in parts):
+        return f"the last lines of {_and(titles)}"
+    return _and([f"{part.title}: {'all of it' if part.whole else f'its last {part.lines} lines'}" for part in parts])
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

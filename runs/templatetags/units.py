@@ -80,6 +80,17 @@ def binary_size(size: object) -> str:
     return f"{sign}{shown} {_BINARY_UNITS[unit]}"
 
 
+@register.filter
+def page_size(size: object) -> str:
+    """A PostgreSQL page or WAL block size in bytes as PostgreSQL itself writes it (SHOW
+    block_size's unit, initdb's and the docs' "8 kB", 1024 bytes): 8192 -> "8 kB"; a size that
+    is no whole number of kB as binary_size writes it; None -> a dash."""
+    number = _number(size)
+    if number is None or number <= 0 or number % 1024:
+        return binary_size(size)
+    return f"{int(number) // 1024} kB"
+
+
 def _base_unit_size(name: str, unit: str, block_size: int, wal_block_size: int) -> int:
     """What one of the setting's base units is worth, in bytes or microseconds."""
     if unit == "8kB":  # a block: the install's page size, or its WAL page size
@@ -148,6 +159,14 @@ def buffers_written(metrics: object, block_size: object = None) -> str:
     stats = metrics.get("pg_stats") or {}
     parts = [f"{label} {int(stats[key]):,}" for key, label in BUFFER_WRITERS if _number(stats.get(key)) is not None]
     return f"{total:,} buffer{'' if total == 1 else 's'}{size}" + (f": {' · '.join(parts)}" if parts else "")
+
+
+@register.filter
+def metric_title(metric: object) -> str:
+    """A metric's name with its unit, the unit said once: "latency, mean (ms)", but "tps (steady
+    state)", whose name says it already (static/js/compare.js titles the charts the same way)."""
+    label, unit = str(getattr(metric, "label", "")), str(getattr(metric, "unit", ""))
+    return label if not unit or unit in label else f"{label} ({unit})"
 
 
 @register.filter

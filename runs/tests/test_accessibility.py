@@ -12,6 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
 
@@ -21,7 +22,20 @@ from django.urls import reverse
 from playwright.sync_api import BrowserContext, Page
 
 from runs.comparison_query import ComparisonQuery
-from runs.models import Campaign, CampaignConfiguration, Host, OsSource, Run, RunOsSeries, RunState
+from runs.models import (
+    AuditAction,
+    AuditEvent,
+    Campaign,
+    CampaignConfiguration,
+    Host,
+    OsSource,
+    Run,
+    RunOsSeries,
+    RunSample,
+    RunState,
+    RunTransition,
+)
+from runs.services.audit import audit_record
 from runs.services.shares import share_create
 from runs.specs import RunSpec
 from runs.templatetags.vendor import VERSIONS
@@ -89,6 +103,12 @@ def axe_context(context: BrowserContext) -> BrowserContext:
     )
 
 
+# Each aria-describedby's ids that name no element on the page, as "field -> id".
+DANGLING_DESCRIPTIONS = """[...document.querySelectorAll('[aria-describedby]')].flatMap((e) =>
+    e.getAttribute('aria-describedby').split(/\\s+/).filter((id) => id && !document.getElementById(id))
+    .map((id) => `${e.id || e.tagName} -> ${id}`))"""
+
+
 # ---- what the pages show ----
 
 
@@ -138,8 +158,28 @@ def pages() -> dict[str, Any]:
                              "p99_ms": 6.2, "p999_ms": 9.9, "max_ms": 14.0}, "cache_hit_ratio": 0.9981,
                  "checkpoints": 1, "buffers_written": 1200},
     )  # fmt: skip
+    # Its steps, each with its time: the muted times on the steps' tinted background are checked.
+    RunTransition.objects.bulk_create(
+        RunTransition(run=runs[0], state=state, at=datetime(2025, 4, 1, 14, 3, tzinfo=UTC) + timedelta(seconds=5 * i))
+        for i, state in enumerate([RunState.QUEUED, RunState.PREPARING_STORAGE, RunState.INITIALIZING_DATABASE,
+                                   RunState.WARMING_UP, RunState.MEASURING, RunState.COLLECTING, RunState.DONE])
+    )  # fmt: skip
     campaign = make_campaign(runs)
     ada = make_user("ada", "admin", password=PASSWORD)
+    # A run cancelled while measuring: its partial results, the cancel's box, "partial" in the list.
+    cancelled = make_run(lab1, runs[0].device, runs[0].pg_install, state=RunState.CANCELLED, warmup_s=0,
+                         duration_s=60, steady_tps_mean=1925.6, steady_tps_stddev=498.3, summary={"tps": None},
+                         started_at=datetime(2025, 4, 1, 15, 0, tzinfo=UTC),
+                         finished_at=datetime(2025, 4, 1, 15, 0, 19, tzinfo=UTC))  # fmt: skip
+    RunTransition.objects.bulk_create(
+        RunTransition(run=cancelled, state=state, at=datetime(2025, 4, 1, 15, 0, tzinfo=UTC) + timedelta(seconds=s))
+        for state, s in ((RunState.MEASURING, 4), (RunState.CLEANING_UP, 18), (RunState.CANCELLED, 19))
+    )
+    RunSample.objects.bulk_create(
+        RunSample(run=cancelled, second=s, tps=1900.0 + s, latency_ms=1.0) for s in range(1, 9)
+    )
+    event = audit_record(action=AuditAction.RUN_CANCELLED, target=cancelled, actor=ada, message="while measuring")
+    AuditEvent.objects.filter(pk=event.pk).update(at=datetime(2025, 4, 1, 15, 0, 12, tzinfo=UTC))
     lab2 = make_host(name="lab2", address="10.200.0.12")
     device2, pg2 = make_device(lab2, name="ram", kind="ram"), make_pg_install(lab2)
     busy = make_run(lab1, runs[0].device, runs[0].pg_install, state=RunState.MEASURING, queued_by=ada)
@@ -148,7 +188,10 @@ def pages() -> dict[str, Any]:
     Host.objects.filter(pk=lab2.pk).update(cleanup_pending_for=lost)
     make_host(name="lab3", address="10.200.0.13", enabled=False)
     share_create(kind="comparison", target=ComparisonQuery(run_ids=tuple(ids[:4])), by=ada, title="barrier=0")
-    return {"ids": ids, "run": runs[0].pk, "campaign": campaign.pk, "busy": busy.pk, "lost": lost.pk}
+    return {
+        "ids": ids, "run": runs[0].pk, "campaign": campaign.pk, "busy": busy.pk, "lost": lost.pk,
+        "cancelled": cancelled.pk,
+    }  # fmt: skip
 
 
 @pytest.fixture
@@ -170,6 +213,8 @@ def main_pages(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "run-list": ("/runs/", ""),
         "run-page": (f"/runs/{data['run']}/", RUN_DRAWN),
         "run-page-live": (f"/runs/{data['busy']}/", ""),
+        "run-page-cancelled": (f"/runs/{data['cancelled']}/", RUN_DRAWN),
+        "run-list-by-tps": ("/runs/?sort=-tps", ""),
         "queue-form": ("/runs/new/", ""),
         "campaign-form": ("/campaigns/new/", ""),
         "campaign-page": (f"/campaigns/{data['campaign']}/", ""),
@@ -211,6 +256,8 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
             page.screenshot(path=str(ARTIFACTS / f"a11y-{name}.png"), full_page=True)
             visit(checked, f"{quiet_server}{path}", ready)
             reports[name] = axe_report(checked, name)
+            if name == "run-page":
+                step_times = checked.locator("#steps time").count()
         # The comparison's charts with their numbers opened beside them.
         visit(page, f"{quiet_server}{main_pages(pages)['comparison'][0]}", CHARTS_DRAWN)
         for summary in page.locator(".chart-summary > summary").all():
@@ -226,6 +273,18 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
         checked.wait_for_load_state()
         checked.screenshot(path=str(ARTIFACTS / "a11y-queue-form-errors.png"), full_page=True)
         reports["queue-form-errors"] = axe_report(checked, "queue-form-errors")
+        # Every id a field's aria-describedby names is on the page (its errors, its help), and a field
+        # with an error has the red border.
+        dangling = checked.evaluate(DANGLING_DESCRIPTIONS)
+        described = checked.evaluate(
+            "(() => { const field = document.getElementById('id_server_host');"
+            " return field.getAttribute('aria-describedby').split(' ')"
+            ".map((id) => document.getElementById(id).textContent.trim()); })()"
+        )
+        error_borders = checked.evaluate(
+            "[...document.querySelectorAll('.field.has-error :is(input, select, textarea)')]"
+            ".map((e) => getComputedStyle(e).borderTopColor)"
+        )
         # The campaign form's preview: the matrix, and the errors of what cannot run.
         visit(checked, f"{quiet_server}/campaigns/new/?preset=ssd-vs-hdd", "")
         checked.click("#preview")
@@ -238,9 +297,18 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
             ' \'<p><input id="axe-canary"></p><p style="color: #c8c8c8">faint text</p>\')'
         )
         canary = {violation["id"] for violation in axe_report(checked, "canary") if violation["impact"] in SERIOUS}
+        # ... and the step times' old grey (4.24:1 on the steps' background) would be found.
+        visit(checked, f"{quiet_server}/runs/{pages['run']}/", RUN_DRAWN)
+        checked.add_style_tag(content=".steps time { color: #6a7380; }")
+        old_grey = [v for v in axe_report(checked, "canary-steps") if v["id"] == "color-contrast"]
         checker.close()
 
     assert {"label", "color-contrast"} <= canary, canary
+    assert old_grey and all("time" in " ".join(node["target"]) for node in old_grey[0]["nodes"]), old_grey
+    assert step_times >= 7, step_times  # the run page checked has its steps, each with its time
+    assert dangling == [], dangling
+    assert described and described[-1].startswith("This field is required"), described
+    assert error_borders and set(error_borders) == {"rgb(180, 35, 24)"}, error_borders
     assert len(summaries) == 4 and all(re.search(r"\d\.\d", text) for text in summaries), summaries
     found = {name: serious(report, name) for name, report in reports.items()}
     print("\n".join(f"axe {name}: {lines or 'no serious or critical violation'}" for name, lines in found.items()))

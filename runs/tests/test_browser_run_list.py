@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import Page
 
 from runs import live
-from runs.models import Device, Host, Run, RunSample, RunState
+from runs.models import Device, Host, Run, RunSample, RunState, RunTransition
 from runs.tests import test_browser
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
@@ -160,9 +160,11 @@ def test_the_list_shows_where_runs_are_and_what_queued_ones_wait_for_live_and_so
     olga, vera = make_user("olga", "operator"), make_user("vera", "viewer", password=PASSWORD)
     start = datetime(2025, 4, 1, 14, 0, tzinfo=UTC)
     done = make_run(lab1, ssd, pg1, queued_by=olga, client_host=lab2, scale=10, clients=8, threads=2, duration_s=20,
-                    steady_tps_mean=2011.24, tps=1987.6, started_at=start)  # fmt: skip
+                    steady_tps_mean=2011.24, tps=1987.6, started_at=start,
+                    finished_at=start + timedelta(seconds=47))  # fmt: skip
     measuring = make_run(lab2, hdd, pg2, state=RunState.MEASURING, queued_by=olga, warmup_s=5, duration_s=30,
                          started_at=start + timedelta(minutes=1))  # fmt: skip
+    RunTransition.objects.create(run=measuring, state=RunState.WARMING_UP, at=start + timedelta(minutes=1, seconds=9))
     RunSample.objects.bulk_create(RunSample(run=measuring, second=s, tps=900.0, latency_ms=2.0) for s in range(1, 22))
     Host.objects.filter(pk=lab2.pk).update(claimed_by=measuring)
     queued = [make_run(lab2, hdd, pg2, state=RunState.QUEUED, queued_by=vera) for _ in range(3)]
@@ -175,7 +177,14 @@ def test_the_list_shows_where_runs_are_and_what_queued_ones_wait_for_live_and_so
         page.goto(f"{web_server}/runs/")
         position = text(page, f'td.state[data-run="{measuring.pk}"]')
         waiting = text(page, last)
-        done_row = [shown(page, f"#run-{done.pk} td:nth-child({n})") for n in (5, 8, 9, 10, 11)]
+        done_row = [shown(page, f"#run-{done.pk} td:nth-child({n})") for n in (5, 8, 9, 10, 11, 12)]
+        ends = shown(page, f"#run-{measuring.pk} td:nth-child(12)")
+        # The table, with its Finished column, stays within the page's width.
+        overflow = page.evaluate(
+            "(() => { const main = document.querySelector('main');"
+            " return document.getElementById('run-list').getBoundingClientRect().right"
+            " - (main.getBoundingClientRect().right - parseFloat(getComputedStyle(main).paddingRight)); })()"
+        )
         tps_header = shown(page, "#run-list th:nth-child(9)")
         page.screenshot(path=str(ARTIFACTS / "run-list-positions.png"), full_page=True)
         # pgbench's second moves on in the list without a reload, a second a second.
@@ -214,11 +223,66 @@ def test_the_list_shows_where_runs_are_and_what_queued_ones_wait_for_live_and_so
     assert later in ("measuring, second 18 of 30", "measuring, second 19 of 30"), later
     assert took >= 1, f"second 18 shown {took:.1f} s after second 16: faster than pgbench counts"
     assert done_row == ["lab2", "TPC-B like scale 10 · 8 clients · 2 threads · 20 s", "2,011.2",
-                        "2025-04-01 14:00 UTC by olga", "2025-04-01 14:00 UTC"], done_row  # fmt: skip
+                        "2025-04-01 14:00 UTC by olga", "2025-04-01 14:00 UTC", "2025-04-01 14:00 UTC took 47 s"], \
+        done_row  # fmt: skip
+    assert ends == "pgbench ends ≈ 14:01:44 UTC", ends  # warming up from 14:01:09, 5 s + 30 s
+    assert overflow < 1, f"the run list is {overflow} px wider than the page"
     assert tps_header == "tps steady-state mean"
-    assert after == ("done", "queued: 2 runs ahead", "queued: next in line", "880.0"), after
+    # lab2 free: the first run ahead on it is named (it starts next), linked to its page.
+    assert after == ("done", f"queued: lab2: 2 runs ahead of it, the first (run {queued[0].pk}) next to start",
+                     "queued: next in line", "880.0"), after  # fmt: skip
     assert by_tps == [done.pk, measuring.pk, *reversed([run.pk for run in queued])], by_tps
     assert tps_sorted == ("descending", "-tps")
     assert by_tps_ascending == [measuring.pk, done.pk, *reversed([run.pk for run in queued])], by_tps_ascending
     assert by_host == [done.pk, *reversed([run.pk for run in queued]), measuring.pk], by_host
+    assert not violations, violations
+
+
+def test_the_device_list_narrows_to_the_chosen_host_and_a_date_error_reads_as_the_inputs_do(
+    web_server: str,
+) -> None:
+    lab1, lab2 = make_host(name="lab1"), make_host(name="lab2", address="10.200.0.12")
+    ssd = make_device(lab1)
+    ram = make_device(lab2, name="ram", kind=Device.Kind.RAM, path="/dev/disk/by-id/ram2")
+    make_device(lab2, name="hdd0", kind=Device.Kind.HDD, path="/dev/disk/by-id/ata-H")
+    make_runs_on(ssd, make_pg_install(lab1), 2, datetime(2025, 4, 1, tzinfo=UTC))
+    make_user("vera", "viewer", password=PASSWORD)
+    offered = "[...document.querySelectorAll('#id_device option')].filter((o) => !o.hidden).map((o) => o.textContent)"
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/")
+        every_device = page.evaluate(offered)
+        page.select_option("#id_device", label="lab2:ram")
+        page.select_option("#id_host", label="lab1")
+        on_lab1 = (page.evaluate(offered), page.input_value("#id_device"))
+        page.select_option("#id_host", label="lab2")
+        on_lab2 = page.evaluate(offered)
+        page.select_option("#id_device", label="lab2:ram")
+        page.click("#run-filters button[type=submit]")
+        page.wait_for_load_state()
+        filtered = (page.url, text(page, "#no-runs"))
+
+        # A device of another host in the URL stays chosen (the form says what was asked), and the
+        # empty list says why.
+        page.goto(f"{web_server}/runs/?host={lab1.pk}&device={ram.pk}")
+        kept = (page.evaluate(offered), text(page, "#no-runs"))
+
+        # The date inputs show the browser's format; the refusal names the days in words.
+        page.goto(f"{web_server}/runs/")
+        page.fill("#id_date_from", "2026-11-25")
+        page.fill("#id_date_to", "2026-11-20")
+        page.click("#run-filters button[type=submit]")
+        page.wait_for_load_state()
+        refusal = text(page, "#filter-errors")
+        page.screenshot(path=str(ARTIFACTS / "run-list-date-error.png"))
+
+    assert every_device == ["any device", "lab1:ssd0", "lab2:hdd0", "lab2:ram"], every_device
+    assert on_lab1 == (["any device", "lab1:ssd0"], ""), on_lab1  # lab2:ram dropped with the host change
+    assert on_lab2 == ["any device", "lab2:hdd0", "lab2:ram"], on_lab2
+    assert filtered[0].endswith(f"/runs/?host={lab2.pk}&device={ram.pk}&per_page=50"), filtered
+    assert filtered[1] == "No run matches these filters.", filtered
+    assert kept[0] == ["any device", "lab1:ssd0", "lab2:ram"], kept
+    assert "lab2:ram is a device of lab2, not of lab1: only runs on it whose pgbench ran on lab1" in kept[1], kept
+    assert "Queued until: 20 Nov 2026 is before Queued from (25 Nov 2026): no day is in between" in refusal, refusal
     assert not violations, violations

@@ -5,6 +5,7 @@ the header, and a cancel that asks first. Server-side rules with Django's test c
 in a real browser (Debian's chromium under Playwright, against uvicorn), the run's live events
 published by the test itself: no lab, no worker running the run. Screenshots go to test-artifacts/."""
 
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -165,6 +166,9 @@ def test_a_running_run_says_which_second_it_measures_and_when_pgbench_ends(clien
 @pytest.mark.django_db
 def test_the_header_says_when_where_by_whom_and_the_workload_in_one_line(client_for: ClientFactory) -> None:
     run = finished_run()
+    RunSample.objects.bulk_create(
+        RunSample(run=run, second=s, tps=2000.0, latency_ms=4.0, warmup=s <= 5) for s in range(1, 26)
+    )
 
     page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
     facts = " ".join(page.split('id="run-facts"', 1)[1].split("</dl>", 1)[0].split())
@@ -175,7 +179,7 @@ def test_the_header_says_when_where_by_whom_and_the_workload_in_one_line(client_
     assert '<dd id="run-queued-by">oskar</dd>' in facts
     assert ">2025-04-01 14:03:20 UTC</time>" in facts and ">2025-04-01 14:04:07 UTC</time>" in facts
     assert '<dt>Took</dt><dd id="run-took">47 s</dd>' in facts
-    assert "steady-state tps <small>mean ± sd of the 20 measured seconds, warm-up excluded</small>" in page
+    assert 'steady-state tps <small id="tps-steady-note">mean ± sd of the 20 measured seconds, warm-up excluded' in page
     assert '<td id="tps-steady">2011.2 ± 35.5</td>' in page
     assert "whole-run tps <small>pgbench's summary over all 25 s, warm-up included" in page
     assert '<td id="tps-whole">1987.6</td>' in page
@@ -301,22 +305,29 @@ def test_a_live_run_shows_where_it_is_its_log_follows_unless_scrolled_up_and_sta
         log_in(page, web_server, "otto")
         page.goto(f"{web_server}/runs/{run.pk}/")
         wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length === 21", timeout_ms=15_000)
-        wait_until(page, f"{LOG_LINES} === 60", timeout_ms=10_000)
+        # The log: its 60 lines, then each sample as pgbench's progress line, in the stream's order.
+        wait_until(page, f"{LOG_LINES} === 81", timeout_ms=10_000)
+        log_lines = (page.text_content("#log") or "").splitlines()
         position = text(page, "#run-position")
         x_axis = page.evaluate("[window.benchlabCharts.tps.scales.x.min, window.benchlabCharts.tps.scales.x.max]")
         followed = page.evaluate(LOG_AT_BOTTOM)
         tooltip = hover_chart(page, "tps", 12.3, 0.95)
         page.screenshot(path=str(ARTIFACTS / "run-page-live.png"), full_page=True)
 
+        # A new second: on the chart, and as the log's newest line, in view.
         publish_samples(run, range(22, 23))
         wait_until(page, "document.getElementById('run-position-text').textContent === 'measuring, second 17 of 30'",
                    timeout_ms=10_000)  # fmt: skip
+        wait_until(page, f"{LOG_LINES} === 82", timeout_ms=10_000)
+        newest_line = (page.text_content("#log") or "").splitlines()[-1]
+        sample_followed = page.evaluate(LOG_AT_BOTTOM)
 
-        # Scrolled up, the log stays where the reader is while lines come in.
+        # Scrolled up, the log stays where the reader is while lines and seconds come in.
         page.evaluate("document.getElementById('log').scrollTop = 0")
         wait_until(page, "!document.getElementById('log-follow').hidden", timeout_ms=5_000)
         publish_log(run, range(61, 71))
-        wait_until(page, f"{LOG_LINES} === 70", timeout_ms=10_000)
+        publish_samples(run, range(23, 24))
+        wait_until(page, f"{LOG_LINES} === 93", timeout_ms=10_000)
         kept_place = page.evaluate("document.getElementById('log').scrollTop")
         status_up = text(page, ".log-follow")
         page.locator("#live-log").screenshot(path=str(ARTIFACTS / "run-page-log-scrolled-up.png"))
@@ -324,7 +335,7 @@ def test_a_live_run_shows_where_it_is_its_log_follows_unless_scrolled_up_and_sta
         page.evaluate("const l = document.getElementById('log'); l.scrollTop = l.scrollHeight")
         wait_until(page, "document.getElementById('log-follow').hidden", timeout_ms=5_000)
         publish_log(run, range(71, 81))
-        wait_until(page, f"{LOG_LINES} === 80", timeout_ms=10_000)
+        wait_until(page, f"{LOG_LINES} === 103", timeout_ms=10_000)
         followed_again = page.evaluate(LOG_AT_BOTTOM)
         page.locator("#live-log").screenshot(path=str(ARTIFACTS / "run-page-log-following.png"))
 
@@ -351,6 +362,10 @@ def test_a_live_run_shows_where_it_is_its_log_follows_unless_scrolled_up_and_sta
     assert "in about 14 s; then results are collected" in position
     assert x_axis == [0, 35]
     assert followed, "the log did not follow its newest line"
+    assert log_lines[59:62] == ["log line 60", "progress: 1 s, 910.0 tps, lat 2.000 ms",
+                                "progress: 2 s, 920.0 tps, lat 2.000 ms"], log_lines[55:65]  # fmt: skip
+    assert log_lines[-1] == "progress: 21 s, 910.0 tps, lat 2.000 ms" and len(log_lines) == 81, log_lines[-3:]
+    assert newest_line == "progress: 22 s, 920.0 tps, lat 2.000 ms" and sample_followed, newest_line
     assert tooltip["title"] == ["second 12 (measured second 7 of 30)"] and tooltip["points"] == 2, tooltip
     assert tooltip["body"] == ["throughput: 920 tps", "latency: 2 ms"], tooltip
     assert kept_place == 0, "the log was pulled away from where the reader scrolled"
@@ -381,23 +396,30 @@ def test_a_queued_run_says_what_it_waits_for_as_that_changes_and_then_where_it_i
         log_in(page, web_server, "vera")
         page.goto(f"{web_server}/runs/{waiting.pk}/")
         queued = text(page, "#run-wait")
+        took_hidden_while_queued = page.is_hidden("#run-took-fact")
         busy_link = page.get_attribute("#run-wait a", "href")
         page.screenshot(path=str(ARTIFACTS / "run-page-queued.png"), full_page=True)
 
         in_another_thread(lambda: Run.objects.filter(pk=ahead[0].pk).update(state=RunState.CANCELLED))
         wait_until(page, "document.getElementById('run-wait-text').textContent.includes('1 run ahead')", 15_000)
         one_ahead = text(page, "#run-wait")
+        link_after_refresh = page.get_attribute("#run-wait a", "href")  # the script links the runs named too
 
         publish_state(waiting, RunState.PREPARING_STORAGE, datetime.now(UTC))
         wait_until(page, "!document.getElementById('run-position').hidden", timeout_ms=10_000)
         started = (text(page, "#run-position"), page.is_hidden("#run-wait"), text(page, "#run-started"))
+        wait_until(page, "!document.getElementById('run-took-fact').hidden", timeout_ms=5_000)
+        running_for = " ".join(page.inner_text("#run-took-fact").split())
         page.screenshot(path=str(ARTIFACTS / "run-page-started.png"), full_page=True)
 
     assert queued == f"Waiting: lab2 busy with run {running.pk}; 2 runs ahead", queued
     assert busy_link == f"/runs/{running.pk}/"
     assert one_ahead == f"Waiting: lab2 busy with run {running.pk}; 1 run ahead", one_ahead
+    assert link_after_refresh == f"/runs/{running.pk}/"
     assert started[0] == "preparing storage; then pgbench runs 5 s warm-up + 30 s" and started[1], started
     assert started[2].endswith(" UTC") and started[2] != "–", started
+    assert took_hidden_while_queued, "a queued run says how long it has been running"
+    assert re.fullmatch(r"Running for \d+ s", running_for), running_for
     assert not violations, violations
     assert not errors, errors
 
@@ -552,5 +574,59 @@ def test_cancel_sits_apart_looks_destructive_and_asks_naming_the_run(web_server:
     assert hidden_before, "the final button shows before the confirmation is opened"
     assert question == f"Cancel run {run.pk} (lab1 · ssd0, queued, queued by otto)?"
     assert message == f"Run {run.pk} cancelled: it left the queue before anything ran."
+    assert not violations, violations
+    assert not errors, errors
+
+
+# A lone point's own pixels, just right of its centre (where a plot edge clipped it): three rows,
+# so no 1-pixel axis tick can pass for it.
+DOT_RIGHT_HALF = """(() => { const c = window.benchlabCharts.tps, p = c.getDatasetMeta(0).data[0];
+    const r = window.devicePixelRatio || 1, ctx = c.canvas.getContext('2d');
+    const alphas = [-1, 0, 1].map((dy) =>
+        ctx.getImageData(Math.round((p.x + 2) * r), Math.round((p.y + dy) * r), 1, 1).data[3]);
+    return { x: p.x, right: c.chartArea.right, max: c.scales.x.max, alphas }; })()"""
+
+
+@BROWSER
+def test_a_cancelled_run_and_a_one_second_run_read_whole(web_server: str) -> None:
+    """Items 1 and 2 of the walk-through (issue 13): run 7, cancelled 8 measured seconds in, and
+    run 9, one second without a warm-up, whose only point sat half clipped on the chart's edge."""
+    from runs.tests.test_walkthrough_fixes import cancelled_while_measuring
+
+    cancelled = cancelled_while_measuring()
+    host = cancelled.server_host
+    one = make_run(host, cancelled.device, cancelled.pg_install, warmup_s=0, duration_s=1, tps=1617.4,
+                   steady_tps_mean=1611.9, latency_avg_ms=1.228, latency_stddev_ms=0.597, failed_transactions=0,
+                   summary={"tps": 1617.4}, started_at=START, finished_at=START + timedelta(seconds=9))  # fmt: skip
+    RunSample.objects.create(run=one, second=1, tps=1611.9, latency_ms=1.2)
+    make_user("vera", "viewer", password=PASSWORD)
+    errors: list[str] = []
+    with chromium(height=1000) as (context, violations):
+        page = context.new_page()
+        watch_errors(page, errors)
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/{cancelled.pk}/")
+        wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length === 13", timeout_ms=10_000)
+        cancel_note = text(page, "#cancelled")
+        results = page.inner_text("section.results table.numbers >> nth=0")
+        page.screenshot(path=str(ARTIFACTS / "run-page-cancelled-while-measuring.png"), full_page=True)
+
+        page.goto(f"{web_server}/runs/{one.pk}/")
+        wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length === 1", timeout_ms=10_000)
+        dot = page.evaluate(DOT_RIGHT_HALF)
+        count, steady = text(page, "#sample-count"), text(page, "#tps-steady")
+        page.locator("section:has(#tps-chart)").screenshot(path=str(ARTIFACTS / "run-page-one-second-chart.png"))
+        page.locator("section.results table.numbers >> nth=0").screenshot(
+            path=str(ARTIFACTS / "run-page-one-second.png")
+        )
+
+    assert "otto cancelled it at 2026-11-24 06:46:52 UTC; pgbench was stopped after measuring 8 of the 60" in (
+        cancel_note
+    ), cancel_note
+    assert "mean ± sd of the 8 measured seconds (of 60 planned), warm-up excluded\n\t1925.6 ± 498.3" in results, results
+    assert results.count("not reported (pgbench was stopped)") == 4 and "ms ± ms" not in results, results
+    # The only point sits on the last second, the plot's right edge, drawn whole.
+    assert dot["max"] == 1 and abs(dot["x"] - dot["right"]) < 1 and min(dot["alphas"]) > 0, dot
+    assert count == "1 of 1 second" and steady == "1611.9 (one second: no sd)", (count, steady)
     assert not violations, violations
     assert not errors, errors

@@ -48,6 +48,6 @@ def test_the_run_page_and_the_inventory_read_in_binary_units_and_settings_with_t
     assert "shared_buffers=128MB" in settings and "max_wal_size=1GB" in settings
     assert "checkpoint_timeout=5min" in settings and "max_connections=100" in settings
     assert buffers == "12,345 buffers (96.4 MiB): checkpointer 10,000 · background writer 2,000 · backends 345"
-    assert "24 GiB" in environment_text and "block 8 KiB, WAL block 8 KiB" in environment_text
+    assert "24 GiB" in environment_text and "block 8 kB, WAL block 8 kB" in environment_text
     assert "24 GiB RAM" in home and "1.5 GiB" in home and "GB" not in home.replace("GiB", "")
     assert not violations, violations

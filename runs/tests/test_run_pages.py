@@ -3,6 +3,7 @@ the samples endpoint and the replayable event stream."""
 
 import asyncio
 import json
+import re
 
 import pytest
 from django.test import AsyncClient, Client
@@ -69,7 +70,10 @@ def test_mistakes_are_shown_beside_their_fields(
 
     assert response.status_code == 400
     assert message in " ".join(response.context["form"].errors.get(field, [])), response.context["form"].errors
-    assert f'id="{field}-error"' in response.content.decode()
+    # The errors' element has the id Django's aria-describedby on the field names.
+    page = response.content.decode()
+    tag = re.search(rf'<(?:input|select|textarea)[^>]*\bid="id_{field}"[^>]*>', page)
+    assert f'id="id_{field}_error"' in page and tag and f"id_{field}_error" in tag[0], tag
     assert not Run.objects.exists()
 
 

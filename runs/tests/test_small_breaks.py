@@ -11,6 +11,7 @@ import re
 import socket
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -215,7 +216,11 @@ BROWSER_DB = pytest.mark.django_db(transaction=True, serialized_rollback=True)  
 
 @BROWSER_DB
 def test_the_small_breaks_in_the_browser() -> None:
-    lab1 = make_host(name="lab1", host_keys="")
+    lab1 = make_host(name="lab1", host_keys="", cpu_cores=16, memory_bytes=64 * 2**30, hostname="lab1.example.net",
+                     probed_at=datetime(2026, 11, 24, 6, 41, 32, tzinfo=UTC))  # fmt: skip
+    for number in (2, 3):  # the host list as a lab has it: a few probed hosts
+        make_host(name=f"lab{number}", address=f"10.200.0.1{number}", cpu_cores=8, memory_bytes=32 * 2**30,
+                  probed_at=datetime(2026, 11, 24, 6, 41, 32, tzinfo=UTC))  # fmt: skip
     ssd = make_device(
         lab1,
         name="ssd0",
@@ -230,6 +235,7 @@ def test_the_small_breaks_in_the_browser() -> None:
     busy = make_run(lab1, ssd, pg, state=RunState.MEASURING)
     Host.objects.filter(pk=lab1.pk).update(claimed_by=busy)
     make_user("ada", "admin", password=PASSWORD)
+    make_user("vera", "viewer", password=PASSWORD)
     ARTIFACTS.mkdir(exist_ok=True)
     failures: list[str] = []
     with serving(f"benchlab-small-{uuid.uuid4().hex[:8]}") as server, chromium(height=900) as (context, violations):
@@ -248,6 +254,14 @@ def test_the_small_breaks_in_the_browser() -> None:
             " const d = devices.getBoundingClientRect(), i = installs.getBoundingClientRect();"
             " return Math.max(d.right - box.right, d.bottom - i.top); })()"
         )
+        # A raw output is text/plain, linking no icon: the browser asks for /favicon.ico, which answers
+        # (a 404 would be in `failures`).
+        html_icons = list(icon_requests)
+        icon = page.goto(f"{server}/favicon.ico")
+        assert icon is not None
+        icon_status = (icon.url.removeprefix(server), icon.status, icon.request.redirected_from is not None)
+        page.goto(f"{server}/runs/{busy.pk}/outputs/pgbench.stdout.txt")
+        page.wait_for_timeout(500)
         page.goto(f"{server}/runs/999999/")
         page.screenshot(path=str(ARTIFACTS / "not-found.png"))
         not_found = page.text_content("main") or ""
@@ -261,15 +275,47 @@ def test_the_small_breaks_in_the_browser() -> None:
         for name in ("runs/host/add", "runs/host", "runs/device", f"runs/device/{ssd.pk}/change"):
             admin.goto(f"{server}/admin/{name}/")
             widths[name] = admin.evaluate("document.documentElement.scrollWidth")
+        # The host list's table shows every column, with no scrolling inside its box either.
+        admin.goto(f"{server}/admin/runs/host/")
+        host_list = admin.evaluate(
+            "(() => { const r = document.querySelector('#changelist-form .results');"
+            " return {scroll: r.scrollWidth, client: r.clientWidth}; })()"
+        )
+        host_state = admin.inner_text("#result_list tr:has(a:text-is('lab1')) td.field-availability")
+        admin.screenshot(path=str(ARTIFACTS / "admin-host-list-1400.png"))
         admin.goto(f"{server}/admin/runs/host/{lab1.pk}/change/")
         widths["host change"] = admin.evaluate("document.documentElement.scrollWidth")
         admin.screenshot(path=str(ARTIFACTS / "admin-host-1400.png"), full_page=True)
         help_text = admin.inner_text(".field-host_keys .help")
+        # Each device's path and model show whole in their inputs (a by-id path is long).
+        cut_off = admin.evaluate(
+            '[...document.querySelectorAll(\'#devices-group input[name$="-path"], #devices-group'
+            ' input[name$="-model"]\')].filter((e) => e.value && e.scrollWidth > e.clientWidth).map((e) => e.value)'
+        )
+        # A device row added in the page is laid out like the others: its path the table's width.
+        admin.click("#devices-group .add-row a")
+        added_path = admin.evaluate(
+            "(() => { const rows = document.querySelectorAll('#devices-group tr.dynamic-devices');"
+            " const path = rows[rows.length - 1].querySelector('input[name$=\"-path\"]');"
+            " return {width: path.clientWidth, table: document.querySelector('#devices-group table').clientWidth}; })()"
+        )
+        admin.locator("#devices-group").screenshot(path=str(ARTIFACTS / "admin-host-1400-devices.png"))
         capacity = admin.evaluate(
             "(() => { const e = document.querySelector('#id_devices-0-capacity_bytes');"
             " return e.scrollWidth <= e.clientWidth; })()"
         )
         wide.close()
+
+        # A viewer at the queue form: the styled 403, saying her role.
+        viewer = another_context(context)
+        refused = viewer.new_page()
+        log_in(refused, server, "vera")
+        forbidden = refused.goto(f"{server}/runs/new/")
+        forbidden_page = (forbidden.status if forbidden else 0, refused.text_content("h1") or "",
+                          refused.evaluate("getComputedStyle(document.querySelector('.topbar')).backgroundColor"),
+                          refused.text_content("#your-role") or "")  # fmt: skip
+        refused.screenshot(path=str(ARTIFACTS / "forbidden.png"))
+        viewer.close()
 
         # What a monitor sees, without an account.
         monitor = another_context(context)
@@ -284,13 +330,20 @@ def test_the_small_breaks_in_the_browser() -> None:
     assert "busy with run" in state and str(busy.pk) in state
     assert overlap <= 0, f"the devices table runs {overlap} px out of its box or under the installs table"
     assert "Not found" in not_found and nav_links >= 5
+    assert forbidden_page[:3] == (403, "Not allowed HTTP 403", "rgb(21, 32, 46)"), forbidden_page
+    assert "has the viewer role" in forbidden_page[3], forbidden_page
     assert [f for f in failures if "/runs/999999/" not in f] == [], failures
-    assert any(url.endswith("/static/favicon.svg") for url in icon_requests) and not any(
-        url.endswith("/favicon.ico") for url in icon_requests
-    ), icon_requests
+    assert any(url.endswith("/static/favicon.svg") for url in html_icons) and not any(
+        url.endswith("/favicon.ico") for url in html_icons
+    ), html_icons
+    assert icon_status == ("/static/favicon.svg", 200, True), icon_status  # /favicon.ico: redirected to the icon
     assert all(width <= 1400 for width in widths.values()), widths
     assert "one per line as <type> <base64>" in help_text, help_text
     assert capacity, "the device's capacity in bytes does not show whole"
+    assert host_list["scroll"] <= host_list["client"], f"the host list scrolls sideways inside its box: {host_list}"
+    assert cut_off == [], f"cut off in the host's device rows: {cut_off}"
+    assert added_path["width"] >= 0.9 * added_path["table"], added_path
+    print("host list state column:", host_state)
     assert public_status in (200, 503) and set(public_body) == {"ok", "components"}
     assert not violations, violations
 

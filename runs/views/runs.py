@@ -1,5 +1,8 @@
 """Run pages: the list, the queue form, a run (live while it runs, results when done)."""
 
+from dataclasses import dataclass
+from datetime import datetime
+
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -8,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs import live
 from runs.forms import RunForm, run_form_initial
-from runs.models import Run, RunArtifact, RunState
+from runs.models import AuditAction, AuditEvent, Run, RunArtifact, RunState
 from runs.params import BadParameter, parse_id
 from runs.roles import cancel_refusal
 from runs.run_filters import RunFilterForm, filtered_run_page
@@ -72,6 +75,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context = {
         "run": run,
         "chart": run_chart_data(run),
+        "cancellation": run_cancellation(run),
         "cancel_refusal": cancel_refusal(request.user, run),
         "waits": run_waits(run),
         "position": run_position(run),
@@ -79,6 +83,37 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "log": run_log(run) if run.is_finished else [],
     }
     return render(request, "runs/run_detail.html", context)
+
+
+@dataclass(frozen=True)
+class Cancellation:
+    """Who cancelled a run, when, and at which of its steps."""
+
+    at: datetime | None
+    by: str | None  # None: no audit event names anybody (a run cancelled before the audit log)
+    during: str  # the step it was at when the cancel came: "measuring", "queued"; "" if not known
+
+
+def run_cancellation(run: Run) -> Cancellation | None:
+    """A cancelled run's cancel, from its audit event (who, when) and its steps (at which one);
+    one query, the steps being prefetched (selectors.run_with_details). None for any other run."""
+    if run.state != RunState.CANCELLED:
+        return None
+    event = (
+        AuditEvent.objects.filter(action=AuditAction.RUN_CANCELLED, object_type="run", object_id=str(run.pk))
+        .order_by("at", "id")
+        .only("at", "actor_name")
+        .first()
+    )
+    steps = list(run.transitions.all())
+    ended = next((step.at for step in reversed(steps) if step.state == RunState.CANCELLED), run.finished_at)
+    at = event.at if event else ended
+    before = [step for step in steps if step.state != RunState.CANCELLED and (at is None or step.at <= at)]
+    if before:
+        during = before[-1].get_state_display()
+    else:  # no step recorded before it: queued if it never started, else not known
+        during = RunState.QUEUED.label if run.started_at is None else ""
+    return Cancellation(at, event.actor_name if event else None, during)
 
 
 @require_safe

@@ -2,7 +2,8 @@
 // since pgbench started, from 0 to warm-up + duration, the warm-up shaded and labelled); and
 // while the run is queued or runs, live updates: what it waits for, where it is and when pgbench
 // ends, every sample once (the event stream replays from the start), the steps, and the log,
-// which follows its newest line unless the reader has scrolled up.
+// which follows its newest line unless the reader has scrolled up and shows each sample as pgbench's
+// progress line.
 (function () {
   const page = document.getElementById("run-page");
   const data = JSON.parse(document.getElementById("chart-data").textContent);
@@ -77,9 +78,13 @@
       if (item.datasetIndex !== undefined) Chart.defaults.plugins.legend.onClick.call(legendBox, event, item, legendBox);
     },
   };
-  // A line, named with its unit; a lone sample is drawn as a dot (a line needs two).
+  // A line, named with its unit; a lone sample is drawn as a dot (a line needs two). A dot on the
+  // plot's edge (a 1-second run's only sample, at its last second) and the dot a hover draws are
+  // drawn whole: the lines may overflow the plot area by a dot's radius (the axis stays the run's
+  // planned seconds).
+  const DOT_ROOM = 6; // px: the hover dot's radius (4) and its border
   const line = (label, name, unit, axis, points) => ({
-    label, name, unit, yAxisID: axis, data: points, borderWidth: 1.5, pointHitRadius: 4,
+    label, name, unit, yAxisID: axis, data: points, borderWidth: 1.5, pointHitRadius: 4, clip: DOT_ROOM,
     pointRadius: (context) => (context.dataset.data.length < 2 ? 3 : 0),
   });
   const xAxis = (last) => ({
@@ -166,20 +171,26 @@
   const wait = document.getElementById("run-wait");
   const waitText = document.getElementById("run-wait-text");
   const runUrl = (id) => page.dataset.events.replace(/\/\d+\/events$/, `/${id}/`);
-  const showWaits = (hosts) => {
+  // A wait's text with each run it names linked (the one on the host, the one ahead of it), as
+  // the page's template does it (the link_runs filter).
+  const appendLinked = (element, text) => {
+    let position = 0;
+    for (const mention of text.matchAll(/\brun (\d+)\b/g)) {
+      element.append(text.slice(position, mention.index));
+      const link = document.createElement("a");
+      link.href = runUrl(mention[1]);
+      link.textContent = mention[0];
+      element.append(link);
+      position = mention.index + mention[0].length;
+    }
+    element.append(text.slice(position));
+  };
+  const showWaits = (waits) => {
     waitText.replaceChildren();
-    if (!hosts.length) waitText.textContent = "Its turn has come: waiting for a worker to start it.";
-    hosts.forEach((host, index) => {
+    if (!waits.length) waitText.textContent = "Its turn has come: waiting for a worker to start it.";
+    waits.forEach((text, index) => {
       if (index) waitText.append(" · ");
-      if (host.busy_with) {
-        const link = document.createElement("a");
-        link.href = runUrl(host.busy_with);
-        link.textContent = `run ${host.busy_with}`;
-        waitText.append(`${host.host} busy with `, link);
-      } else {
-        waitText.append(`${host.host} ${host.state}`);
-      }
-      if (host.queue) waitText.append(`; ${host.queue}`);
+      appendLinked(waitText, text);
     });
   };
   let waitTimer = null;
@@ -187,7 +198,7 @@
     const answer = await fetch(wait.dataset.url, { headers: { Accept: "application/json" } });
     if (!answer.ok) return;
     const body = await answer.json();
-    if (body.state === "queued") showWaits(body.hosts);
+    if (body.state === "queued") showWaits(body.waits);
   };
   if (wait && !wait.hidden) waitTimer = setInterval(refreshWait, 3000);
 
@@ -196,6 +207,7 @@
   const positionText = document.getElementById("run-position-text");
   const eta = document.getElementById("run-eta");
   const took = document.getElementById("run-took");
+  const tookFact = document.getElementById("run-took-fact"); // hidden until the run starts
   const measuredPlan = warmup ? `${warmup} s warm-up + ${data.duration_s} s` : `${data.duration_s} s`;
   let state = null, stateLabel = "", lastSecond = null;
   let pgbenchEnds = position.dataset.ends ? new Date(position.dataset.ends) : null;
@@ -220,7 +232,9 @@
   const loadedAt = performance.now();
   let tookBase = took.dataset.seconds ? Number(took.dataset.seconds) : null;
   const showTook = () => {
-    if (tookBase !== null) took.textContent = duration(tookBase + (performance.now() - loadedAt) / 1000);
+    if (tookBase === null) return;
+    tookFact.hidden = false;
+    took.textContent = duration(tookBase + (performance.now() - loadedAt) / 1000);
   };
   setInterval(showTook, 1000);
 
@@ -231,22 +245,26 @@
   const steps = document.getElementById("steps");
   steps.innerHTML = ""; // rebuilt from the replayed events
   const source = new EventSource(page.dataset.events);
+  // Whether it is new (the stream replays from the start; a reconnect may bring it again).
   const addSample = (sample) => {
-    if (seen.has(sample.second)) return;
+    if (seen.has(sample.second)) return false;
     seen.add(sample.second);
     tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
     tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
     lastSecond = Math.max(lastSecond ?? 0, sample.second);
+    return true;
   };
   const drawSamples = () => {
     for (const dataset of tpsChart.data.datasets) dataset.data.sort((a, b) => a.x - b.x);
     tpsChart.options.scales.x.max = Math.max(total, lastSecond ?? 0);
     tpsChart.update("none");
-    count.textContent = `${seen.size} of ${total} seconds${warmup ? ` (the first ${warmup} s are the warm-up, shaded)` : ""}`;
+    const of = `${total} ${total === 1 ? "second" : "seconds"}`;
+    count.textContent = `${seen.size} of ${of}${warmup ? ` (the first ${warmup} s are the warm-up, shaded)` : ""}`;
     showPosition();
   };
   source.addEventListener("sample", (message) => {
-    addSample(JSON.parse(message.data));
+    const sample = JSON.parse(message.data);
+    if (addSample(sample)) appendLog(progressLine(sample));
     drawSamples();
   });
   // Live events are best-effort (a Redis restart loses those not yet read); the samples are in
@@ -280,16 +298,24 @@
       : "Not following: you scrolled up. Scroll to the bottom to follow again, or";
   };
   log.addEventListener("scroll", () => setFollowing(atBottom()));
+  // A line at the end; the oldest dropped past the limit; in view if following.
+  function appendLog(text) {
+    log.append(`${text}\n`);
+    const keep = following ? KEEP_LINES : KEEP_LINES_UNFOLLOWED;
+    while (log.childNodes.length > keep) log.firstChild.remove();
+    if (following) log.scrollTop = log.scrollHeight;
+  }
+  // pgbench's progress lines reach the page as samples only (runs/services/run_observer.py: the
+  // stream keeps one copy); the log shows each as pgbench printed it, so it follows the measurement.
+  function progressLine(sample) {
+    const latency = sample.latency_ms == null ? "" : `, lat ${sample.latency_ms.toFixed(3)} ms`;
+    return `progress: ${sample.second} s, ${sample.tps.toFixed(1)} tps${latency}`;
+  }
   follow.addEventListener("click", () => {
     log.scrollTop = log.scrollHeight;
     setFollowing(true);
   });
-  source.addEventListener("log", (message) => {
-    log.append(`${JSON.parse(message.data).line}\n`);
-    const keep = following ? KEEP_LINES : KEEP_LINES_UNFOLLOWED;
-    while (log.childNodes.length > keep) log.firstChild.remove();
-    if (following) log.scrollTop = log.scrollHeight;
-  });
+  source.addEventListener("log", (message) => appendLog(JSON.parse(message.data).line));
 
   source.addEventListener("state", (message) => {
     const event = JSON.parse(message.data);

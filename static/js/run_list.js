@@ -1,7 +1,7 @@
 // The run list: states kept current from the run list's event stream (server-sent events), with
 // where a running run is ("measuring, second 16 of 30") and what a queued one waits for; a
-// selection of runs to compare that survives paging (sessionStorage, this tab only); and filter
-// URLs that carry only the filters set.
+// selection of runs to compare that survives paging (sessionStorage, this tab only); filter
+// URLs that carry only the filters set; and the device list narrowed to the chosen host's.
 (function () {
   "use strict";
   const table = document.getElementById("run-list");
@@ -213,7 +213,30 @@
     }
   }
 
+  // The devices of the chosen host only, as the queue form narrows them (run_form.js): another
+  // host's device with it would list only runs whose pgbench ran on the chosen host. Its options
+  // say their host (data-host, runs/run_filters.py). A device chosen in the URL stays shown, so
+  // the form says what was filtered by (the empty list then says why it is empty).
+  function narrowDevices() {
+    const form = document.getElementById("run-filters");
+    const host = form && form.elements.namedItem("host");
+    const device = form && form.elements.namedItem("device");
+    if (!host || !device) return;
+    const narrow = (keepChoice) => {
+      for (const option of device.options) {
+        if (option.dataset.host === undefined) continue;  // "any device"
+        const hidden = host.value !== "" && option.dataset.host !== host.value && !(keepChoice && option.selected);
+        option.hidden = hidden;
+        option.disabled = hidden;
+      }
+      if (!keepChoice && device.selectedOptions[0] && device.selectedOptions[0].disabled) device.value = "";
+    };
+    host.addEventListener("change", () => narrow(false));
+    narrow(true);
+  }
+
   followStates();
   selectRuns();
   cleanFilterUrls();
+  narrowDevices();
 })();
