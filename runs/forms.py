@@ -106,7 +106,8 @@ class RunForm(forms.ModelForm):
             field.queryset = enabled.filter(**{role: True})  # type: ignore[attr-defined]
             field.label_from_instance = _host_label  # type: ignore[attr-defined]
         self.fields["device"].queryset = Device.objects.select_related("host")  # type: ignore[attr-defined]
-        self.fields["pg_install"].queryset = PgInstall.objects.select_related("host")  # type: ignore[attr-defined]
+        live_installs = PgInstall.objects.filter(removed_at__isnull=True)  # a removed build's install runs nothing new
+        self.fields["pg_install"].queryset = live_installs.select_related("host")  # type: ignore[attr-defined]
         clients = self.fields["client_host"]
         clients.queryset = clients.queryset.prefetch_related("pg_installs")  # type: ignore[attr-defined]
         # The help says what the field is for; where pgbench then runs (the server itself, or which
@@ -126,7 +127,7 @@ class RunForm(forms.ModelForm):
         """What each option says about its row: devices and installs their host (the page narrows
         the lists to the server's), devices their size and use, clients the pgbench they would run."""
         # Evaluated once, on the first client option rendered (never for the API, which renders none).
-        installs = PgInstall.objects.select_related("host").filter(host__serves_postgres=True)
+        installs = PgInstall.objects.select_related("host").filter(host__serves_postgres=True, removed_at__isnull=True)
         described: dict[str, Callable[[Any], dict[str, str]]] = {
             "device": _device_data,
             "pg_install": lambda install: {"data-host": str(install.host_id)},

@@ -125,7 +125,8 @@ def queue_waits(queued: Sequence[Run]) -> dict[int, RowStatus]:
     and what that one waits for. The dispatcher's view (services.queue)."""
     if not queued:
         return {}
-    hosts = {host.pk: host for host in Host.objects.only("id", "name", "enabled", "claimed_by", "cleanup_pending_for")}
+    columns = ("id", "name", "enabled", "claimed_by", "claimed_by_build", "cleanup_pending_for")
+    hosts = {host.pk: host for host in Host.objects.only(*columns)}
     holders = {host.claimed_by_id for host in hosts.values() if host.claimed_by_id}
     # A queued run that holds its hosts is starting, not in line: it is "busy with", not "ahead".
     in_line = [run for run in _queued_in_order(max(run.pk for run in queued)) if run.pk not in holders]
@@ -201,6 +202,8 @@ def _blocked(host: Host) -> str:
         return f"{host.name} awaits cleanup after run {host.cleanup_pending_for_id}"
     if host.claimed_by_id:
         return f"{host.name} busy with run {host.claimed_by_id}"
+    if host.claimed_by_build_id:
+        return f"{host.name} busy with build {host.claimed_by_build_id}"
     return ""
 
 

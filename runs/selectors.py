@@ -160,6 +160,14 @@ def _wait(wait: HostWait) -> Wait:
         ahead = [f"{count} {noun}{'s' if count != 1 else ''}" for count, noun in
                  ((wait.ahead, "run"), (wait.builds_ahead, "build")) if count]  # fmt: skip
         queue = f"{' and '.join(ahead)} ahead"
+        if state == "free" and wait.first_ahead is not None:  # why a free host does not take this run
+            waits = wait.first_ahead_waits_for
+            doing = f"waiting for {' and '.join(waits)}" if waits else "next to start"
+            queue = (
+                f"run {wait.first_ahead} ahead of it, {doing}"
+                if wait.ahead == 1 and not wait.builds_ahead
+                else f"{queue}, the first (run {wait.first_ahead}) {doing}"
+            )
     elif wait.disabled:
         queue = ""
     else:

@@ -18,7 +18,7 @@ from runs.admin.audited import AuditedAdmin
 from runs.admin.forms import HostAdminForm
 from runs.lab.errors import LabError
 from runs.lab.transport import fetch_host_key
-from runs.models import Device, Host, PgInstall
+from runs.models import Device, Host, PgInstall, RunState
 from runs.services.inventory import host_pin_key, inventory_set_flag
 from runs.services.probe import host_probe
 from runs.services.queue import queue_dispatch
@@ -160,7 +160,9 @@ class HostAdmin(AuditedAdmin):
         if host.cleanup_pending_for_id:
             return f"cleanup pending (run {host.cleanup_pending_for_id}, host unreachable)"
         if host.claimed_by:
-            return f"running {host.claimed_by}"
+            run = host.claimed_by
+            doing = "starting" if run.state == RunState.QUEUED else run.get_state_display()
+            return f"busy with run {run.pk} ({doing})"
         if host.claimed_by_build:
             return f"busy with build {host.claimed_by_build_id} ({host.claimed_by_build.get_state_display()})"
         return "free" if host.enabled else "disabled"

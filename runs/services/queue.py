@@ -19,7 +19,7 @@ between ending a run and dispatching.
 import heapq
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 
@@ -155,6 +155,8 @@ class HostWait:
     cleanup_pending_for: int | None = None  # a run that ended while the host was unreachable
     busy_with_build: int | None = None  # the PostgreSQL build that has the host now (not this one)
     builds_ahead: int = 0  # queued builds before this one on this host
+    first_ahead: int | None = None  # the first queued run ahead of this one on this host
+    first_ahead_waits_for: tuple[str, ...] = ()  # that run's other hosts, which keep it waiting
 
     def __str__(self) -> str:
         if self.disabled:
@@ -184,11 +186,29 @@ def run_wait(run: Run) -> list[HostWait]:
         uses_host = Q(server_host=host) | Q(client_host=host)
         # The run that holds the host is "busy with", not ahead, even before its worker starts.
         ahead_runs = Run.objects.filter(uses_host, state=RunState.QUEUED, pk__lt=run.pk)
-        ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
+        if host.claimed_by_id:
+            ahead_runs = ahead_runs.exclude(pk=host.claimed_by_id)
+        first = ahead_runs.order_by("pk").select_related("server_host", "client_host").first()
         busy_with = host.claimed_by_id if host.claimed_by_id != run.pk else None
         builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=run.created_at))
-        waits.append(_host_wait(host, busy_with, ahead, builds_ahead))
+        wait = _host_wait(host, busy_with, ahead_runs.count(), builds_ahead)
+        if first is not None:  # a free host with a run ahead: the run ahead waits for another host
+            wait = replace(wait, first_ahead=first.pk, first_ahead_waits_for=_waits_for(first, host))
+        waits.append(wait)
     return waits
+
+
+def _waits_for(run: Run, free_host: Host) -> tuple[str, ...]:
+    """The hosts other than free_host that keep `run` from starting (taken, or others ahead there)."""
+    names = []
+    for other in run.hosts:
+        if other.pk == free_host.pk:
+            continue
+        taken = not other.enabled or other.claimed_by_id or other.claimed_by_build_id or other.cleanup_pending_for_id
+        earlier = Run.objects.filter(Q(server_host=other) | Q(client_host=other), state=RunState.QUEUED, pk__lt=run.pk)
+        if taken or earlier.exists():  # (taken covers the run that holds it)
+            names.append(other.name)
+    return tuple(sorted(names))
 
 
 def build_wait(build: PgBuild) -> list[HostWait]:

@@ -218,7 +218,7 @@ def test_an_admin_sees_which_run_holds_a_host(ada: Client) -> None:
     Host.objects.filter(pk=host.pk).update(claimed_by=None, cleanup_pending_for=run)
     pending = ada.get(reverse("admin:runs_host_changelist")).content.decode()
 
-    assert f"running {run}" in page
+    assert f"busy with run {run.pk} (measuring)" in page
     assert f"cleanup pending (run {run.pk}, host unreachable)" in pending
 
 

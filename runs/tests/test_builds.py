@@ -6,6 +6,7 @@ The build itself on a real host is test_build_lab.py; the pages in a browser tes
 """
 
 import dataclasses
+import re
 from collections.abc import Callable
 from datetime import timedelta
 from types import SimpleNamespace
@@ -583,8 +584,12 @@ def test_a_done_builds_page_links_its_install_and_a_run_with_it(client_for: Clie
     viewer_page = client_for("vera").get(reverse("build-detail", args=[build.pk])).content.decode()
 
     assert f'href="/admin/runs/pginstall/{build.pg_install_id}/change/"' in admin_page
-    assert f"/runs/new/?server_host={host.pk}&amp;pg_install={build.pg_install_id}" in admin_page
-    assert '<td id="built-block-size">4 KiB</td>' in admin_page
+    assert f"/runs/new/?pg_install={build.pg_install_id}" in admin_page
+    assert '<td id="built-block-size">4 kB</td>' in admin_page
+    # The link opens the queue form on the build's host with its install chosen.
+    form = client_for("otto").get(reverse("run-new"), {"pg_install": str(build.pg_install_id)}).content.decode()
+    assert re.search(rf'<option value="{build.pg_install_id}"[^>]* selected', form), form
+    assert re.search(rf'<option value="{host.pk}"[^>]* selected', form)
     assert "/admin/runs/pginstall/" not in viewer_page and "Queue a run with it" not in viewer_page
     assert "Remove build" not in viewer_page
 

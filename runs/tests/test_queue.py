@@ -9,6 +9,7 @@ from django.db import connection
 from django.utils import timezone
 
 from runs.models import Host, Run, RunState
+from runs.selectors import run_waits
 from runs.services.inventory import inventory_set_flag
 from runs.services.queue import queue_dispatch, run_release_hosts, run_wait
 from runs.services.runs import run_cancel, runs_enqueue
@@ -95,6 +96,19 @@ def test_a_queued_run_says_what_it_waits_for() -> None:
     ]
     assert [str(wait) for wait in run_wait(ahead[0])] == [f"lab1 busy with run {running.pk}"]
     assert run_wait(running) == []  # it holds its hosts: a worker is starting it
+
+
+def test_a_free_host_says_which_run_is_ahead_of_it_and_what_that_run_waits_for() -> None:
+    a, b = lab_host("lab1"), lab_host("lab2")
+    running = queued_run(a)
+    queue_dispatch()
+    on_both = queued_run(a, client=b)  # waits for lab1; lab2 is free but it is first there
+    on_b = queued_run(b)
+
+    (wait,) = run_waits(on_b)
+
+    assert (wait.host, wait.state) == ("lab2", "free")
+    assert wait.queue == f"run {on_both.pk} ahead of it, waiting for lab1", (wait, running.pk)
 
 
 def test_a_disabled_host_holds_its_runs_visibly_until_it_is_enabled(rf: object) -> None:

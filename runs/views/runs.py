@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs import live
 from runs.forms import RunForm, run_form_initial
-from runs.models import AuditAction, AuditEvent, Run, RunArtifact, RunState
+from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
 from runs.params import BadParameter, parse_id
 from runs.roles import cancel_refusal
 from runs.run_filters import RunFilterForm, filtered_run_page
@@ -58,13 +58,17 @@ def run_new(request: HttpRequest) -> HttpResponse:
             return redirect("run-detail", run_id=run.pk)
         # The form again with each mistake beside its field; 400 tells scripts it was refused.
         return render(request, "runs/run_form.html", {"form": form}, status=400)
-    source = None
-    if again := request.GET.get("again"):
-        try:
+    source, initial = None, None
+    try:
+        if again := request.GET.get("again"):
             source = get_object_or_404(Run, pk=parse_id(again, "again (the run to queue again)"))
-        except BadParameter as exc:
-            return refused(request, str(exc))
-    form = RunForm(initial=run_form_initial(source) if source else None)
+            initial = run_form_initial(source)
+        elif chosen := request.GET.get("pg_install"):  # "queue a run with it", from a build's page
+            install = get_object_or_404(PgInstall, pk=parse_id(chosen, "pg_install"), removed_at__isnull=True)
+            initial = {"server_host": install.host_id, "pg_install": install.pk}
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    form = RunForm(initial=initial)
     return render(request, "runs/run_form.html", {"form": form})
 
 

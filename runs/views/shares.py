@@ -45,7 +45,7 @@ from runs.views.compare import (
     comparison_export_response,
     render_comparison,
 )
-from runs.views.runs import refused
+from runs.views.runs import refused, run_cancellation
 
 SHARES_PER_PAGE = 50
 NEW_SHARE = "benchlab_new_share"  # session key: the link just made, until shown
@@ -227,7 +227,8 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
 def _shared_run(request: HttpRequest, link: ShareLink) -> HttpResponse:
     run = run_with_details(_run_of(link).pk)
     run.environment = shared_environment(run.environment or {})
-    context = {"run": run, "chart": run_chart_data(run), "shared": True, "share_title": link.title}
+    context = {"run": run, "chart": run_chart_data(run), "shared": True, "share_title": link.title,
+               "cancellation": run_cancellation(run)}  # fmt: skip
     return render(request, "runs/run_detail.html", context)
 
 
