@@ -174,7 +174,7 @@ def test_a_build_page_follows_the_steps_the_make_progress_and_the_log_then_shows
     assert progress_then == ("make 12 % · about 2 min 26 s left", 12)
     assert progress_now == "make 65 % · about 33 s left"
     assert followed, "the log did not follow its newest line"
-    assert finished_state == "done" and block_size == "4 KiB"
+    assert finished_state == "done" and block_size == "4 kB"
     assert queue_run is not None and f"pg_install={PgBuild.objects.get(pk=build.pk).pg_install_id}" in queue_run
     assert finished_steps == ["build-step step-done"] * 5
     assert not violations, violations

@@ -72,7 +72,7 @@ def test_a_4k_build_is_built_by_a_worker_registered_and_used_by_a_run(
     page.force_login(make_user("vera", "viewer"))
     shown = page.get(reverse("build-detail", args=[build.pk])).content.decode()
     assert "Registered install" in shown and f"<code>{install.bin_dir}</code>" in shown
-    assert '<td id="built-block-size">4 KiB</td>' in shown
+    assert '<td id="built-block-size">4 kB</td>' in shown
 
     # A run with it: the server it starts reports 4 kB pages.
     spec = {"device": host.devices.get(name="ram"), "filesystem": "ext4", "scale": 1, "clients": 2, "threads": 1}
