@@ -6,7 +6,7 @@ page opened mid-run asks from the start, so every point arrives, none twice.
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseNotFound, StreamingHttpResponse
@@ -33,12 +33,15 @@ def _format(event: live.LiveEvent) -> str:
     return f"id: {event.id}\nevent: {event.kind}\ndata: {json.dumps(event.data)}\n\n"
 
 
-def _is_final(event: live.LiveEvent) -> bool:
-    return event.kind == "state" and event.data.get("state") in FINAL_STATES
+def _is_final(event: live.LiveEvent, final_states: Collection[str]) -> bool:
+    return event.kind == "state" and event.data.get("state") in final_states
 
 
-async def _stream(stream: str, after: str, stop_after_final: bool, finished: bool = False) -> AsyncIterator[str]:
-    """Events after `after`; with `finished` (the run had ended when asked) only what is stored."""
+async def _stream(
+    stream: str, after: str, final_states: Collection[str] = (), finished: bool = False
+) -> AsyncIterator[str]:
+    """Events after `after`, up to a state in final_states (none: endless); with `finished` (the
+    run or build had ended when asked) only what is stored."""
     yield "retry: 2000\n\n"
     if after == "$":  # only what comes from now on: fixed once, so nothing between two reads is lost
         after = await sync_to_async(live.last_event_id)(stream)
@@ -46,7 +49,7 @@ async def _stream(stream: str, after: str, stop_after_final: bool, finished: boo
         for event in await sync_to_async(live.events_after)(stream, after):
             after = event.id
             yield _format(event)
-            if stop_after_final and _is_final(event):
+            if _is_final(event, final_states):
                 return
     if finished:
         return  # nothing more will come (its stream may have expired: the page draws from the database)
@@ -63,7 +66,7 @@ async def _stream(stream: str, after: str, stop_after_final: bool, finished: boo
         for event in events:
             after = event.id
             yield _format(event)
-            if stop_after_final and _is_final(event):
+            if _is_final(event, final_states):
                 return
 
 
@@ -87,19 +90,26 @@ def _bad_request(exc: BadParameter) -> HttpResponse:
     return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
 
 
+async def _job_events(
+    request: HttpRequest, state: str | None, what: str, stream: str, final_states: Collection[str]
+) -> HttpResponseBase:
+    """A run's or a build's events, from the start or where the browser left off."""
+    if state is None:
+        return HttpResponseNotFound(f"There is no {what}.", content_type="text/plain")
+    try:
+        after = _last_event_id(request, "0-0")
+    except BadParameter as exc:
+        return _bad_request(exc)
+    finished = state in final_states
+    return _event_stream(_stream(stream, after, final_states, finished=finished))
+
+
 @require_GET
 async def run_events(request: HttpRequest, run_id: int) -> HttpResponseBase:
     if refused := await _forbidden_unless_viewer(request):
         return refused
     state = await Run.objects.filter(pk=run_id).values_list("state", flat=True).afirst()
-    if state is None:
-        return HttpResponseNotFound(f"There is no run {run_id}.", content_type="text/plain")
-    try:
-        after = _last_event_id(request, "0-0")
-    except BadParameter as exc:
-        return _bad_request(exc)
-    finished = state in FINAL_STATES
-    return _event_stream(_stream(live.run_stream(run_id), after, stop_after_final=True, finished=finished))
+    return await _job_events(request, state, f"run {run_id}", live.run_stream(run_id), FINAL_STATES)
 
 
 @require_GET
@@ -112,7 +122,7 @@ async def runs_events(request: HttpRequest) -> HttpResponseBase:
         after = _last_event_id(request, "$")
     except BadParameter as exc:
         return _bad_request(exc)
-    return _event_stream(_stream(live.run_list_stream(), after, stop_after_final=False))
+    return _event_stream(_stream(live.run_list_stream(), after))
 
 
 @require_GET
@@ -121,11 +131,4 @@ async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
     if refused := await _forbidden_unless_viewer(request):
         return refused
     state = await PgBuild.objects.filter(pk=build_id).values_list("state", flat=True).afirst()
-    if state is None:
-        return HttpResponseNotFound(f"There is no build {build_id}.", content_type="text/plain")
-    try:
-        after = _last_event_id(request, "0-0")
-    except BadParameter as exc:
-        return _bad_request(exc)
-    finished = state in ENDED_BUILD_STATES
-    return _event_stream(_stream(live.build_stream(build_id), after, stop_after_final=True, finished=finished))
+    return await _job_events(request, state, f"build {build_id}", live.build_stream(build_id), ENDED_BUILD_STATES)
