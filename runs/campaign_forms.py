@@ -107,7 +107,12 @@ class SweepForm(forms.Form):
         choices=QueryMode.choices, required=False, widget=forms.CheckboxSelectMultiple
     )
     client_host = forms.MultipleChoiceField(
-        label="client hosts", choices=[], required=False, widget=forms.CheckboxSelectMultiple
+        label="client hosts",
+        choices=[],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each choice is a configuration with pgbench on that one host (or on the server); "
+        "to sweep several client hosts at once, give the API lists of host ids.",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -97,6 +97,7 @@ def campaign_runs(campaign: Campaign) -> list[Run]:
     return list(
         Run.objects.filter(campaign=campaign)
         .select_related("server_host")
+        .prefetch_related("run_clients")  # RunSpec.from_run reads them
         .defer("summary", "environment", "metrics", "os_means", "failed_output")
         .order_by("pk")
     )

@@ -21,6 +21,7 @@ from runs.differences import Difference, environment_annotations, what_differs
 from runs.models import Campaign, Run, RunSample, RunState
 from runs.params import BadParameter
 from runs.spec_labels import spec_value
+from runs.specs import run_spec_value
 from runs.stats import Comparison, Summary, compare, summarise
 
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
@@ -83,9 +84,11 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
     """The compared runs, in a fixed order (by campaign configuration, then id); BadParameter
     names the ids that do not exist."""
     campaign = None
-    runs = Run.objects.select_related(
-        "server_host", "client_host", "device__host", "pg_install__host", "configuration", "campaign"
-    ).defer("summary", "metrics", "environment", "failed_output", "failed_command")
+    runs = (
+        Run.objects.select_related("server_host", "device__host", "pg_install__host", "configuration", "campaign")
+        .prefetch_related("run_clients__host")
+        .defer("summary", "metrics", "environment", "failed_output", "failed_command")
+    )
     runs = runs.annotate(**environment_annotations())
     runs = runs.annotate(
         **{f"latency_{name}": Cast(KT(f"metrics__latency__{name}_ms"), FloatField()) for name in PERCENTILES}
@@ -101,6 +104,8 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
         if missing:
             raise BadParameter(f"there is no run {', '.join(map(str, missing[:10]))}")
     found.sort(key=lambda run: (run.campaign_id or 0, run.configuration.index if run.configuration else -1, run.pk))
+    for run in found:  # the one spec field that is no column, as an attribute like the others
+        run.client_host_ids = run_spec_value(run, "client_host_ids")  # type: ignore[attr-defined]
     return found, campaign
 
 
@@ -110,7 +115,7 @@ def build_groups(runs: Sequence[Run], query: ComparisonQuery) -> tuple[list[Grou
     value for every run, are returned as what the runs have in common."""
     by_key: dict[tuple[Any, ...], list[Run]] = {}
     for run in runs:
-        by_key.setdefault(tuple(getattr(run, name) for name in query.grouping), []).append(run)
+        by_key.setdefault(tuple(run_spec_value(run, name) for name in query.grouping), []).append(run)
     varying = [
         name
         for position, name in enumerate(query.grouping)

@@ -13,14 +13,17 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
-from runs.specs import FIELD_LABELS, SPEC_FIELDS
+from runs.specs import FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS
 
 MAX_RUNS = 1000  # a comparison's runs, and far more than any chart can show apart
 MAX_SHOWN = 12  # overlaid per-second series
 PARAMETERS = ("runs", "campaign", "group", "baseline", "facet", "show")
 
-# The words a query uses for the spec's fields: "device", not "device_id".
-GROUP_NAMES: dict[str, str] = {name.removesuffix("_id"): name for name in SPEC_FIELDS}
+# The words a query uses for the spec's fields: the queue form's, "device", not "device_id".
+GROUP_NAMES: dict[str, str] = {FORM_FIELDS[name]: name for name in SPEC_FIELDS}
+WORDS: dict[str, str] = {name: word for word, name in GROUP_NAMES.items()}
+# Other words read as these: links made when a run had one client host, and the field's own name.
+ALIASES = {"client_host": "client_hosts", "client_host_ids": "client_hosts"}
 
 
 def group_label(field: str) -> str:
@@ -50,12 +53,15 @@ class ComparisonQuery:
         if run_ids and campaign:
             raise BadParameter("give runs or a campaign, not both")
         group_by = tuple(
-            GROUP_NAMES[parse_choice(word, "group", GROUP_NAMES)] for word in _words(params.get("group", ""))
+            GROUP_NAMES[parse_choice(ALIASES.get(word, word), "group", GROUP_NAMES)]
+            for word in _words(params.get("group", ""))
         )
         if len(set(group_by)) != len(group_by):
             raise BadParameter("group names a field twice")
         facet_word = params.get("facet", "")
-        facet = GROUP_NAMES[parse_choice(facet_word, "facet", GROUP_NAMES)] if facet_word else None
+        facet = (
+            GROUP_NAMES[parse_choice(ALIASES.get(facet_word, facet_word), "facet", GROUP_NAMES)] if facet_word else None
+        )
         query = cls(
             run_ids=run_ids,
             campaign_id=parse_id(campaign, "campaign") if campaign else None,
@@ -76,9 +82,9 @@ class ComparisonQuery:
         params = {
             "runs": ",".join(map(str, self.run_ids)),
             "campaign": str(self.campaign_id) if self.campaign_id else "",
-            "group": ",".join(name.removesuffix("_id") for name in self.group_by),
+            "group": ",".join(WORDS[name] for name in self.group_by),
             "baseline": str(self.baseline) if self.baseline else "",
-            "facet": self.facet.removesuffix("_id") if self.facet else "",
+            "facet": WORDS[self.facet] if self.facet else "",
             "show": ",".join(map(str, self.show)),
         }
         return {key: value for key, value in params.items() if value}

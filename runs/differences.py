@@ -73,10 +73,12 @@ ENVIRONMENT_FACTS = (
         "wal_block_size", "WAL block size", "postgresql__wal_block_size", frozenset({"pg_install_id"}), page_size
     ),
     EnvironmentFact(
-        "pgbench_version", "pgbench version", "pgbench__version", frozenset({"pg_install_id", "client_host_id"})
+        "pgbench_version", "pgbench version", "pgbench__version", frozenset({"pg_install_id", "client_host_ids"})
     ),
-    EnvironmentFact("pgbench_host", "pgbench ran on", "pgbench__host", frozenset({"client_host_id", "server_host_id"})),
-    EnvironmentFact("client_kernel", "client kernel", "client__kernel", frozenset({"client_host_id"})),
+    EnvironmentFact(
+        "pgbench_host", "pgbench ran on", "pgbench__host", frozenset({"client_host_ids", "server_host_id"})
+    ),
+    EnvironmentFact("client_kernel", "client kernel", "client__kernel", frozenset({"client_host_ids"})),
 )
 SETTINGS_EXPLAINED_BY = frozenset({"pg_settings", "pg_install_id", "server_host_id", "device_id"})
 

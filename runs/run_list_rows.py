@@ -4,7 +4,7 @@ with run 19; 2 runs ahead", "lab2: run 4 ahead of it, waiting for lab1") and its
 words ("scale 10 · 8 clients · 2 threads · 20 s").
 
 For a whole page at once and in a fixed number of queries, whatever its size: the newest sample
-second comes with the page's own query (annotate_progress), the queue in two more queries and
+second comes with the page's own query (annotate_progress), the queue in three more queries and
 only when queued runs are on the page. services.queue.run_wait says the same for one run, at
 more length, on its page.
 """
@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Case, DateTimeField, IntegerField, OuterRef, QuerySet, Subquery, When
 
-from runs.models import Host, Run, RunSample, RunState, RunTransition
+from runs.models import Host, Run, RunClient, RunSample, RunState, RunTransition
 
 # The states pgbench runs in: the newest sample says how far it is.
 PGBENCH_STATES = (RunState.WARMING_UP, RunState.MEASURING)
@@ -136,8 +136,11 @@ def queue_waits(queued: Sequence[Run]) -> dict[int, RowStatus]:
 
 def _queued_in_order(up_to: int) -> Iterable[_QueuedRun]:
     rows = Run.objects.filter(state=RunState.QUEUED, pk__lte=up_to).order_by("pk")
-    for pk, server, client in rows.values_list("pk", "server_host_id", "client_host_id"):
-        yield _QueuedRun(pk, frozenset({server, client} - {None}))
+    clients: dict[int, set[int]] = defaultdict(set)
+    for run_id, host_id in RunClient.objects.filter(run__in=rows).values_list("run_id", "host_id"):
+        clients[run_id].add(host_id)
+    for pk, server in rows.values_list("pk", "server_host_id"):
+        yield _QueuedRun(pk, frozenset({server, *clients[pk]}))
 
 
 def _lines_per_host(in_line: Iterable[_QueuedRun]) -> dict[int, list[int]]:
@@ -150,9 +153,8 @@ def _lines_per_host(in_line: Iterable[_QueuedRun]) -> dict[int, list[int]]:
 
 
 def _wait(run: Run, queue: _Queue) -> RowStatus:
-    needed = sorted(
-        (queue.hosts[pk] for pk in (run.server_host_id, run.client_host_id) if pk in queue.hosts), key=_name
-    )
+    hosts = (run.server_host_id, *(run_client.host_id for run_client in run.run_clients.all()))
+    needed = sorted((queue.hosts[pk] for pk in hosts if pk in queue.hosts), key=_name)
     if run.pk in queue.holders:
         return RowStatus("starting: its hosts are claimed")
     reasons = [reason for host in needed if (reason := _blocked(host))]

@@ -9,6 +9,7 @@ from django.db.models import F, Func, IntegerField, Prefetch, QuerySet
 from django.db.models.functions import Right
 from django.shortcuts import get_object_or_404
 
+from runs.client_queries import run_client_series
 from runs.models import Device, Host, OsSource, PgInstall, Run, RunArtifact, RunOsSeries, RunSample, RunState
 from runs.services.queue import HostWait, run_wait
 
@@ -27,10 +28,8 @@ def inventory_hosts() -> QuerySet[Host]:
 
 
 def run_with_details(run_id: int) -> Run:
-    queryset = Run.objects.select_related(
-        "server_host", "client_host", "device", "pg_install", "queued_by", "configuration"
-    )
-    return get_object_or_404(queryset.prefetch_related("transitions"), pk=run_id)
+    queryset = Run.objects.select_related("server_host", "device", "pg_install", "queued_by", "configuration")
+    return get_object_or_404(queryset.prefetch_related("transitions", "run_clients__host"), pk=run_id)
 
 
 def run_os_series(run: Run, columns: Collection[str] | None = None) -> dict[str, dict[str, list[float | None]]]:
@@ -64,6 +63,9 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         "tps": tps,
         "latency_ms": latency,
         "warmup": warmup,
+        # Several client hosts: each one's seconds beside the run's (their total).
+        "client_names": [host.name for host in run.client_host_list],
+        "clients": run_client_series(run),
         **{
             source: {column: os_series[source].get(column, []) for column in columns}
             for source, columns in drawn.items()

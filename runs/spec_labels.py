@@ -24,6 +24,20 @@ def _settings(run: Run) -> str:
     return "; ".join(lines)
 
 
+def client_names(run: Run) -> str:
+    """ "lab2+lab3": the run's client hosts in their order ("" for none; prefetch run_clients__host)."""
+    return "+".join(host.name for host in run.client_host_list)
+
+
+def _databases(run: Run, alone: bool) -> str:
+    """The server's databases pgbench ran against: one, unless two client hosts or more had their own."""
+    if len(run.client_host_list) < 2:
+        return "one database"
+    if run.shared_database:
+        return "one for all client hosts" if alone else "one database for all client hosts"
+    return "one per client host" if alone else "a database per client host"
+
+
 def _lines(text: str) -> int:
     return len([line for line in text.splitlines() if line.strip()])
 
@@ -64,10 +78,12 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
         lambda r: f"{r.log_sampling_rate:g}" if r.log_sampling_rate else "(no log)",
         lambda r: f"log sampling {r.log_sampling_rate:g}" if r.log_sampling_rate else "no transaction log",
     ),
-    "client_host_id": (
-        lambda r: r.client_host.name if r.client_host else "(the server)",
-        lambda r: f"pgbench on {r.client_host.name}" if r.client_host else "pgbench on the server",
+    "client_host_ids": (
+        lambda r: client_names(r) or "(the server)",
+        lambda r: f"pgbench on {client_names(r)}" if client_names(r) else "pgbench on the server",
     ),
+    # False for every run with fewer than two client hosts, which had one database all the same.
+    "shared_database": (lambda r: _databases(r, alone=True), lambda r: _databases(r, alone=False)),
 }
 
 

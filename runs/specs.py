@@ -10,6 +10,10 @@ Each rule has one source: the limits of single fields are the Run model's own fi
 choices and validators), and the options are checked by the lab layer's pure module
 (runs.lab.options), the very functions that apply them on the host. Nothing here touches a lab
 machine.
+
+A run may name several client hosts (client_host_ids, in order; none: pgbench on the server), each
+against its own database on the server or all against one (shared_database). They are not a
+column of the run but its RunClient rows, so they are the one spec field handled by name below.
 """
 
 import dataclasses
@@ -33,7 +37,8 @@ from runs.lab.scale_room import (
     scale_need,
     tmpfs_room,
 )
-from runs.models import Device, Filesystem, Host, PgInstall, Run, Workload
+from runs.models import MAX_CLIENT_HOSTS, Device, Filesystem, Host, PgInstall, Run, Workload
+from runs.services.lab_specs import client_pgbench_install
 from runs.templatetags.units import binary_size
 
 
@@ -58,11 +63,20 @@ class RunSpec:
     query_mode: str = "simple"
     rate_limit_tps: float | None = None
     log_sampling_rate: float | None = 1.0
-    client_host_id: int | None = None
+    client_host_ids: tuple[int, ...] = ()  # in the run's order: client 1, 2, …
+    shared_database: bool = False  # all client hosts against one database, else one each
+
+    def __post_init__(self) -> None:
+        # One spelling per spec, so equal runs compare (and hash) equal: a tuple, whatever the
+        # caller passed, and "one database for all" only with two client hosts or more.
+        clients = tuple(self.client_host_ids or ())
+        object.__setattr__(self, "client_host_ids", clients)
+        object.__setattr__(self, "shared_database", bool(self.shared_database) and len(clients) >= 2)
 
     @classmethod
     def from_run(cls, run: Run) -> "RunSpec":
-        return cls(**{name: getattr(run, name) for name in SPEC_FIELDS})
+        """The spec of a saved run (prefetch `run_clients` when reading many)."""
+        return cls(**{name: run_spec_value(run, name) for name in SPEC_FIELDS})
 
     @classmethod
     def from_form_data(cls, cleaned_data: Mapping[str, Any]) -> "RunSpec":
@@ -71,7 +85,8 @@ class RunSpec:
         A field missing from the data (its form field refused the input) is None here: spec_errors
         then calls it missing and skips the checks that need it, rather than checking a guess."""
         values: dict[str, Any] = {name: cleaned_data.get(FORM_FIELDS[name]) for name in SPEC_FIELDS}
-        return cls(**{name: v.pk if isinstance(v, models.Model) else v for name, v in values.items()})
+        values["client_host_ids"] = [_row_id(v) for v in values["client_host_ids"] or ()]
+        return cls(**{name: _row_id(v) for name, v in values.items()})
 
     @classmethod
     def from_json(cls, data: object) -> "RunSpec":
@@ -79,6 +94,8 @@ class RunSpec:
         a key is unknown, a field without a default is missing, or a value has the wrong type."""
         if not isinstance(data, Mapping):
             raise ValueError(f"a run specification is a JSON object, not {type(data).__name__}")
+        if OLD_CLIENT_FIELD in data:
+            data = _from_one_client(data)
         unknown = [str(key) for key in data if key not in SPEC_FIELDS]
         if unknown:
             raise ValueError(f"unknown field {', '.join(unknown)}: a run specification has {', '.join(SPEC_FIELDS)}")
@@ -91,7 +108,7 @@ class RunSpec:
         return cls(**values)
 
     def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return dataclasses.asdict(self) | {"client_host_ids": list(self.client_host_ids)}
 
     def replace(self, **changes: Any) -> "RunSpec":
         return dataclasses.replace(self, **changes)
@@ -101,20 +118,54 @@ class RunSpec:
         return tuple(name for name in SPEC_FIELDS if getattr(self, name) != getattr(other, name))
 
     def run_fields(self) -> dict[str, Any]:
-        """Keyword arguments for Run(**...): the spec's field names are the model's attnames."""
-        return {name: getattr(self, name) for name in SPEC_FIELDS}
+        """Keyword arguments for Run(**...): the spec's field names are the model's attnames.
+        The client hosts are not among them: they are the run's RunClient rows, which
+        services.runs.runs_enqueue writes from client_host_ids."""
+        return {name: getattr(self, name) for name in SPEC_FIELDS if name != CLIENTS}
 
 
+CLIENTS = "client_host_ids"  # the spec field that is not a column of Run (its RunClient rows)
+OLD_CLIENT_FIELD = "client_host_id"  # one client host, as campaigns stored it before there were several
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(RunSpec))
 # The Run field behind each spec field (a KeyError here: the spec and the model have drifted).
 _BY_ATTNAME = {field.attname: field for field in Run._meta.concrete_fields}
-_MODEL_FIELDS = {name: _BY_ATTNAME[name] for name in SPEC_FIELDS}
+_MODEL_FIELDS = {name: _BY_ATTNAME[name] for name in SPEC_FIELDS if name != CLIENTS}
+_CLIENTS_FIELD = Run._meta.get_field("client_hosts")
 # The form field (and error key) of each spec field: the model field's name, "device" for device_id.
-FORM_FIELDS: dict[str, str] = {name: field.name for name, field in _MODEL_FIELDS.items()}
-FIELD_LABELS: dict[str, str] = {name: str(field.verbose_name) for name, field in _MODEL_FIELDS.items()}
+FORM_FIELDS: dict[str, str] = {name: field.name for name, field in _MODEL_FIELDS.items()} | {
+    CLIENTS: _CLIENTS_FIELD.name
+}
+FIELD_LABELS: dict[str, str] = {name: str(field.verbose_name) for name, field in _MODEL_FIELDS.items()} | {
+    CLIENTS: str(_CLIENTS_FIELD.verbose_name)
+}
+CLIENT_FIELD = FORM_FIELDS[CLIENTS]  # "client_hosts": where their problems are said
 NUMBER_FIELDS: tuple[str, ...] = tuple(
     name for name, field in _MODEL_FIELDS.items() if isinstance(field, models.IntegerField | models.FloatField)
 )
+
+
+def run_spec_value(run: Run, name: str) -> Any:
+    """A saved run's value of one spec field, as the spec holds it: the client hosts as a tuple
+    of ids in their order (from `run_clients`, prefetched or not)."""
+    if name == CLIENTS:
+        return tuple(run_client.host_id for run_client in run.run_clients.all())
+    return getattr(run, name)
+
+
+def _row_id(value: Any) -> Any:
+    return value.pk if isinstance(value, models.Model) else value
+
+
+def _from_one_client(data: Mapping[Any, Any]) -> dict[Any, Any]:
+    """A spec stored with one client host (client_host_id: an id or null) as a list of them."""
+    if CLIENTS in data:
+        raise ValueError(f"give {CLIENTS} (a list of host ids), not {OLD_CLIENT_FIELD} too")
+    values = {key: value for key, value in data.items() if key != OLD_CLIENT_FIELD}
+    one = data[OLD_CLIENT_FIELD]
+    if one is not None and (not isinstance(one, int) or isinstance(one, bool)):
+        raise ValueError(f"{OLD_CLIENT_FIELD} must be a whole number or null, not {one!r:.60}")
+    values[CLIENTS] = [] if one is None else [one]
+    return values
 
 
 def field_limits(name: str) -> tuple[float | None, float | None]:
@@ -147,14 +198,20 @@ def _range_problem(name: str, value: float) -> str | None:
     return f"{FIELD_LABELS[name]} must be {allowed}; got {_number(value)}."
 
 
-_TYPE_WORDS = {int: "a whole number", float: "a number", str: "a string", type(None): "null"}
+_TYPE_WORDS = {int: "a whole number", float: "a number", str: "a string", bool: "true or false", type(None): "null"}
 _HINTS = typing.get_type_hints(RunSpec)
 
 
 def _typed(name: str, value: object) -> object:
+    if name == CLIENTS:
+        if isinstance(value, list | tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            return tuple(value)
+        raise ValueError(f"{name} must be a list of host ids (whole numbers), not {value!r:.60}")
     allowed = typing.get_args(_HINTS[name]) or (_HINTS[name],)
     if value is None and type(None) in allowed:
         return None
+    if isinstance(value, bool) and bool in allowed:
+        return value
     if not isinstance(value, bool):  # JSON true is not 1
         if isinstance(value, int) and int in allowed:
             return value
@@ -178,17 +235,15 @@ class Inventory:
     @classmethod
     def load(cls) -> "Inventory":
         return cls(
-            hosts={host.pk: host for host in Host.objects.all()},
+            # With their installs: a client host's pgbench is chosen among them (client_pgbench_install).
+            hosts={host.pk: host for host in Host.objects.prefetch_related("pg_installs")},
             # Their str() names the host: the messages use it.
             devices={device.pk: device for device in Device.objects.select_related("host")},
             installs={install.pk: install for install in PgInstall.objects.select_related("host")},
         )
 
-    def has_install(self, host: Host) -> bool:
-        return any(install.host_id == host.pk for install in self.installs.values())
 
-
-_ROWS = {"server_host_id": "hosts", "client_host_id": "hosts", "device_id": "devices", "pg_install_id": "installs"}
+_ROWS = {"server_host_id": "hosts", "device_id": "devices", "pg_install_id": "installs"}
 _ROW_NAMES = {"hosts": Host, "devices": Device, "installs": PgInstall}
 
 
@@ -197,7 +252,9 @@ class _Problems:
         self.by_field: dict[str, list[str]] = {}
 
     def add(self, field: str, message: str) -> None:
-        self.by_field.setdefault(field, []).append(message)
+        messages = self.by_field.setdefault(field, [])
+        if message not in messages:  # several client hosts may meet one problem of the server's
+            messages.append(message)
 
     def ok(self, *fields: str) -> bool:
         """Whether none of these form fields has a problem yet: a check that reads one that has
@@ -218,10 +275,11 @@ def spec_errors(spec: RunSpec, inventory: Inventory) -> dict[str, list[str]]:
     """Every problem with the spec, keyed by its form field ("device", not device_id; "__all__"
     for the spec as a whole). Empty: the run may be queued."""
     problems = _Problems()
-    for name in SPEC_FIELDS:
+    for name in _MODEL_FIELDS:
         for message in _field_problems(name, getattr(spec, name), inventory):
             problems.add(FORM_FIELDS[name], message)
     _check_hosts(spec, inventory, problems)
+    _check_clients(spec, inventory, problems)
     _check_storage(spec, inventory, problems)
     if problems.ok("pg_settings"):
         problems.lab("pg_settings", lambda: parse_settings(spec.pg_settings))
@@ -264,40 +322,59 @@ def _check_hosts(spec: RunSpec, inventory: Inventory, problems: _Problems) -> No
             problems.add("pg_install", f"{install} is not installed on {server}.")
     if install and install.removed_at is not None:
         problems.add("pg_install", f"{install} was removed from its host with its build: choose another install.")
-    client = inventory.hosts.get(spec.client_host_id) if spec.client_host_id is not None else None
-    if client:
-        _check_client(client, server, inventory, problems)
 
 
-def _check_client(client: Host, server: Host | None, inventory: Inventory, problems: _Problems) -> None:
+def _check_clients(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
+    """Each client host: in the inventory, named once, taking runs as a client, reachable from
+    the server and reaching it, with a pgbench; one message per problem, naming the host."""
+    ids = spec.client_host_ids
+    if len(ids) > MAX_CLIENT_HOSTS:
+        problems.add(CLIENT_FIELD, f"A run may have at most {MAX_CLIENT_HOSTS} client hosts; {len(ids)} are named.")
+        return
+    server = inventory.hosts.get(spec.server_host_id)
+    install = inventory.installs.get(spec.pg_install_id)
+    seen: set[int] = set()
+    for host_id in ids:
+        client = inventory.hosts.get(host_id)
+        if client is None:
+            problems.add(CLIENT_FIELD, f"{Host._meta.verbose_name} {host_id!r:.40} does not exist in the inventory.")
+        elif host_id in seen:
+            problems.add(CLIENT_FIELD, f"{client} is named twice: name each client host once.")
+        elif problem := _client_problem(client, server, install):
+            problems.add(CLIENT_FIELD, problem)
+        seen.add(host_id)
+
+
+def _client_problem(client: Host, server: Host | None, install: PgInstall | None) -> str | None:
+    """The first thing that keeps this host from being one of the run's clients, or None."""
     if not client.enabled or not client.runs_clients:
-        problems.add(
-            "client_host",
+        return (
             client.refusal_for_runs()
-            or f"{client} does not run pgbench clients in the inventory: choose a host that does, or leave it empty.",
+            or f"{client} does not run pgbench clients in the inventory: choose hosts that do, or none."
         )
-        return
-    on_this_machine = [host for host in (server, client) if host and host.is_benchlab_server]
     if server is None:
-        pass  # the server's own problem is reported; nothing to check the client against
-    elif client.pk == server.pk:
-        problems.add("client_host", "Leave it empty to run pgbench on the server itself.")
-    elif on_this_machine:
-        problems.add(
-            "client_host",
+        return client.refusal_for_runs()  # the server's own problem is reported; nothing to check against
+    on_this_machine = [host for host in (server, client) if host.is_benchlab_server]
+    if client.pk == server.pk:
+        return f"{client} is the run's server: leave it out to run pgbench on the server itself."
+    if on_this_machine:
+        return (
             f"{on_this_machine[0]} is this machine, not an address on the lab network: "
-            "a client host and its server must reach each other over the network.",
+            "a client host and its server must reach each other over the network."
         )
-    elif not server.address:
-        problems.add("client_host", f"{server} has no address a client host could reach it at.")
-    elif not client.address:
-        problems.add("client_host", f"{client} has no address the server could let in (pg_hba).")
-    elif not problems.lab("client_host", lambda: hba_address(client.address)):
-        return
-    elif not inventory.has_install(client):
-        problems.add("client_host", f"{client} has no PostgreSQL install, so no pgbench, in the inventory.")
-    if problems.ok("client_host") and (refusal := client.refusal_for_runs()):
-        problems.add("client_host", refusal)
+    if not server.address:
+        return f"{server} has no address a client host could reach it at."
+    if not client.address:
+        return f"{client} has no address the server could let in (pg_hba)."
+    try:
+        hba_address(client.address)
+    except InvalidOption as exc:
+        return str(exc)
+    # The pgbench the run would use (lab_specs' choice); without a valid install the install's
+    # own problem is reported.
+    if install is not None and client_pgbench_install(install, client) is None:
+        return f"{client} has no PostgreSQL install, so no pgbench, in the inventory."
+    return client.refusal_for_runs()
 
 
 def _check_storage(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:

@@ -81,11 +81,18 @@ def _settings(value: Any, base: RunSpec) -> dict[str, Any]:
 
 def _row(attname: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
     def change(value: Any, base: RunSpec) -> dict[str, Any]:
-        if value in (None, "") and attname == "client_host_id":
-            return {attname: None}
         return {attname: _whole_number(value, attname.removesuffix("_id").replace("_", " "))}
 
     return change
+
+
+def _client_hosts(value: Any, base: RunSpec) -> dict[str, Any]:
+    """None or "" (pgbench on the server), a host id, or several: a list of ids or "3+4". The
+    base's shared_database stays: it applies when the value names two hosts or more."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {"client_host_ids": ()}
+    parts = value if isinstance(value, list | tuple) else str(value).split("+") if isinstance(value, str) else [value]
+    return {"client_host_ids": tuple(_whole_number(part, "client host") for part in parts)}
 
 
 def _text(name: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
@@ -112,7 +119,7 @@ VARIABLES: dict[str, Callable[[Any, RunSpec], dict[str, Any]]] = {
     "clients": _clients,
     "workload": _text("workload"),
     "query_mode": _text("query_mode"),
-    "client_host": _row("client_host_id"),
+    "client_host": _client_hosts,
 }
 VARIABLE_LABELS = {
     "device": "device",
@@ -125,7 +132,7 @@ VARIABLE_LABELS = {
     "clients": "clients/threads",
     "workload": "workload",
     "query_mode": "query mode",
-    "client_host": "client host",
+    "client_host": "client hosts",
 }
 
 
@@ -203,8 +210,9 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
             else "?"
         )
     if variable == "client_host":
-        host = inventory.hosts.get(change["client_host_id"]) if change["client_host_id"] else None
-        return f"pgbench on {host.name}" if host else "pgbench on the server"
+        ids = change["client_host_ids"]
+        names = "+".join(host.name if (host := inventory.hosts.get(pk)) else f"host {pk}" for pk in ids)
+        return f"pgbench on {names}" if ids else "pgbench on the server"
     if variable == "clients":
         return f"{change['clients']} clients/{change['threads']} threads"
     if variable == "scale":

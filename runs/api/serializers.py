@@ -3,7 +3,7 @@ from typing import Any
 from django.db import models
 from rest_framework import serializers
 
-from runs.forms import RUN_FIELDS, RunForm
+from runs.forms import CLIENT_HOSTS, RUN_FIELDS, RunForm
 from runs.models import Device, Host, PgInstall, Run, RunSample
 from runs.selectors import run_os_series
 from runs.specs import NUMBER_FIELDS
@@ -28,24 +28,55 @@ class PgInstallSerializer(serializers.ModelSerializer):
         fields = ["id", "host", "bin_dir", "version", "block_size", "wal_block_size", "label", "removed_at"]
 
 
+class ClientHostIdsField(serializers.ListField):
+    """The run's client hosts: host ids in their order (client 1 first), read from its RunClient rows."""
+
+    def get_attribute(self, instance: Run) -> list[int]:
+        return [run_client.host_id for run_client in instance.run_clients.all()]
+
+
 class RunSerializer(serializers.ModelSerializer):
     """Runs are validated by the queue form itself, so the API and the page refuse the same things."""
 
+    client_hosts = ClientHostIdsField(
+        child=serializers.IntegerField(),
+        required=False,
+        max_length=100,  # far more than a run may have: the form then says how many it may
+        help_text="Host ids to run pgbench on, over TCP, all at once, in their order (client 1 first); "
+        "none or [] (the default): pgbench runs on the server itself.",
+    )
+    client_host = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        write_only=True,
+        help_text="Deprecated: one client host's id (null: none), as scripts gave it before runs could have "
+        "several; the same as client_hosts: [id]. Give client_hosts instead; not both.",
+    )
+    client_host_names = serializers.SerializerMethodField(help_text="The client hosts' names, in their order.")
+
     class Meta:
         model = Run
-        fields = ["id", *RUN_FIELDS, "state", "queued_by", "created_at", "started_at", "finished_at",
+        fields = ["id", *RUN_FIELDS, "client_host", "client_host_names", "state", "queued_by", "created_at",
+                  "started_at", "finished_at",
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
                   "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
                   "skipped_transactions", "device_util_pct", "cache_hit_pct"]  # fmt: skip
-        read_only_fields = [name for name in fields if name not in RUN_FIELDS]
+        read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host")]
         # An id is a whole number: without this, 2.5 would be read as host 2.
         extra_kwargs = {
-            name: {"pk_field": serializers.IntegerField()}
-            for name in ("server_host", "device", "pg_install", "client_host")
+            name: {"pk_field": serializers.IntegerField()} for name in ("server_host", "device", "pg_install")
         } | {name: {"min_value": None, "max_value": None} for name in NUMBER_FIELDS}  # the form names the range
 
+    def get_client_host_names(self, run: Run) -> list[str]:
+        return [host.name for host in run.client_host_list]
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if "client_host" in attrs:  # the deprecated single client host
+            if attrs.get(CLIENT_HOSTS):
+                raise serializers.ValidationError({"client_host": "Give client_hosts (a list of ids), not both."})
+            one = attrs.pop("client_host")
+            attrs[CLIENT_HOSTS] = [] if one is None else [one]
         # A field left out takes the model's default, as the page's form shows it; null is null.
         data = {name: _form_value(attrs[name] if name in attrs else _model_default(name)) for name in RUN_FIELDS}
         form = RunForm(data)
@@ -57,6 +88,8 @@ class RunSerializer(serializers.ModelSerializer):
 
 
 def _model_default(name: str) -> Any:
+    if name == CLIENT_HOSTS:
+        return []
     field = Run._meta.get_field(name)
     return field.get_default() if isinstance(field, models.Field) else None
 
@@ -73,7 +106,7 @@ class RunDetailSerializer(RunSerializer):
 
     class Meta(RunSerializer.Meta):
         fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics", "os_means", "os_series"]
-        read_only_fields = [name for name in fields if name not in RUN_FIELDS]
+        read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host")]
 
     def get_os_series(self, run: Run) -> dict[str, dict[str, list[float | None]]]:
         return run_os_series(run)

@@ -69,6 +69,7 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
+        runs = runs.prefetch_related("run_clients__host")  # client_hosts and their names, in one query
         for parameter, field in RUN_ID_FILTERS.items():
             if (found := query_parameter(self.request, parameter, parse_id)) is not None:
                 runs = runs.filter(**{field: found})
@@ -83,8 +84,10 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def perform_create(self, serializer: RunSerializer) -> None:
-        run = Run(**serializer.validated_data, queued_by=self.request.user)
-        run_enqueue(run=run, request=self.request)
+        fields = dict(serializer.validated_data)
+        client_host_ids = fields.pop("client_hosts")
+        run = Run(**fields, queued_by=self.request.user)
+        run_enqueue(run=run, client_host_ids=client_host_ids, request=self.request)
         serializer.instance = run
 
     @action(detail=True, methods=["post"])

@@ -9,7 +9,7 @@ statistics before the measurement.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from runs.lab.transport import Transport
 
 if TYPE_CHECKING:  # benchmark.py imports this module
     from runs.lab.benchmark import Observer
+    from runs.lab.clients import ClientResult
 
 RESUME_RECORD = "resume.json"  # in the run directory (root's), next to iostat's and vmstat's files
 RESUME_RECORD_VERSION = 1
@@ -64,6 +65,12 @@ class BenchmarkResult:
     kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
     reused: bool = False  # the run used the kept setup it was given
     reuse_refused: str = ""  # why the kept setup it was given could not be used (then discarded)
+    # With client hosts: each one's share (with one, the same figures as the run's own).
+    clients: list["ClientResult"] = field(default_factory=list)
+    loaded_epoch: float | None = None  # every database loaded, by the server's clock: the barrier
+    start_skew_ms: float | None = None  # how far apart the client hosts' pgbench started
+    failed_client: str = ""  # the client host whose pgbench failed, in a run with several
+    failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
 
 
 @dataclass(frozen=True)
@@ -167,18 +174,29 @@ class Measured:
     server: Transport  # the cluster's host
     bench: Transport  # pgbench's host
     cluster: Cluster
-    database: str
+    database: str | Sequence[str]  # several: one per client host, statistics summed
     before: PgStatsSnapshot
     process: Detached
     options: RunOptions
     warmup_s: int
 
 
+def collect_server_results(
+    result: BenchmarkResult,
+    server: Transport,
+    cluster: Cluster,
+    database: str | Sequence[str],
+    before: PgStatsSnapshot,
+) -> None:
+    """Once pgbench has exited: the statistics' difference, and the page sizes the server runs with."""
+    after = pg_stats_snapshot(server, cluster, database)
+    result.pg_block_size, result.pg_wal_block_size = server_page_sizes(server, cluster)
+    result.pg_stats = pg_stats_delta(before, after)
+
+
 def collect_results(result: BenchmarkResult, measured: Measured) -> None:
     """Once pgbench has exited: the statistics' difference, its output and summary, its logs."""
-    after = pg_stats_snapshot(measured.server, measured.cluster, measured.database)
-    result.pg_block_size, result.pg_wal_block_size = server_page_sizes(measured.server, measured.cluster)
-    result.pg_stats = pg_stats_delta(measured.before, after)
+    collect_server_results(result, measured.server, measured.cluster, measured.database, measured.before)
     bench, process = measured.bench, measured.process
     result.stdout = read_as_run_user(bench, process.path("stdout"))
     result.stderr = read_as_run_user(bench, process.path("stderr"))

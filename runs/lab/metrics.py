@@ -6,7 +6,7 @@ after, and the difference gives cache hit ratio, checkpoints and buffers written
 """
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -83,16 +83,28 @@ class PgStatsSnapshot:
     bgwriter: dict[str, object]
 
 
-def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str) -> PgStatsSnapshot:
-    if not DATABASE_NAME.fullmatch(database):
-        raise InvalidOption(f"bad database name {database!r}")
-    # The name is checked above; psql -c takes no bind parameters.
+def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str | Sequence[str]) -> PgStatsSnapshot:
+    """pg_stat_database's row of the run's database (several databases: their counters summed,
+    one per client host) and pg_stat_bgwriter's."""
+    names = [database] if isinstance(database, str) else list(database)
+    for name in names:
+        if not DATABASE_NAME.fullmatch(name):
+            raise InvalidOption(f"bad database name {name!r}")
+    listed = ", ".join(f"'{name}'" for name in names)
+    # The names are checked above; psql -c takes no bind parameters.
     sql = f"""SELECT json_build_object(
-        'database', (SELECT row_to_json(d) FROM pg_stat_database d WHERE datname = '{database}'),
+        'databases', (SELECT json_agg(row_to_json(d)) FROM pg_stat_database d WHERE datname IN ({listed})),
         'bgwriter', (SELECT row_to_json(b) FROM pg_stat_bgwriter b))"""  # noqa: S608
-    row = psql(transport, cluster, sql)
-    data = json.loads(row)
-    return PgStatsSnapshot(database=data["database"] or {}, bgwriter=data["bgwriter"] or {})
+    data = json.loads(psql(transport, cluster, sql))
+    rows = data["databases"] or []
+    return PgStatsSnapshot(database=_summed(rows) if len(rows) > 1 else (rows[0] if rows else {}),
+                           bgwriter=data["bgwriter"] or {})  # fmt: skip
+
+
+def _summed(rows: list[dict[str, object]]) -> dict[str, object]:
+    """Several databases' counters as one row: whole numbers added, anything else dropped."""
+    keys = [key for key, value in rows[0].items() if isinstance(value, int) and not isinstance(value, bool)]
+    return {key: sum(int(str(row.get(key) or 0)) for row in rows) for key in keys if key != "datid"}
 
 
 def _delta(before: dict[str, object], after: dict[str, object], key: str) -> int:

@@ -116,9 +116,15 @@ def initdb(transport: Transport, bin_dir: str, base_dir: str) -> Cluster:
 
 
 def configure(
-    transport: Transport, cluster: Cluster, settings: Mapping[str, str], client_addresses: Sequence[str] = ()
+    transport: Transport,
+    cluster: Cluster,
+    settings: Mapping[str, str],
+    client_addresses: Sequence[str] = (),
+    listen_on: Sequence[str] = (),
 ) -> None:
-    """Write benchlab's settings and the user's overrides; open pg_hba to the client hosts.
+    """Write benchlab's settings and the user's overrides; open pg_hba to exactly the client
+    hosts, and listen on `listen_on` (the server's addresses the clients reach it by; none
+    given: on every interface, which pg_hba still closes to anyone but the clients).
 
     Both files are replaced, not appended to: a cluster an earlier run kept gets this run's
     settings and clients only. The port is chosen anew each time."""
@@ -129,7 +135,7 @@ def configure(
         "# benchlab",
         f"port = {cluster.port}",
         f"unix_socket_directories = {_quote(cluster.socket_dir)}",
-        f"listen_addresses = {_quote('*' if client_addresses else '')}",
+        f"listen_addresses = {_quote(','.join(listen_on) or '*' if client_addresses else '')}",
         *(f"{key} = {_quote(value)}" for key, value in settings.items()),
     ]
     write_as_run_user(transport, f"{cluster.data_dir}/{SETTINGS_FILE}", "\n".join(lines) + "\n")
@@ -230,10 +236,11 @@ def running_cluster(
     settings: Mapping[str, str],
     client_addresses: Sequence[str] = (),
     own_pids: list[int] | None = None,
+    listen_on: Sequence[str] = (),
 ) -> Iterator[Cluster]:
     """configure + start an initdb'd cluster; always stop. The postmaster's PID is added to own_pids."""
     try:
-        configure(transport, cluster, settings, client_addresses)
+        configure(transport, cluster, settings, client_addresses, listen_on)
         start(transport, cluster)
         if own_pids is not None and cluster.postmaster_pid:
             own_pids.append(cluster.postmaster_pid)
@@ -250,8 +257,9 @@ def throwaway_cluster(
     settings: Mapping[str, str],
     client_addresses: Sequence[str] = (),
     own_pids: list[int] | None = None,
+    listen_on: Sequence[str] = (),
 ) -> Iterator[Cluster]:
     """initdb + configure + start; always stop. The postmaster's PID is added to own_pids."""
     cluster = initdb(transport, bin_dir, base_dir)
-    with running_cluster(transport, cluster, settings, client_addresses, own_pids) as running:
+    with running_cluster(transport, cluster, settings, client_addresses, own_pids, listen_on) as running:
         yield running

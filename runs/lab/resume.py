@@ -16,7 +16,7 @@ KeptSetup that is not benchlab's.
 import json
 import posixpath
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
 
@@ -70,7 +70,7 @@ def resume_benchmark(
     connect: Callable[[], Transport],
     spec: BenchmarkSpec,
     observer: Observer | None = None,
-    client: Endpoint | None = None,
+    clients: Sequence[Endpoint] = (),
     offset: int = 0,
     taken_over: KeptSetup | None = None,
 ) -> BenchmarkResult:
@@ -81,12 +81,14 @@ def resume_benchmark(
     files are gone: then nothing on the host was touched, and the caller cleans up by run key
     (abandon.py)."""
     observer = observer or SilentObserver()
-    if (spec.client is None) != (client is None):
-        raise ValueError("a client host needs both its specification and its connection")
+    if len(spec.clients) != len(clients):
+        raise ValueError("each client host needs both its specification and its connection")
+    if len(clients) > 1:  # several pgbench followed together: no record lets another worker do that
+        raise LabError("a run with several client hosts is not resumed by another worker")
     server = Endpoint(transport, connect)
     with ExitStack() as cleanup:
         try:
-            return _resume(server, client or server, spec, observer, cleanup, offset, taken_over)
+            return _resume(server, clients[0] if clients else server, spec, observer, cleanup, offset, taken_over)
         finally:
             observer.step(Step.CLEANING_UP)
 
@@ -112,7 +114,7 @@ def _resume(
     cleanup.callback(stop, transport, record.cluster)
     cleanup.callback(stop_collectors, transport, run_dir, record.collectors)
     cleanup.callback(cancel, bench.transport, process, 2.0)
-    observer.started(process)
+    observer.started(process, on=spec.clients[0].name if spec.clients else None)
     result = BenchmarkResult(
         storage=record.storage,
         pg_version=record.pg_version,
@@ -185,7 +187,7 @@ def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup
         cluster=cluster,
         storage=_storage(fields["storage"], cluster, spec, taken_over),
         pgbench=_pgbench(fields["pgbench"], spec),
-        pgbench_on="client" if spec.client is not None else "server",
+        pgbench_on="client" if spec.clients else "server",
         command=fields["command"],
         pgbench_version=fields["pgbench_version"],
         pg_version=fields["pg_version"],
@@ -256,7 +258,7 @@ def _pgbench(data: object, spec: BenchmarkSpec) -> Detached:
     pid = fields["pid"]
     if isinstance(pid, bool) or not isinstance(pid, int) or pid < 2:
         raise ValueError(f"pgbench's PID {pid!r} is not a process's")
-    host = "client" if spec.client is not None else "server"
+    host = "client" if spec.clients else "server"
     if fields["host"] != host:
         raise ValueError(f"pgbench ran on the {fields['host']!r}, the run's runs on the {host}")
     return Detached(run_dir=work_dir, name="pgbench", pid=pid, user=RUN_USER)

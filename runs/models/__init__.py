@@ -10,6 +10,7 @@ from runs.models.builds import (
 )
 from runs.models.campaigns import MAX_CONFIGURATIONS, MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.models.inventory import BLOCK_SIZES, WAL_BLOCK_SIZES, Device, Host, PgInstall
+from runs.models.run_clients import MAX_CLIENT_HOSTS, RunClient, RunClientSample
 from runs.models.runs import (
     ACTIVE_STATES,
     FINAL_STATES,
@@ -34,6 +35,7 @@ __all__ = [
     "ENDED_BUILD_STATES",
     "FINAL_STATES",
     "LIVE_BUILD_STATES",
+    "MAX_CLIENT_HOSTS",
     "MAX_CONFIGURATIONS",
     "MAX_REPETITIONS",
     "MAX_SECONDS",
@@ -55,6 +57,8 @@ __all__ = [
     "QueryMode",
     "Run",
     "RunArtifact",
+    "RunClient",
+    "RunClientSample",
     "RunOrder",
     "RunOsSeries",
     "RunSample",

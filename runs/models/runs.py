@@ -88,13 +88,17 @@ class Run(models.Model):
     )
     query_mode = models.CharField(max_length=10, choices=QueryMode.choices, default=QueryMode.SIMPLE)
     rate_limit_tps = models.FloatField("rate limit (tps)", null=True, blank=True, validators=[MinValueValidator(0.1)])
-    client_host = models.ForeignKey(
+    client_hosts = models.ManyToManyField(
         Host,
-        on_delete=models.PROTECT,
+        through="runs.RunClient",
         related_name="client_runs",
-        null=True,
         blank=True,
-        help_text="Run pgbench on this host over TCP; empty: on the server itself.",
+        help_text="Run pgbench on these hosts over TCP, all at once; none: on the server itself.",
+    )
+    shared_database = models.BooleanField(
+        "one database for all client hosts",
+        default=False,
+        help_text="All client hosts run against one database; otherwise each has its own (bench_1, bench_2, …).",
     )
     log_sampling_rate = models.FloatField(
         "transaction log sampling",
@@ -144,6 +148,8 @@ class Run(models.Model):
 
     # --- what came out ---
     environment = models.JSONField(default=dict, blank=True)
+    # With several client hosts: how far apart their pgbench processes started (by their clocks).
+    start_skew_ms = models.FloatField("start skew between client hosts (ms)", null=True, blank=True)
     summary = models.JSONField(default=dict, blank=True)  # pgbench's summary, every field
     tps = models.FloatField(null=True, blank=True)
     latency_avg_ms = models.FloatField(null=True, blank=True)
@@ -182,8 +188,13 @@ class Run(models.Model):
         return self.state in FINAL_STATES
 
     @property
+    def client_host_list(self) -> list[Host]:
+        """The client hosts in the order the run names them (prefetch `run_clients__host` for lists)."""
+        return [run_client.host for run_client in self.run_clients.all()]
+
+    @property
     def hosts(self) -> list[Host]:
-        return [self.server_host] + ([self.client_host] if self.client_host else [])
+        return [self.server_host, *self.client_host_list]
 
 
 class RunTransition(models.Model):

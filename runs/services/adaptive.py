@@ -34,15 +34,16 @@ def campaign_advance(*, campaign_id: int) -> int:
         repetition = max(run.repetition or 0 for run in runs) + 1
         if campaign.seed is not None:
             random.Random(f"{campaign.seed}:{repetition}").shuffle(repeating)  # noqa: S311 - an order
+        specs = [RunSpec.from_json(configuration.spec) for configuration in repeating]
         again = [
             Run(
-                **RunSpec.from_json(configuration.spec).run_fields(),
+                **spec.run_fields(),
                 campaign=campaign,
                 configuration=configuration,
                 repetition=repetition,
                 queued_by=campaign.created_by,
             )
-            for configuration in repeating
+            for spec, configuration in zip(specs, repeating, strict=True)
         ]
-        runs_enqueue(runs=again)
+        runs_enqueue(runs=again, client_host_ids=[spec.client_host_ids for spec in specs])
     return len(again)

@@ -97,9 +97,10 @@ def campaign_create(
             )
             for index, cell in enumerate(valid)
         ]
+        order = run_order(len(valid), plan.repetitions, campaign.seed)
         runs = [
             _campaign_run(campaign, configurations[index], valid[index].spec, repetition, user)
-            for index, repetition in run_order(len(valid), plan.repetitions, campaign.seed)
+            for index, repetition in order
         ]
         audit_record(
             action=AuditAction.CAMPAIGN_QUEUED,
@@ -108,7 +109,8 @@ def campaign_create(
             request=request,
             message=f"{len(configurations)} configurations × {plan.repetitions} = {len(runs)} runs",
         )
-        runs_enqueue(runs=runs, request=request)
+        clients = [valid[index].spec.client_host_ids for index, _ in order]
+        runs_enqueue(runs=runs, client_host_ids=clients, request=request)
     return campaign
 
 
@@ -119,6 +121,8 @@ def _campaign_run(
     repetition: int,
     user: User | None,
 ) -> Run:
+    """The run of one configuration's repetition, not yet saved: its client hosts are the spec's
+    client_host_ids, which runs_enqueue writes with it."""
     return Run(
         **spec.run_fields(),
         campaign=campaign,
@@ -170,7 +174,7 @@ def campaign_retry_failed(
     user = by if isinstance(by, User) else None
     configurations = {c.pk: c for c in campaign.configurations.all()}
     inventory = Inventory.load()
-    again = []
+    again, clients = [], []
     for run in failed:
         configuration = configurations[run.configuration_id]  # type: ignore[index]
         spec = RunSpec.from_json(configuration.spec)
@@ -179,6 +183,7 @@ def campaign_retry_failed(
             reasons = "; ".join(message for messages in errors.values() for message in messages)
             raise CampaignRefused(f"{configuration.label} cannot run again: {reasons}")
         again.append(_campaign_run(campaign, configuration, spec, run.repetition or 1, user))
+        clients.append(spec.client_host_ids)
     with transaction.atomic():
         audit_record(
             action=AuditAction.CAMPAIGN_RETRIED,
@@ -187,7 +192,7 @@ def campaign_retry_failed(
             request=request,
             message=f"{len(again)} failed runs queued again: " + ", ".join(str(run.pk) for run in failed),
         )
-        runs_enqueue(runs=again, request=request)
+        runs_enqueue(runs=again, client_host_ids=clients, request=request)
     return len(again)
 
 

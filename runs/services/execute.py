@@ -7,7 +7,8 @@ and that its hosts are released whatever happens.
 
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from django.utils import timezone
@@ -51,7 +52,7 @@ def run_execute(*, run_id: int) -> str:
     (it does not hold its hosts: the dispatcher sends it again when its turn comes), "running"
     (another worker is running it: look again later), "abandoned" (the worker that started it
     died: services.sweeper ends it), or the state it ended in."""
-    run = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by").get(pk=run_id)
+    run = run_for_worker(run_id)
     if run.is_finished:
         return run.state
     if run.state != RunState.QUEUED or run.started_at is not None:
@@ -126,49 +127,56 @@ def _execute_claimed(run: Run) -> Ending:
 def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         spec = benchmark_spec(run)
-        transport, client = connect_hosts(run)
+        transport, clients = connect_hosts(run)
     except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key, an undecryptable key
         return failure(observer, exc)
     ending: Ending | None = None
     try:
         facts = probe_host(transport).as_json()
-        client_facts = probe_host(client.transport).as_json() if client else None
-        result = _run_with_reuse(run, transport, spec, observer, client)
+        clients_facts = [probe_host(client.transport).as_json() for client in clients]
+        result = _run_with_reuse(run, transport, spec, observer, clients)
     except RunCancelled:
         ending = RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
         ending = (RunState.CANCELLED, {}) if observer.cancelled else failure(observer, exc)
     finally:
-        pending = close_hosts(run, spec, transport, client)
+        pending = close_hosts(run, spec, transport, clients)
     if ending is not None:
         store_log(run, observer, ending_said(ending))
     else:
-        store_results(run, result, facts, client_facts, observer)
+        store_results(run, result, facts, clients_facts, observer)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 
 
-def connect_hosts(run: Run) -> tuple[ReconnectingTransport, Endpoint | None]:
-    """Connections to the run's server and, if it has one, its client host, each opened again
-    when it is lost (with a way to open another one to the client, for following pgbench)."""
+def run_for_worker(run_id: int) -> Run:
+    """The run with what running it reads: its hosts, device, install and client hosts."""
+    runs = Run.objects.select_related("server_host", "device", "pg_install", "queued_by")
+    return runs.prefetch_related("run_clients__host").get(pk=run_id)
+
+
+def connect_hosts(run: Run) -> tuple[ReconnectingTransport, list[Endpoint]]:
+    """Connections to the run's server and to each of its client hosts, each opened again when
+    it is lost (with a way to open another one to a client, for following its pgbench)."""
     transport = host_connect_for_run(run.server_host)
-    if run.client_host is None:
-        return transport, None
-    client_host = run.client_host
+    clients: list[Endpoint] = []
     try:
-        return transport, Endpoint(host_connect_for_run(client_host), lambda: host_connect(client_host))
+        for client_host in run.client_host_list:
+            connect = partial(host_connect, client_host)
+            clients.append(Endpoint(host_connect_for_run(client_host), connect))
     except BaseException:
-        transport.close()
+        for opened in [transport, *(client.transport for client in clients)]:
+            opened.close()
         raise
+    return transport, clients
 
 
-def close_hosts(run: Run, spec: BenchmarkSpec, transport: Transport, client: Endpoint | None) -> str:
+def close_hosts(run: Run, spec: BenchmarkSpec, transport: Transport, clients: Sequence[Endpoint]) -> str:
     """Remove the run's directory on each host (its record and outputs are stored by now) and
     disconnect. A host that stayed unreachable keeps what the run left until it answers again
     (services.pending_cleanup): returns a note saying so, or ""."""
     connections = [(run.server_host, transport)]
-    if client is not None and run.client_host is not None:
-        connections.append((run.client_host, client.transport))
+    connections += list(zip(run.client_host_list, (client.transport for client in clients), strict=False))
     unreachable = [host for host, connection in connections if getattr(connection, "gave_up", None)]
     for host, connection in connections:
         try:
@@ -202,6 +210,16 @@ def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:
     if observer.cancelled:
         return RunState.CANCELLED, {}
     if result.exit_status != 0:
+        # Several client hosts: the one whose pgbench failed is named, its stderr shown.
+        failed = next((client for client in result.clients if client.name == result.failed_client), None)
+        if failed is not None:
+            return RunState.FAILED, {
+                "failed_step": RunState.MEASURING,
+                "failed_command": failed.command,
+                "failed_exit_status": result.exit_status,
+                "failed_output": tail(failed.stderr),
+                "error": result.failure,
+            }
         return RunState.FAILED, {
             "failed_step": RunState.MEASURING,
             "failed_command": result.command,
@@ -213,7 +231,7 @@ def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:
 
 
 def _run_with_reuse(
-    run: Run, transport: Transport, spec: BenchmarkSpec, observer: RunObserver, client: Endpoint | None
+    run: Run, transport: Transport, spec: BenchmarkSpec, observer: RunObserver, clients: Sequence[Endpoint]
 ) -> BenchmarkResult:
     """The benchmark, starting from a setup an earlier run of the campaign kept when there is
     one, and keeping this one's for the next run when it shares it (services.reuse)."""
@@ -226,7 +244,7 @@ def _run_with_reuse(
             lambda: host_connect(run.server_host),
             spec,
             observer,
-            client=client,
+            clients=clients,
             reuse=plan.reuse,
             keep=plan.keep,
         )

@@ -8,6 +8,7 @@ from runs.lab.postgres import parse_settings
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
 from runs.models import Host, PgInstall, Run, Workload
 from runs.models.inventory import benchlab_data_dirs
+from runs.models.run_clients import client_database
 
 
 def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
@@ -25,14 +26,24 @@ def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
-def client_spec(run: Run) -> ClientSpec | None:
-    client = run.client_host
-    if client is None:
-        return None
-    install = client_pgbench_install(run.pg_install, client)
-    if install is None:
-        raise ValueError(f"{client} has no PostgreSQL install with pgbench in the inventory")
-    return ClientSpec(pg_bin_dir=install.bin_dir, address=client.address, server_address=run.server_host.address)
+def client_specs(run: Run) -> tuple[ClientSpec, ...]:
+    """Each client host of the run, in order: its pgbench, its address, and its database."""
+    hosts = run.client_host_list
+    specs = []
+    for position, client in enumerate(hosts, start=1):
+        install = client_pgbench_install(run.pg_install, client)
+        if install is None:
+            raise ValueError(f"{client} has no PostgreSQL install with pgbench in the inventory")
+        specs.append(
+            ClientSpec(
+                pg_bin_dir=install.bin_dir,
+                address=client.address,
+                server_address=run.server_host.address,
+                name=client.name,
+                database=client_database(position, len(hosts), run.shared_database),
+            )
+        )
+    return tuple(specs)
 
 
 def benchmark_spec(run: Run) -> BenchmarkSpec:
@@ -66,7 +77,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
             log_sampling_rate=run.log_sampling_rate,
         ),
         run_key=f"run-{run.pk}-{run.key.hex[:12]}",
-        client=client_spec(run),
+        clients=client_specs(run),
         warmup_s=run.warmup_s,
         unreachable_limit_s=settings.BENCHLAB_HOST_UNREACHABLE_S,
     )

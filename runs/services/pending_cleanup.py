@@ -78,8 +78,8 @@ def retry_pending_cleanups() -> list[int]:
     """Clean up every host waiting for it that answers now; the ids of the hosts freed."""
     freed = []
     pending = Host.objects.filter(cleanup_pending_for__isnull=False).order_by("pk")
-    for host in pending.select_related("cleanup_pending_for__server_host", "cleanup_pending_for__client_host",
-                                       "cleanup_pending_for__device", "cleanup_pending_for__pg_install"):  # fmt: skip
+    related = ["cleanup_pending_for__server_host", "cleanup_pending_for__device", "cleanup_pending_for__pg_install"]
+    for host in pending.select_related(*related).prefetch_related("cleanup_pending_for__run_clients__host"):
         run = host.cleanup_pending_for
         assert run is not None
         cleanup = clean_up_on_host(run, host)

@@ -26,7 +26,7 @@ from functools import partial
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
-from runs.models import BuildState, Host, PgBuild, Run, RunState
+from runs.models import BuildState, Host, PgBuild, Run, RunClient, RunState
 from runs.services.db_retry import with_database_retry
 
 log = logging.getLogger(__name__)
@@ -119,9 +119,11 @@ def _queued_runs() -> Iterator[_Job]:
     # hosts on its way to failing: neither may be started again.
     holding = Host.objects.filter(claimed_by__isnull=False).values("claimed_by_id")
     queued = Run.objects.filter(state=RunState.QUEUED, started_at__isnull=True).exclude(pk__in=holding)
-    rows = queued.order_by("pk").values_list("created_at", "pk", "server_host_id", "client_host_id").iterator()
-    for queued_at, pk, server, client in rows:
-        yield _Job(queued_at, pk, False, frozenset({server, client} - {None}))
+    clients: dict[int, set[int]] = {}
+    for run_id, host_id in RunClient.objects.filter(run__in=queued).values_list("run_id", "host_id"):
+        clients.setdefault(run_id, set()).add(host_id)
+    for queued_at, pk, server in queued.order_by("pk").values_list("created_at", "pk", "server_host_id").iterator():
+        yield _Job(queued_at, pk, False, frozenset({server} | clients.get(pk, set())))
 
 
 def _queued_builds() -> Iterator[_Job]:
@@ -183,12 +185,11 @@ def run_wait(run: Run) -> list[HostWait]:
         return []
     waits = []
     for host in Host.objects.filter(pk__in=[h.pk for h in run.hosts]).order_by("name"):
-        uses_host = Q(server_host=host) | Q(client_host=host)
         # The run that holds the host is "busy with", not ahead, even before its worker starts.
-        ahead_runs = Run.objects.filter(uses_host, state=RunState.QUEUED, pk__lt=run.pk)
+        ahead_runs = _queued_on(host).filter(pk__lt=run.pk)
         if host.claimed_by_id:
             ahead_runs = ahead_runs.exclude(pk=host.claimed_by_id)
-        first = ahead_runs.order_by("pk").select_related("server_host", "client_host").first()
+        first = ahead_runs.order_by("pk").select_related("server_host").prefetch_related("run_clients__host").first()
         busy_with = host.claimed_by_id if host.claimed_by_id != run.pk else None
         builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=run.created_at))
         wait = _host_wait(host, busy_with, ahead_runs.count(), builds_ahead)
@@ -205,7 +206,7 @@ def _waits_for(run: Run, free_host: Host) -> tuple[str, ...]:
         if other.pk == free_host.pk:
             continue
         taken = not other.enabled or other.claimed_by_id or other.claimed_by_build_id or other.cleanup_pending_for_id
-        earlier = Run.objects.filter(Q(server_host=other) | Q(client_host=other), state=RunState.QUEUED, pk__lt=run.pk)
+        earlier = _queued_on(other).filter(pk__lt=run.pk)
         if taken or earlier.exists():  # (taken covers the run that holds it)
             names.append(other.name)
     return tuple(sorted(names))
@@ -219,12 +220,16 @@ def build_wait(build: PgBuild) -> list[HostWait]:
     host = Host.objects.get(pk=build.host_id)
     if host.claimed_by_build_id == build.pk:
         return []
-    ahead_runs = Run.objects.filter(
-        Q(server_host=host) | Q(client_host=host), state=RunState.QUEUED, created_at__lt=build.created_at
-    )
+    ahead_runs = _queued_on(host).filter(created_at__lt=build.created_at)
     ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
     builds_ahead = _builds_ahead(host, PgBuild.objects.filter(pk__lt=build.pk))
     return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead)]
+
+
+def _queued_on(host: Host) -> QuerySet[Run]:
+    """Queued runs that need the host, as their server or one of their client hosts."""
+    uses_host = Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id"))
+    return Run.objects.filter(uses_host, state=RunState.QUEUED)
 
 
 def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int) -> HostWait:

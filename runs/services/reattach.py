@@ -33,6 +33,7 @@ from runs.services.execute import (
     ending_said,
     failure,
     result_ending,
+    run_for_worker,
     with_pending_cleanup,
 )
 from runs.services.lab_access import host_connect
@@ -49,7 +50,7 @@ log = logging.getLogger(__name__)
 def run_reattach(*, run_id: int) -> str:
     """Finish the run the sweeper handed over; "not reattached" if it is not waiting for a
     worker any more (another one took it, or it ended), else the state it ended in."""
-    run = Run.objects.select_related("server_host", "client_host", "device", "pg_install", "queued_by").get(pk=run_id)
+    run = run_for_worker(run_id)
     if not _take(run):
         return "not reattached"
     return drive_to_end(run, _reattach)
@@ -79,21 +80,21 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     taken_over, reused_from = _taken_over_setup(run)
     try:
         spec = benchmark_spec(run)
-        transport, client = connect_hosts(run)
+        transport, clients = connect_hosts(run)
     except Exception as exc:  # noqa: BLE001 - unreachable, a refused key: the run fails saying so
         return _failed(run, observer, exc)
     ending: Ending | None = None
     try:
         connect = partial(host_connect, run.server_host)  # the follower reconnects with it
         result = resume_benchmark(
-            transport, connect, spec, observer, client=client, offset=run.progress_offset, taken_over=taken_over
+            transport, connect, spec, observer, clients=clients, offset=run.progress_offset, taken_over=taken_over
         )
         facts = probe_host(transport).as_json()
-        client_facts = probe_host(client.transport).as_json() if client else None
+        clients_facts = [probe_host(client.transport).as_json() for client in clients]
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
         ending = (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
     finally:
-        pending = close_hosts(run, spec, transport, client)  # a host that stayed away: cleaned up later
+        pending = close_hosts(run, spec, transport, clients)  # a host that stayed away: cleaned up later
         if taken_over is not None:
             record_kept(run, None)  # released with the run, or discarded by the cleanup
     if ending is not None:
@@ -101,7 +102,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     else:
         observer.reuse = {"reused_from_run": reused_from if result.reused else None,
                           "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
-        store_results(run, result, facts, client_facts, observer)
+        store_results(run, result, facts, clients_facts, observer)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 

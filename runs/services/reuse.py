@@ -65,7 +65,9 @@ def _setup(kept: dict[str, Any]) -> KeptSetup | None:
 
 
 def _campaign_reuses(run: Run) -> bool:
-    return run.campaign is not None and not run.campaign.fresh_database
+    """A kept setup holds one database: a run with one per client host neither keeps nor reuses."""
+    one_database = run.shared_database or len(run.client_host_list) <= 1
+    return run.campaign is not None and not run.campaign.fresh_database and one_database
 
 
 def _next_in_line_shares(run: Run) -> bool:
@@ -74,13 +76,14 @@ def _next_in_line_shares(run: Run) -> bool:
     if not _campaign_reuses(run):
         return False
     host = run.server_host_id
-    uses_host = Q(server_host_id=host) | Q(client_host_id=host)
-    following = Run.objects.filter(uses_host, state=RunState.QUEUED, pk__gt=run.pk).order_by("pk").first()
+    uses_host = Q(server_host_id=host) | Q(run_clients__host_id=host)
+    following = Run.objects.filter(uses_host, state=RunState.QUEUED, pk__gt=run.pk).distinct().order_by("pk").first()
     return (
         following is not None
         and following.campaign_id == run.campaign_id
         and following.server_host_id == host
         and setup_signature(following) == setup_signature(run)
+        and _campaign_reuses(following)
     )
 
 

@@ -10,13 +10,13 @@ from runs import live
 from runs.lab.benchmark import Step
 from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
 from runs.lab.pgbench import Detached, cancel
-from runs.models import AuditAction, Run, RunSample, RunState
+from runs.models import AuditAction, Run, RunClient, RunSample, RunState
 from runs.services.audit import audit_record
 from runs.services.cancel_watch import cancel_requested
 from runs.services.db_retry import with_database_retry
 from runs.services.lab_access import host_connect
 from runs.services.runs import run_transition
-from runs.services.samples import sample_upsert
+from runs.services.samples import client_sample_upsert, sample_upsert
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
@@ -40,7 +40,10 @@ class RunObserver:
     def __init__(self, run: Run) -> None:
         self.run = run
         self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        self.process: Detached | None = None  # the detached command running now: what a cancel stops
+        # The detached commands running now, by the client host they run on (None: the server):
+        # what a cancel stops. Several only while several client hosts run pgbench.
+        self.processes: dict[str | None, Detached] = {}
+        self._client_ids: dict[str, int] = {}  # RunClient ids by host name, for their samples
         self.cancelled = False
         self.cancel_sent = False
         self._cancel_lock = threading.Lock()  # CancelWatch's thread and this one both stop the process
@@ -73,10 +76,12 @@ class RunObserver:
             raise RunCancelled()
 
     def line(self, stream: str, text: str) -> None:
-        self.log_tail.append(text)
-        if stream == "pgbench" and parse_progress_line(text) is not None:
+        program, _, host = stream.partition("@")  # "pgbench@lab2": a client host's pgbench
+        shown = f"{host}: {text}" if host else text
+        self.log_tail.append(shown)
+        if program == "pgbench" and parse_progress_line(text) is not None:
             return  # it reaches the page as a sample event; twice would halve how long a stream lasts
-        live.publish(self.run.pk, "log", {"stream": stream, "line": text})
+        live.publish(self.run.pk, "log", {"stream": program, "line": shown})
 
     def progress(self, sample: ProgressSample) -> None:
         second = round(sample.elapsed_s)
@@ -103,8 +108,23 @@ class RunObserver:
             self.current_step = RunState.MEASURING
             run_transition(run=self.run, state=RunState.MEASURING)
 
-    def started(self, process: Detached) -> None:
-        self.process = process
+    def client_progress(self, name: str, sample: ProgressSample) -> None:
+        """A second of one client host's pgbench (progress() stores and shows their total)."""
+        second = round(sample.elapsed_s)
+        if not self._client_ids:
+            self._client_ids = dict(RunClient.objects.filter(run=self.run).values_list("host__name", "pk"))
+        client_sample_upsert(self._client_ids[name], second, sample.tps, sample.latency_ms)
+        event = {"client": name, "second": second, "tps": sample.tps, "latency_ms": sample.latency_ms}
+        live.publish(self.run.pk, "client_sample", event)
+
+    def started(self, process: Detached, on: str | None = None) -> None:
+        with self._cancel_lock:
+            # Another client host's pgbench runs on beside this one; anything else has ended.
+            running: dict[str | None, Detached] = {on: process}
+            if on is not None:
+                running |= {host: p for host, p in self.processes.items() if p.name == process.name and host}
+            self.processes = running
+            self.cancel_sent = False
         if self.cancelled:  # the cancel came while it was being started
             self._stop_process()
 
@@ -121,16 +141,16 @@ class RunObserver:
 
     def _stop_process(self) -> None:
         with self._cancel_lock:
-            if self.process is None or self.cancel_sent:
+            if not self.processes or self.cancel_sent:
                 return
-            self.cancel_sent, process = True, self.process
-        # pgbench runs on the client host when there is one; everything else on the server.
-        client = self.run.client_host
-        connection = host_connect(client if client and process.name == "pgbench" else self.run.server_host)
-        try:
-            cancel(connection, process)
-        finally:
-            connection.close()
+            self.cancel_sent, processes = True, dict(self.processes)
+        hosts = {host.name: host for host in self.run.hosts}
+        for on, process in processes.items():  # pgbench on the client hosts; everything else on the server
+            connection = host_connect(hosts[on] if on is not None else self.run.server_host)
+            try:
+                cancel(connection, process)
+            finally:
+                connection.close()
 
     def formatting(self, command: str) -> None:
         self.line("storage", f"$ {command}")

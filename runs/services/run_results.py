@@ -7,7 +7,7 @@ from typing import Any
 
 from runs import live
 from runs.lab.benchmark import BenchmarkResult
-from runs.models import OsSource, Run, RunArtifact, RunSample
+from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 from runs.selectors import LOG_NAME
 from runs.services.db_retry import with_database_retry
 from runs.services.os_series import os_series_store
@@ -30,6 +30,7 @@ RESULT_FIELDS = (
     "cache_hit_pct",
     "os_means",
     "environment",
+    "start_skew_ms",
 )
 
 
@@ -44,7 +45,7 @@ def store_results(
     run: Run,
     result: BenchmarkResult,
     host_facts: dict[str, Any],
-    client_facts: dict[str, Any] | None,
+    clients_facts: list[dict[str, Any]],
     observer: RunObserver,
 ) -> None:
     summary = result.summary
@@ -77,6 +78,12 @@ def store_results(
         "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
         "latency": dataclasses.asdict(latency) if latency else None,
     }
+    run.start_skew_ms = result.start_skew_ms
+    clients = run.client_host_list
+    clients_environment = [
+        {"name": host.name, "address": host.address, **facts}
+        for host, facts in zip(clients, clients_facts, strict=False)
+    ]
     pg = run.pg_install
     run.environment = {
         "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
@@ -106,26 +113,31 @@ def store_results(
         },
         "pgbench": {
             "version": result.pgbench_version,
-            "host": run.client_host.name if run.client_host else run.server_host.name,
+            "host": ", ".join(host.name for host in clients) or run.server_host.name,
             "command": result.command,
         },
-        "client": (
-            {"name": run.client_host.name, "address": run.client_host.address, **client_facts}
-            if run.client_host and client_facts is not None
-            else None
-        ),
+        "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
+        "clients": clients_environment,
+        "start_skew_ms": result.start_skew_ms,
         "init_command": result.init_command,
         "reuse": observer.reuse,
     }
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
+    with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
     artifacts = {
-        "pgbench.stdout.txt": result.stdout,
-        "pgbench.stderr.txt": result.stderr,
         "pgbench-init.txt": result.init_output,
         "iostat.txt": result.os.iostat_text,
         "vmstat.txt": result.os.vmstat_text,
     }
+    if len(result.clients) > 1:  # each client host's own outputs
+        for client in result.clients:
+            artifacts |= {
+                f"pgbench.{client.name}.stdout.txt": client.stdout,
+                f"pgbench.{client.name}.stderr.txt": client.stderr,
+            }
+    else:
+        artifacts |= {"pgbench.stdout.txt": result.stdout, "pgbench.stderr.txt": result.stderr}
 
     def store_artifacts() -> None:
         for name, content in artifacts.items():
@@ -133,6 +145,30 @@ def store_results(
 
     with_database_retry(store_artifacts, f"run {run.pk}: storing its raw outputs")
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
+
+
+def store_client_results(run: Run, result: BenchmarkResult) -> None:
+    """Each client host's share: its command, start, round trip, figures and steady state."""
+    rows = {row.host.name: row for row in RunClient.objects.filter(run=run).select_related("host")}
+    for client in result.clients:
+        row = rows.get(client.name)
+        if row is None:
+            continue
+        summary, latency = client.summary, client.latency
+        steady = RunClientSample.objects.filter(run_client=row, second__gt=run.warmup_s).values_list("tps", flat=True)
+        steady_values = list(steady) or [s.tps for s in client.progress if round(s.elapsed_s) > run.warmup_s]
+        row.pgbench_version, row.command = client.pgbench_version, client.command
+        row.started_epoch, row.rtt_ms, row.exit_status = client.started_epoch, client.rtt_ms, client.exit_status
+        row.tps = summary.comparable_tps if summary else None
+        row.latency_avg_ms = summary.latency_avg_ms if summary else None
+        row.latency_stddev_ms = summary.latency_stddev_ms if summary else None
+        row.latency_p50_ms = latency.p50_ms if latency else None
+        row.latency_p95_ms = latency.p95_ms if latency else None
+        row.latency_p99_ms = latency.p99_ms if latency else None
+        row.steady_tps_mean = statistics.fmean(steady_values) if steady_values else None
+        row.summary = dataclasses.asdict(summary) if summary else {}
+        row.latency = dataclasses.asdict(latency) if latency else {}
+        row.save()
 
 
 def store_log(run: Run, observer: RunObserver, ending: str) -> None:

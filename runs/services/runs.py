@@ -1,7 +1,7 @@
 """Writes to runs: queue, move through states, cancel. Every state change is a conditional
 UPDATE (a finished run never changes again), recorded with its time and published live."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
@@ -9,44 +9,83 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from runs import live
-from runs.models import FINAL_STATES, AuditAction, Host, Run, RunState, RunTransition
+from runs.models import FINAL_STATES, MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
+from runs.models.run_clients import client_database
 from runs.roles import cancel_refusal
 from runs.services.audit import audit_record
 from runs.services.db_retry import with_database_retry
 from runs.services.queue import queue_dispatch
 
 
-def run_enqueue(*, run: Run, request: HttpRequest | None = None) -> Run:
-    """Save a new run as queued (queued_by set by the caller), last in line on its hosts; it
-    starts when its turn comes (services.queue)."""
-    return runs_enqueue(runs=[run], request=request)[0]
+def run_enqueue(*, run: Run, client_host_ids: Sequence[int] = (), request: HttpRequest | None = None) -> Run:
+    """Save a new run as queued (queued_by set by the caller), last in line on its hosts, with its
+    client hosts (ids, in their order; none: pgbench on the server); it starts when its turn comes
+    (services.queue)."""
+    return runs_enqueue(runs=[run], client_host_ids=[client_host_ids], request=request)[0]
 
 
-def runs_enqueue(*, runs: Sequence[Run], request: HttpRequest | None = None) -> Sequence[Run]:
-    """Queue runs in this order, all or none, with one dispatch once they are committed."""
+def runs_enqueue(
+    *, runs: Sequence[Run], client_host_ids: Sequence[Sequence[int]], request: HttpRequest | None = None
+) -> Sequence[Run]:
+    """Queue runs in this order, each with its client hosts (client_host_ids[i]: run i's, in their
+    order), all or none, with one dispatch once they are committed. ValueError, before anything
+    is written, for clients that spec_errors would have refused (repeated, the server, too many)."""
+    if len(client_host_ids) != len(runs):
+        raise ValueError(f"{len(runs)} runs but client hosts for {len(client_host_ids)}")
+    clients = [tuple(ids) for ids in client_host_ids]
+    for run, ids in zip(runs, clients, strict=True):
+        _check_clients(run, ids)
+    names = Host.objects.in_bulk({pk for ids in clients for pk in ids})
+    if missing := {pk for ids in clients for pk in ids} - set(names):
+        raise ValueError(f"no host {', '.join(map(str, sorted(missing)))} in the inventory")
     with transaction.atomic():
-        for run in runs:
-            _queue_one(run, request)
+        for run, ids in zip(runs, clients, strict=True):
+            _queue_one(run, ids, names, request)
         # A worker must never look for a run that is not committed yet.
         transaction.on_commit(queue_dispatch)
     return runs
 
 
-def _queue_one(run: Run, request: HttpRequest | None) -> None:
+def _check_clients(run: Run, ids: tuple[int, ...]) -> None:
+    """What the database's constraints would refuse halfway through, refused before it starts."""
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"client hosts {list(ids)} name a host twice")
+    if len(ids) > MAX_CLIENT_HOSTS:
+        raise ValueError(f"{len(ids)} client hosts: a run has at most {MAX_CLIENT_HOSTS}")
+    if run.server_host_id in ids:
+        raise ValueError(f"host {run.server_host_id} is the run's server: it cannot be one of its client hosts")
+
+
+def _queue_one(run: Run, ids: tuple[int, ...], hosts: Mapping[int, Host], request: HttpRequest | None) -> None:
     run.state = RunState.QUEUED
+    run.shared_database = bool(run.shared_database) and len(ids) >= 2  # only means something then
     run.save()
+    RunClient.objects.bulk_create(
+        RunClient(
+            run=run, host_id=pk, position=position, database=client_database(position, len(ids), run.shared_database)
+        )
+        for position, pk in enumerate(ids, start=1)
+    )
     RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
     audit_record(
-        action=AuditAction.RUN_QUEUED, target=run, actor=run.queued_by, request=request, message=_describe(run)
+        action=AuditAction.RUN_QUEUED,
+        target=run,
+        actor=run.queued_by,
+        request=request,
+        message=_describe(run, [hosts[pk].name for pk in ids]),
     )
     # In this order: an empty stream, "queued" first in it, then the worker may publish.
     transaction.on_commit(lambda: live.reset_run_stream(run.pk))
     transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
 
 
-def _describe(run: Run) -> str:
+def _describe(run: Run, client_names: Sequence[str]) -> str:
     where = f"{run.server_host.name}:{run.device.name} {run.filesystem}"
-    return f"{where}, {run.workload} scale {run.scale}, {run.clients} clients, {run.duration_s} s"
+    text = f"{where}, {run.workload} scale {run.scale}, {run.clients} clients, {run.duration_s} s"
+    if client_names:
+        databases = "one database" if run.shared_database or len(client_names) == 1 else "own databases"
+        text += f", pgbench on {', '.join(client_names)} ({databases})"
+    return text
 
 
 def _publish_state(run: Run, state: str, **extra: Any) -> None:

@@ -6,7 +6,7 @@ thousand samples/s; update_or_create (SELECT, then INSERT, in a savepoint) manag
 1,200/s on the same machine.
 """
 
-from runs.models import RunSample
+from runs.models import RunClientSample, RunSample
 from runs.services.db_retry import with_database_retry
 
 SAMPLE_VALUE_FIELDS = ["tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup"]
@@ -23,3 +23,15 @@ def sample_upsert(sample: RunSample) -> None:
         )
 
     with_database_retry(upsert, f"run {sample.run_id}: storing second {sample.second}")
+
+
+def client_sample_upsert(run_client_id: int, second: int, tps: float, latency_ms: float) -> None:
+    """One second of one client host's pgbench, stored like the run's own samples."""
+
+    def upsert() -> None:
+        sample = RunClientSample(run_client_id=run_client_id, second=second, tps=tps, latency_ms=latency_ms)
+        RunClientSample.objects.bulk_create(
+            [sample], update_conflicts=True, unique_fields=["run_client", "second"], update_fields=["tps", "latency_ms"]
+        )
+
+    with_database_retry(upsert, f"client {run_client_id}: storing second {second}")

@@ -36,7 +36,8 @@ def stale_runs() -> list[Run]:
     cutoff = timezone.now() - timedelta(seconds=stale_after_s())
     silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
     runs = Run.objects.filter(silent, state__in=ACTIVE_STATES, started_at__isnull=False)
-    return list(runs.select_related("server_host", "client_host", "device", "pg_install").order_by("pk"))
+    runs = runs.select_related("server_host", "device", "pg_install").prefetch_related("run_clients__host")
+    return list(runs.order_by("pk"))
 
 
 def sweep_stale_runs() -> list[int]:

@@ -4,7 +4,8 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 
-from runs.models import Device, Host, PgInstall, Run, RunArtifact, RunState
+from runs.models import Device, Host, PgInstall, Run, RunArtifact, RunClient, RunState
+from runs.models.run_clients import client_database
 
 
 def make_host(**fields: Any) -> Host:
@@ -36,9 +37,17 @@ def make_user(username: str, role: str | None = None, password: str | None = Non
 
 
 def make_run(host: Host, device: Device, pg: PgInstall, **fields: Any) -> Run:
-    """A finished run as the database holds it (no worker involved), with one raw output."""
+    """A finished run as the database holds it (no worker involved), with one raw output and its
+    client hosts in their order (client_hosts=[...]; client_host=: one of them, for short)."""
+    clients: list[Host] = [*fields.pop("client_hosts", ())]
+    if one := fields.pop("client_host", None):
+        clients.append(one)
     defaults: dict[str, Any] = {"state": RunState.DONE, "scale": 1, "clients": 2, "threads": 1, "duration_s": 5}
     run = Run.objects.create(server_host=host, device=device, pg_install=pg, **(defaults | fields))
+    RunClient.objects.bulk_create(
+        RunClient(run=run, host=client, position=n, database=client_database(n, len(clients), run.shared_database))
+        for n, client in enumerate(clients, start=1)
+    )
     RunArtifact.objects.create(run=run, name="pgbench.stdout.txt", content="tps = 123.4\n")
     return run
 
@@ -63,6 +72,7 @@ def run_form_fields(host: Host, device: Device, pg: PgInstall, **changes: object
         "query_mode": "prepared",
         "rate_limit_tps": "",
         "log_sampling_rate": "1",
-        "client_host": "",
+        "client_hosts": [],
+        "shared_database": False,
     }
     return fields | changes

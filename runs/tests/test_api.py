@@ -57,6 +57,69 @@ def test_an_operator_queues_a_run_through_the_api() -> None:
     assert run.log_sampling_rate == 1.0  # left out: the model's default, as the form shows it
 
 
+def client_hosts(*names: str) -> list[int]:
+    hosts = [make_host(name=name, address=f"10.200.0.{20 + n}") for n, name in enumerate(names)]
+    for host in hosts:
+        make_pg_install(host)
+    return [host.pk for host in hosts]
+
+
+def test_a_run_is_queued_with_client_hosts_in_their_order_and_read_back() -> None:
+    client = api_client(make_user("otto", "operator"))
+    lab3, lab2 = client_hosts("lab3", "lab2")
+
+    response = client.post("/api/runs/", run_body(client_hosts=[lab3, lab2], shared_database=True), format="json")
+
+    assert response.status_code == 201, response.json()
+    created = response.json()
+    assert (created["client_hosts"], created["client_host_names"], created["shared_database"]) == (
+        [lab3, lab2], ["lab3", "lab2"], True
+    )  # fmt: skip
+    run = Run.objects.get(pk=created["id"])
+    assert list(run.run_clients.values_list("host_id", "position", "database")) == [
+        (lab3, 1, "bench"), (lab2, 2, "bench")
+    ]  # fmt: skip
+    listed = client.get("/api/runs/").json()["results"][0]
+    detail = client.get(f"/api/runs/{run.pk}/").json()
+    for shown in (listed, detail):
+        assert (shown["client_hosts"], shown["client_host_names"]) == ([lab3, lab2], ["lab3", "lab2"])
+        assert "client_host" not in shown  # the deprecated input is not an output
+
+
+def test_the_deprecated_single_client_host_is_still_read() -> None:
+    client = api_client(make_user("otto", "operator"))
+    (lab2,) = client_hosts("lab2")
+
+    body = run_body()
+    one = client.post("/api/runs/", body | {"client_host": lab2}, format="json")
+    none = client.post("/api/runs/", body | {"client_host": None}, format="json")
+    both = client.post("/api/runs/", body | {"client_host": lab2, "client_hosts": [lab2]}, format="json")
+
+    assert one.status_code == 201, one.json()
+    assert Run.objects.get(pk=one.json()["id"]).client_host_list[0].pk == lab2
+    assert none.status_code == 201, none.json()
+    assert none.json()["client_hosts"] == []
+    assert both.status_code == 400
+    assert both.json() == {"client_host": ["Give client_hosts (a list of ids), not both."]}
+
+
+def test_the_api_refuses_bad_client_hosts_and_queues_nothing() -> None:
+    client = api_client(make_user("otto", "operator"))
+    (lab2,) = client_hosts("lab2")
+    body = run_body()
+
+    twice = client.post("/api/runs/", body | {"client_hosts": [lab2, lab2]}, format="json")
+    server = client.post("/api/runs/", body | {"client_hosts": [body["server_host"]]}, format="json")
+    junk = client.post("/api/runs/", body | {"client_hosts": ["lab2"]}, format="json")
+
+    assert twice.json() == {"client_hosts": ["lab2 is named twice: name each client host once."]}
+    assert server.json() == {
+        "client_hosts": ["lab1 is the run's server: leave it out to run pgbench on the server itself."]
+    }
+    assert junk.status_code == 400 and "client_hosts" in junk.json()
+    assert not Run.objects.exists()
+
+
 def test_fields_left_out_take_their_defaults_and_null_turns_the_transaction_log_off() -> None:
     client = api_client(make_user("otto", "operator"))
     body = run_body()

@@ -5,6 +5,7 @@ real browser (Debian's chromium under Playwright, against uvicorn). Screenshots 
 test-artifacts/."""
 
 import json
+import re
 from collections.abc import Iterator
 from html.parser import HTMLParser
 
@@ -211,7 +212,8 @@ def test_the_options_say_whose_they_are_and_what_a_client_would_run() -> None:
     assert f'<option value="{old.pk}" data-host="{server.pk}">' in page
     pgbench = json.dumps({str(old.pk): "pgbench of PostgreSQL 15.20 (8 kB pages) on lab3",
                           str(new.pk): "pgbench of PostgreSQL 17.2 (8 kB pages) on lab3"})  # fmt: skip
-    assert f'<option value="{client.pk}" data-pgbench="{escape(pgbench)}">lab3</option>' in page
+    (box,) = re.findall(rf'<input type="checkbox" name="client_hosts" value="{client.pk}"[^>]*>', page)
+    assert f'data-pgbench="{escape(pgbench)}"' in box
 
 
 # ---- in the browser ------------------------------------------------------------------------------
@@ -243,6 +245,7 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
     lab3 = make_host(name="lab3", address="10.200.0.13", serves_postgres=False)
     make_pg_install(lab3, version="15.20")
     server_name, installs = server.name, [str(pg) for pg in PgInstall.objects.filter(host=server)]
+    lab3_box, server_box = f"#client-hosts-field input[value='{lab3.pk}']", f"input[value='{server.pk}']"
     make_user("otto", "operator", password=PASSWORD)
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium(height=1500) as (context, violations):
@@ -255,9 +258,10 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
         narrowed = (visible_options(page, "#id_device"), visible_options(page, "#id_pg_install"))
         only_device = (page.locator("#id_device option:checked").text_content(), note(page, "#device-note"))
         page.select_option("#id_pg_install", label=installs[0])
-        page.select_option("#id_client_host", label="lab3")
-        client_note = note(page, "#client-note")
-        server_as_client = page.is_disabled(f"#id_client_host option:text-is('{server_name}')")
+        page.check(lab3_box)
+        client_note = note(page, f"#client-note-{lab3.pk}")
+        server_as_client = page.is_disabled(f"#client-hosts-field {server_box}")
+        one_client_shares_nothing = page.is_disabled("#id_shared_database")
         page.screenshot(path=str(ARTIFACTS / "run-form-narrowed.png"), full_page=True)
 
         # The browser refuses what the server would, with the server's limits.
@@ -285,13 +289,17 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
 
         # Another server host: the device of the first is dropped, the lists follow.
         page.select_option("#id_server_host", label="lab1")
-        other = (visible_options(page, "#id_device"), page.input_value("#id_device"), note(page, "#client-note"))
+        other = (
+            visible_options(page, "#id_device"),
+            page.input_value("#id_device"),
+            note(page, f"#client-note-{lab3.pk}"),
+        )
 
     assert before[0] == ["lab1:hdd0", "lab1:ssd0", "lab2:ram"] and before[1].startswith("Choose a server host first")
     assert narrowed == (["lab2:ram"], installs)
     assert only_device == ("lab2:ram", "RAM · 768 MiB · block device, may be formatted")
-    assert client_note == "Runs the pgbench of PostgreSQL 15.20 (8 kB pages) on lab3 over TCP."
-    assert server_as_client
+    assert client_note == "client 1: runs the pgbench of PostgreSQL 15.20 (8 kB pages) on lab3 over TCP"
+    assert server_as_client and one_client_shares_nothing
     assert clients_limits == ("1", "10000") and under and over and still_here
     assert summary.startswith("The run was not queued.")
     assert f"Scale: {TOO_BIG}" in summary, summary
@@ -301,7 +309,61 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
     assert other == (
         ["lab1:hdd0", "lab1:ssd0"],
         "",
-        "Runs the pgbench of PostgreSQL 15.20 (8 kB pages) on lab3 over TCP.",
+        "client 1: runs the pgbench of PostgreSQL 15.20 (8 kB pages) on lab3 over TCP",
     )
+    assert not Run.objects.exists()
+    assert not violations, violations
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_two_client_hosts_are_numbered_share_a_database_on_request_and_come_back_after_a_refusal(
+    web_server: str,
+) -> None:
+    server = lab2()
+    clients = [make_host(name=name, address=f"10.200.0.{n}", serves_postgres=False) for name, n in
+               (("lab3", 13), ("lab4", 14), ("lab5", 15))]  # fmt: skip
+    for client in clients[:2]:
+        make_pg_install(client, version="15.20")
+    lab3, lab4, lab5 = (f"#client-hosts-field input[value='{client.pk}']" for client in clients)
+    notes = [f"#client-note-{client.pk}" for client in clients]
+    make_user("otto", "operator", password=PASSWORD)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium(height=1700) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "otto")
+        page.goto(f"{web_server}/runs/new/")
+        page.select_option("#id_server_host", label=server.name)
+        page.select_option("#id_pg_install", label="PostgreSQL 15.19 (8 kB pages) on lab2")
+        page.check(lab4)
+        page.check(lab3)
+        page.check(lab5)
+        numbered = [note(page, selector) for selector in notes]
+        own = (page.is_disabled("#id_shared_database"), note(page, "#shared-note"))
+        page.check("#id_shared_database")
+        shared = note(page, "#shared-note")
+        page.locator("#client-hosts-field").screenshot(path=str(ARTIFACTS / "run-form-client-hosts.png"))
+        page.screenshot(path=str(ARTIFACTS / "run-form-two-clients.png"), full_page=True)
+        page.fill("#id_scale", "5000")  # refused: nothing is queued, the page comes back as sent
+        page.click("form.run-form button[type=submit]")
+        page.wait_for_selector("#error-summary")
+        summary = note(page, "#error-summary")
+        kept = ([page.is_checked(box) for box in (lab3, lab4, lab5)], page.is_checked("#id_shared_database"))
+        page.screenshot(path=str(ARTIFACTS / "run-form-two-clients-refused.png"), full_page=True)
+        page.uncheck(lab3)
+        page.uncheck(lab5)
+        alone = (page.is_disabled("#id_shared_database"), page.is_checked("#id_shared_database"))
+        alone_note = note(page, notes[1])
+
+    assert numbered == [
+        "client 1: runs the pgbench of PostgreSQL 15.20 (8 kB pages) on lab3 over TCP",
+        "client 2: runs the pgbench of PostgreSQL 15.20 (8 kB pages) on lab4 over TCP",
+        "client 3: lab5 has no PostgreSQL install, so no pgbench, in the inventory",
+    ]  # in the list's order, whatever order they were ticked in
+    assert own == (False, "Each runs against its own database: bench_1 … bench_3.")
+    assert shared == "All of them run against one database, bench."
+    assert "Client hosts: lab5 has no PostgreSQL install, so no pgbench, in the inventory." in summary, summary
+    assert f"Scale: {TOO_BIG}" in summary, summary
+    assert kept == ([True, True, True], True)
+    assert alone == (True, False) and alone_note.startswith("client 1: ")
     assert not Run.objects.exists()
     assert not violations, violations

@@ -440,6 +440,42 @@ def os_series(run: Run, seconds: int) -> None:
     )
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_header_names_every_client_host_in_order_and_their_databases(
+    client_for: ClientFactory, shared: bool
+) -> None:
+    client2 = make_host(name="client2", address="10.200.0.13")
+    run = finished_run(client_hosts=[client2], shared_database=shared)  # client1 is added after it
+
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+    facts = " ".join(page.split('id="run-facts"', 1)[1].split("</dl>", 1)[0].split())
+
+    databases = "one database" if shared else "own databases"
+    assert f"pgbench on client2, client1 over TCP ({databases})</p>" in page
+    assert f'<dt>Clients (pgbench)</dt><dd id="run-client">client2, client1, over TCP ({databases})</dd>' in facts
+
+
+@BROWSER
+def test_a_run_with_two_client_hosts_shows_them_in_its_header(web_server: str) -> None:
+    client2 = make_host(name="client2", address="10.200.0.13")
+    otto = make_user("otto", "operator", password=PASSWORD)  # operators cancel their own runs
+    run = finished_run(client_hosts=[client2], state=RunState.MEASURING, finished_at=None, queued_by=otto)
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "otto")
+        page.goto(f"{web_server}/runs/{run.pk}/")
+        where, client = text(page, "#run-where"), text(page, "#run-client")
+        page.click("#cancel-open")
+        page.screenshot(path=str(ARTIFACTS / "run-page-two-clients.png"), full_page=False)
+        cancel_text = text(page, "#cancel-confirm .confirm-box")
+
+    assert where.endswith("pgbench on client2, client1 over TCP (own databases)")
+    assert client == "client2, client1, over TCP (own databases)"
+    assert "cleans up lab1, client2 and client1;" in cancel_text
+    assert not violations, violations
+
+
 @BROWSER
 def test_the_charts_tooltips_band_axes_and_outputs_of_a_finished_run(web_server: str) -> None:
     run = finished_run()

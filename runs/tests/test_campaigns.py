@@ -136,6 +136,56 @@ def test_retrying_queues_the_failed_repetitions_again_at_the_end(users: dict) ->
     ]
 
 
+def client_lab(*names: str) -> list[Host]:
+    hosts = [make_host(name=name, address=f"10.200.0.{30 + n}") for n, name in enumerate(names)]
+    for host in hosts:
+        make_pg_install(host)
+    return hosts
+
+
+def clients_of(run: Run) -> list[tuple[str, int, str]]:
+    return list(run.run_clients.values_list("host__name", "position", "database"))
+
+
+def test_a_campaign_sweeps_client_hosts_one_or_several_and_queues_them_with_their_runs(users: dict) -> None:
+    host = lab1()
+    lab2, lab3 = client_lab("lab2", "lab3")
+    sweep = [Variable("client_host", (None, lab2.pk, [lab2.pk, lab3.pk], f"{lab3.pk}+{lab2.pk}"))]
+
+    campaign = campaign_create(plan=plan_on(host, sweep, repetitions=1), by=users["otto"])
+
+    runs = list(Run.objects.filter(campaign=campaign).order_by("pk"))
+    assert [run.configuration.label for run in runs if run.configuration] == [
+        "pgbench on the server", "pgbench on lab2", "pgbench on lab2+lab3", "pgbench on lab3+lab2"
+    ]  # fmt: skip
+    assert [clients_of(run) for run in runs] == [
+        [],
+        [("lab2", 1, "bench")],
+        [("lab2", 1, "bench_1"), ("lab3", 2, "bench_2")],
+        [("lab3", 1, "bench_1"), ("lab2", 2, "bench_2")],
+    ]
+
+
+def test_a_campaign_stored_with_one_client_host_runs_again_with_it(users: dict) -> None:
+    host = lab1()
+    (lab2,) = client_lab("lab2")
+    campaign = campaign_create(
+        plan=plan_on(host, [Variable("client_host", (lab2.pk,))], repetitions=1), by=users["otto"]
+    )
+    configuration = campaign.configurations.get()
+    old_spec = {
+        name: value for name, value in configuration.spec.items() if name not in ("client_host_ids", "shared_database")
+    }
+    configuration.spec = old_spec | {"client_host_id": lab2.pk}  # as campaigns stored it before runs had several
+    configuration.save()
+    Run.objects.filter(campaign=campaign).update(state=RunState.FAILED)
+
+    assert campaign_retry_failed(campaign=campaign, by=users["otto"]) == 1
+
+    again = Run.objects.filter(campaign=campaign, state=RunState.QUEUED).get()
+    assert clients_of(again) == [("lab2", 1, "bench")]
+
+
 def test_statistics_are_scipys_over_done_runs_and_failed_runs_are_counted_apart(users: dict) -> None:
     host = lab1()
     campaign = campaign_create(plan=plan_on(host, devices_and_options(host)[:1]), by=users["otto"])
@@ -192,6 +242,23 @@ def test_queueing_from_the_form_creates_the_campaign_and_shows_its_page(otto: Cl
     assert Run.objects.filter(campaign=campaign).count() == 12
     page = otto.get(response["Location"]).content.decode()
     assert "0 of 12" in page and "lab1:hdd · data=writeback" in page
+
+
+def test_the_form_s_base_run_takes_two_client_hosts_sharing_one_database(otto: Client) -> None:
+    host = lab1()
+    lab2, lab3 = client_lab("lab2", "lab3")
+    form = campaign_form(host, action="queue", repetitions=1) | {
+        "base-client_hosts": [lab2.pk, lab3.pk],
+        "base-shared_database": "on",
+    }
+
+    assert otto.post(reverse("campaign-new"), form).status_code == 302
+
+    campaign = Campaign.objects.get()
+    assert campaign.base_spec["client_host_ids"] == [lab2.pk, lab3.pk] and campaign.base_spec["shared_database"]
+    runs = list(Run.objects.filter(campaign=campaign))
+    assert len(runs) == 4 and all(run.shared_database for run in runs)
+    assert {tuple(clients_of(run)) for run in runs} == {(("lab2", 1, "bench"), ("lab3", 2, "bench"))}
 
 
 @pytest.mark.parametrize(

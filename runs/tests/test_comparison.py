@@ -195,6 +195,36 @@ def test_the_query_string_round_trips() -> None:
     assert ComparisonQuery.from_share([3, 1, 2], query.options()) == query
 
 
+def test_runs_are_grouped_by_their_client_hosts_in_order(lab: Any) -> None:
+    lab2, lab3 = make_host(name="lab2", address="10.200.0.12"), make_host(name="lab3", address="10.200.0.13")
+    both = runs_of(lab, [300.0, 310.0], client_hosts=[lab2, lab3])
+    shared = runs_of(lab, [320.0], client_hosts=[lab2, lab3], shared_database=True)
+    one = runs_of(lab, [200.0], client_hosts=[lab2])
+    server = runs_of(lab, [100.0])
+
+    result = compare_runs(ComparisonQuery(run_ids=ids(both + shared + one + server)))
+    by_clients = compare_runs(ComparisonQuery.from_params({"runs": ",".join(map(str, ids(both + one + server))),
+                                                           "group": "client_hosts"}))  # fmt: skip
+
+    assert [g.label for g in result.groups] == [
+        "pgbench on lab2+lab3 · a database per client host",
+        "pgbench on lab2+lab3 · one database for all client hosts",
+        "pgbench on lab2 · one database",
+        "pgbench on the server · one database",
+    ]
+    assert [len(g.runs) for g in result.groups] == [2, 1, 1, 1]
+    assert [g.label for g in by_clients.groups] == ["pgbench on lab2+lab3", "pgbench on lab2", "pgbench on the server"]
+    assert [g.key for g in by_clients.groups] == [((lab2.pk, lab3.pk),), ((lab2.pk,),), ((),)]
+
+
+def test_links_grouped_by_the_one_client_host_of_old_still_read() -> None:
+    old = ComparisonQuery.from_params({"runs": "1,2", "group": "client_host,filesystem", "facet": "client_host"})
+
+    assert (old.group_by, old.facet) == (("client_host_ids", "filesystem"), "client_host_ids")
+    assert old.as_params()["group"] == "client_hosts,filesystem"
+    assert ComparisonQuery.from_params(old.as_params()) == old
+
+
 @pytest.fixture
 def two_groups(lab: Any) -> list[Run]:
     runs = runs_of(lab, [100.0, 110.0, 120.0], mount_options="") + runs_of(

@@ -29,7 +29,7 @@ def four_workers() -> Iterator[CeleryWorker]:
 
 def short_run(server: Host, client: Host | None, user: User) -> Run:
     return Run(
-        server_host=server, client_host=client, device=server.devices.get(name="ram"),
+        server_host=server, device=server.devices.get(name="ram"),
         pg_install=server.pg_installs.get(bin_dir=PG_BIN), filesystem="ext4", scale=1, clients=1, threads=1,
         duration_s=1, warmup_s=0, log_sampling_rate=None, queued_by=user,
     )  # fmt: skip
@@ -42,7 +42,10 @@ def test_twenty_runs_on_two_hosts_never_overlap_on_a_host_and_start_in_queue_ord
     # A mix in one queue: lab1 alone, lab2 alone, and lab1 serving pgbench on lab2 (both hosts).
     pattern = [(lab1, None), (lab2, None), (lab1, lab2), (lab2, None), (lab1, None)]
     otto = make_user("otto", "operator")
-    runs = runs_enqueue(runs=[short_run(server, client, otto) for server, client in (pattern * 4)])
+    runs = runs_enqueue(
+        runs=[short_run(server, client, otto) for server, client in (pattern * 4)],
+        client_host_ids=[[client.pk] if client else [] for _, client in (pattern * 4)],
+    )
 
     finished = [wait_until_finished(run, timeout=600) for run in runs]
 

@@ -176,10 +176,13 @@ class Recorder:
         if stream == "pgbench":
             self.lines.append(text)
 
+    def client_progress(self, name: str, sample: ProgressSample) -> None:
+        pass
+
     def progress(self, sample: ProgressSample) -> None:
         self.samples += 1
 
-    def started(self, process: Detached) -> None:
+    def started(self, process: Detached, on: str | None = None) -> None:
         pass
 
     def followed(self, offset: int) -> None:
@@ -302,7 +305,7 @@ def test_the_cluster_and_pgbench_run_as_benchlabs_unprivileged_user(virtual_lab:
     owners: dict[str, set[str]] = {}
 
     class Watcher(Recorder):
-        def started(self, process: Detached) -> None:
+        def started(self, process: Detached, on: str | None = None) -> None:
             # Observed only: `ps -C` names processes, and nothing is signalled by name.
             pgbench = watcher.run(["ps", "-o", "user=", "--ppid", str(process.pid)]).stdout.split()
             servers = watcher.run(["ps", "-o", "user=", "-C", "postgres"]).stdout.split()

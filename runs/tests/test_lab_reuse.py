@@ -74,6 +74,9 @@ class Watcher:
     def line(self, stream: str, text: str) -> None:
         pass
 
+    def client_progress(self, name: str, sample: ProgressSample) -> None:
+        pass
+
     def progress(self, sample: ProgressSample) -> None:
         pass
 
@@ -83,7 +86,7 @@ class Watcher:
     def followed(self, offset: int) -> None:
         pass
 
-    def started(self, process: Detached) -> None:
+    def started(self, process: Detached, on: str | None = None) -> None:
         if self.kept is None or process.name != "pgbench":  # the cluster as pgbench measures it
             return
         transport = self.lab.connect("lab1")
@@ -137,7 +140,9 @@ def test_a_kept_setup_is_reused_without_mkfs_or_loading_and_with_only_the_next_r
         virtual_lab,
         "reuse-a",
         {"shared_buffers": "32MB", "work_mem": "8MB"},
-        client=ClientSpec(PG_BIN, address=lab2_address, server_address=virtual_lab.host("lab1")["address"]),
+        clients=(
+            ClientSpec(PG_BIN, address=lab2_address, server_address=virtual_lab.host("lab1")["address"], name="lab2"),
+        ),
     )
     # B: pgbench on lab1 itself, two clients, shared_buffers 48MB and nothing else.
     b_spec = ram_spec(
@@ -145,7 +150,7 @@ def test_a_kept_setup_is_reused_without_mkfs_or_loading_and_with_only_the_next_r
     )
     kept = None
     try:
-        a = run(virtual_lab, lab1, a_spec, client=Endpoint(lab2, lambda: virtual_lab.connect("lab2")), keep=True)
+        a = run(virtual_lab, lab1, a_spec, clients=[Endpoint(lab2, lambda: virtual_lab.connect("lab2"))], keep=True)
         kept = a.kept
         assert a.exit_status == 0, a.stderr
         assert kept is not None

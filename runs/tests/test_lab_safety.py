@@ -159,10 +159,13 @@ def test_cancel_stops_pgbench_and_the_run_still_cleans_up(virtual_lab: VirtualLa
 
         def line(self, stream: str, text: str) -> None: ...
 
+        def client_progress(self, name: str, sample: ProgressSample) -> None:
+            pass
+
         def progress(self, sample: ProgressSample) -> None:
             samples.append(sample)
 
-        def started(self, process: Detached) -> None:
+        def started(self, process: Detached, on: str | None = None) -> None:
             started.append(process)
 
         def followed(self, offset: int) -> None: ...

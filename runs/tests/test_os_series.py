@@ -97,7 +97,7 @@ def test_storing_a_runs_results_fills_the_columns_and_leaves_the_series_out_of_m
         pg_stats=pg_stats,
     )
 
-    store_results(run, result, {}, None, RunObserver(run))
+    store_results(run, result, {}, [], RunObserver(run))
 
     run = Run.objects.get(pk=run.pk)
     assert run.device_util_pct == 60.0 and run.cache_hit_pct == pytest.approx(99.0) and run.os_means == MEANS

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from runs.models import Host, Run, RunState
+from runs.models import Host, Run, RunClient, RunState
 from runs.selectors import run_waits
 from runs.services.inventory import inventory_set_flag
 from runs.services.queue import queue_dispatch, run_release_hosts, run_wait
@@ -21,7 +21,10 @@ pytestmark = pytest.mark.django_db
 
 def queued_run(server: Host, client: Host | None = None) -> Run:
     device, install = server.devices.get(), server.pg_installs.get()
-    return make_run(server, device, install, state=RunState.QUEUED, client_host=client)
+    run = make_run(server, device, install, state=RunState.QUEUED)
+    if client is not None:
+        RunClient.objects.create(run=run, host=client, position=1, database="bench")
+    return run
 
 
 def lab_host(name: str) -> Host:
@@ -208,16 +211,17 @@ def test_a_real_worker_starts_runs_in_queue_order_on_every_host(celery_worker: C
         make_pg_install(host)
     plan = [(a, None), (a, b), (b, None), (a, None), (b, a), (b, None), (a, None), (a, b), (b, None), (a, None)]
     runs = [
-        Run(server_host=server, device=server.devices.get(), pg_install=server.pg_installs.get(), client_host=c)
-        for server, c in plan
+        Run(server_host=server, device=server.devices.get(), pg_install=server.pg_installs.get()) for server, _ in plan
     ]
-    runs_enqueue(runs=runs)  # one transaction; its commit dispatches
+    runs_enqueue(
+        runs=runs, client_host_ids=[[c.pk] if c else [] for _, c in plan]
+    )  # one transaction; its commit dispatches
 
     finished = wait_until_all_finished([run.pk for run in runs], celery_worker)
 
     assert all(run.state == RunState.FAILED and run.started_at for run in finished), [r.error for r in finished]
     for host in (a, b):
-        using = [run for run in finished if host.pk in (run.server_host_id, run.client_host_id)]
+        using = [run for run in finished if host.pk in {h.pk for h in run.hosts}]
         by_start = sorted(using, key=lambda run: (run.started_at, run.pk))
         assert [run.pk for run in by_start] == [run.pk for run in using], f"{host.name} started out of order"
     assert set(claims().values()) == {None}

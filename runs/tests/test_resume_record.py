@@ -134,7 +134,9 @@ def test_a_directory_device_run_directory_must_be_named_after_the_run() -> None:
 
 
 def test_pgbench_on_a_client_host_is_recorded_so() -> None:
-    spec = dataclasses.replace(SPEC, client=ClientSpec(pg_bin_dir=BIN, address="10.0.0.2", server_address="10.0.0.1"))
+    spec = dataclasses.replace(
+        SPEC, clients=(ClientSpec(pg_bin_dir=BIN, address="10.0.0.2", server_address="10.0.0.1"),)
+    )
 
     assert parse_resume_record(record(on_server=False), spec).pgbench_on == "client"
     with pytest.raises(ValueError, match="pgbench ran on the 'server', the run's runs on the client"):

@@ -31,10 +31,10 @@ pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialize
 @pytest.fixture
 def lab_inventory(virtual_lab: VirtualLab) -> Iterator[dict[str, Host]]:
     call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
-    yield {name: Host.objects.get(name=lab_host_name(virtual_lab.lab_id, name)) for name in ("lab1", "lab2")}
+    yield {name: Host.objects.get(name=lab_host_name(virtual_lab.lab_id, name)) for name in ("lab1", "lab2", "lab3")}
 
 
-def new_run(host: Host, user: User, **fields: object) -> Run:
+def new_run(host: Host, user: User, client_hosts: tuple[Host, ...] = (), **fields: object) -> Run:
     defaults: dict[str, object] = {
         "server_host": host,
         "device": fields.get("device") or host.devices.get(name="ram"),
@@ -49,7 +49,7 @@ def new_run(host: Host, user: User, **fields: object) -> Run:
         "pg_settings": "shared_buffers = 32MB",
         "queued_by": user,
     }
-    return run_enqueue(run=Run(**(defaults | fields)))
+    return run_enqueue(run=Run(**(defaults | fields)), client_host_ids=[client.pk for client in client_hosts])
 
 
 def wait_until_finished(run: Run, timeout: float = 180) -> Run:
@@ -120,7 +120,7 @@ def test_pgbench_runs_on_a_named_client_host_over_tcp(
     celery_worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab
 ) -> None:
     server, client = lab_inventory["lab1"], lab_inventory["lab2"]
-    run = new_run(server, make_user("otto", "operator"), client_host=client, duration_s=6, log_sampling_rate=0.5)
+    run = new_run(server, make_user("otto", "operator"), client_hosts=(client,), duration_s=6, log_sampling_rate=0.5)
     wait_for_state(run, RunState.MEASURING)
     run_dir = f"{RUNS_ROOT}/run-{run.pk}-{run.key.hex[:12]}"
     pid_file = f"{run_dir}/{WORK_SUBDIR}/pgbench.pid"
@@ -230,3 +230,39 @@ def test_the_api_queues_a_run_and_reads_its_samples(
     assert created.status_code == 201 and run.state == RunState.DONE, (run.error, run.failed_output)
     assert len(samples) >= 2 and all(s["tps"] > 0 for s in samples)
     assert client.get(f"/api/runs/{run.pk}/").json()["steady_tps_mean"] > 0
+
+
+def test_two_client_hosts_run_together_and_the_run_keeps_each_ones_results_and_their_total(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    server, lab2, lab3 = lab_inventory["lab1"], lab_inventory["lab2"], lab_inventory["lab3"]
+    run = new_run(server, make_user("otto", "operator"), client_hosts=(lab2, lab3), duration_s=4, warmup_s=1)
+    wait_for_state(run, RunState.MEASURING)
+    # Every host of the run is claimed while it measures.
+    claims = set(Host.objects.filter(pk__in=[server.pk, lab2.pk, lab3.pk]).values_list("claimed_by", flat=True))
+
+    run = wait_until_finished(run)
+
+    assert run.state == RunState.DONE, (run.error, run.failed_output)
+    assert claims == {run.pk}
+    clients = list(run.run_clients.select_related("host").order_by("position"))
+    assert [(c.host.name, c.database) for c in clients] == [(lab2.name, "bench_1"), (lab3.name, "bench_2")]
+    assert all(c.tps and c.tps > 0 and c.exit_status == 0 and c.rtt_ms and c.started_epoch for c in clients)
+    assert all(c.latency_p50_ms and c.steady_tps_mean for c in clients)
+    assert run.tps == pytest.approx(sum(c.tps or 0 for c in clients))
+    assert run.start_skew_ms is not None and run.start_skew_ms < 500
+    # Per second: each client's samples, and the run's, which are their sum.
+    for client in clients:
+        assert client.samples.count() >= 4
+    lab2_tps = dict(clients[0].samples.values_list("second", "tps"))
+    lab3_tps = dict(clients[1].samples.values_list("second", "tps"))
+    for sample in run.samples.all():
+        assert sample.tps == pytest.approx(lab2_tps[sample.second] + lab3_tps[sample.second])
+    assert [c["hostname"] for c in run.environment["clients"]] == ["lab2", "lab3"]
+    assert {a.name for a in run.artifacts.all()} >= {
+        f"pgbench.{lab2.name}.stdout.txt",
+        f"pgbench.{lab3.name}.stdout.txt",
+    }
+    events = live.events_after(live.run_stream(run.pk))
+    assert {e.data["client"] for e in events if e.kind == "client_sample"} == {lab2.name, lab3.name}
+    assert set(Host.objects.filter(pk__in=[server.pk, lab2.pk, lab3.pk]).values_list("claimed_by", flat=True)) == {None}

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from pytest_django import DjangoAssertNumQueries
 
-from runs.models import Campaign, Device, Host, PgInstall, Run, RunSample, RunState
+from runs.models import Campaign, Device, Host, PgInstall, Run, RunClient, RunSample, RunState
 from runs.run_filters import list_runs
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
@@ -102,6 +102,22 @@ def test_each_filter_lists_exactly_its_runs(
 
     assert response.status_code == 200
     assert set(listed(response.content)) == names(lab, *expected)
+
+
+def test_a_run_with_two_client_hosts_is_listed_once_under_each_of_them(lab: Lab, client_for: ClientFactory) -> None:
+    lab3 = make_host(name="lab3", address="10.200.0.13")
+    both = make_run(lab.lab1, lab.ssd, lab.pg15, client_hosts=[lab3, lab.lab2])
+    client = client_for("vera")
+
+    by_lab2 = client.get(reverse("runs"), {"host": lab.lab2.pk})
+    by_lab3 = client.get(reverse("runs"), {"host": lab3.pk})
+    by_server = client.get(reverse("runs"), {"host": lab.lab1.pk})
+
+    assert sorted(listed(by_lab2.content)) == sorted([*names(lab, "elsewhere", "client"), both.pk])
+    assert listed(by_lab3.content) == [both.pk]
+    assert listed(by_server.content).count(both.pk) == 1  # its server and no join repeating it per client
+    row = by_lab3.content.decode().split(f'<tr id="run-{both.pk}"', 1)[1].split("</tr>", 1)[0]
+    assert "<td>lab3, lab2</td>" in row
 
 
 def test_filters_combine_and_the_form_keeps_them_by_name(lab: Lab, client_for: ClientFactory) -> None:
@@ -207,14 +223,21 @@ def make_runs(lab: Lab, count: int, **fields: Any) -> list[Run]:
     return make_runs_on(lab.ssd, lab.pg15, count, datetime(2025, 4, 1, tzinfo=UTC), **fields)
 
 
-def make_runs_on(device: Device, pg: PgInstall, count: int, start: datetime, **fields: Any) -> list[Run]:
-    """`count` runs a minute apart from `start`, the last one newest (in one INSERT)."""
+def make_runs_on(
+    device: Device, pg: PgInstall, count: int, start: datetime, client_host: Host | None = None, **fields: Any
+) -> list[Run]:
+    """`count` runs a minute apart from `start`, the last one newest (in one INSERT), each with
+    client_host as its one client host if given."""
     runs = Run.objects.bulk_create(
         Run(server_host=device.host, device=device, pg_install=pg, **fields) for _ in range(count)
     )
     for minute, run in enumerate(runs):
         run.created_at = start + timedelta(minutes=minute)
     Run.objects.bulk_update(runs, ["created_at"])
+    if client_host is not None:
+        RunClient.objects.bulk_create(
+            RunClient(run=run, host=client_host, position=1, database="bench") for run in runs
+        )
     return runs
 
 

@@ -4,6 +4,7 @@ the samples endpoint and the replayable event stream."""
 import asyncio
 import json
 import re
+from collections.abc import Callable
 
 import pytest
 from django.test import AsyncClient, Client
@@ -11,8 +12,9 @@ from django.urls import reverse
 
 from runs import live
 from runs.forms import RUN_FIELDS
-from runs.models import Host, Run, RunSample, RunState
+from runs.models import Host, Run, RunClient, RunSample, RunState, RunTransition
 from runs.services.run_observer import RunObserver
+from runs.services.runs import runs_enqueue
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, run_form_fields
 
@@ -32,6 +34,7 @@ def form_data(**fields: object) -> dict[str, object]:
 
 
 def test_the_form_shows_every_field_of_a_run(otto: Client) -> None:
+    form_data()  # a host, so there is a client host box to tick
     page = otto.get(reverse("run-new")).content.decode()
 
     assert [name for name in RUN_FIELDS if f'name="{name}"' not in page] == []
@@ -240,21 +243,58 @@ def test_a_client_host_needs_an_address_and_a_pgbench(
     if with_install:
         make_pg_install(client_host)
 
-    response = otto.post(reverse("run-new"), data | {"client_host": client_host.pk})
+    response = otto.post(reverse("run-new"), data | {"client_hosts": [client_host.pk]})
 
     if error is None:
         assert response.status_code == 302
-        assert Run.objects.get().client_host == client_host
+        assert Run.objects.get().client_host_list == [client_host]
     else:
-        assert response.context["form"].errors["client_host"] == [error]
+        assert response.context["form"].errors["client_hosts"] == [error]
+        assert not Run.objects.exists()
 
 
 def test_the_server_itself_is_not_a_client_host(otto: Client) -> None:
     data = form_data()
 
-    errors = otto.post(reverse("run-new"), data | {"client_host": data["server_host"]}).context["form"].errors
+    errors = otto.post(reverse("run-new"), data | {"client_hosts": [data["server_host"]]}).context["form"].errors
 
-    assert errors["client_host"] == ["Leave it empty to run pgbench on the server itself."]
+    assert errors["client_hosts"] == ["lab1 is the run's server: leave it out to run pgbench on the server itself."]
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_two_client_hosts_are_queued_in_order_with_their_databases(
+    otto: Client, client_for: ClientFactory, shared: bool
+) -> None:
+    data = form_data()
+    lab2, lab3 = (make_host(name=name, address=f"10.200.0.{n}") for name, n in (("lab2", 12), ("lab3", 13)))
+    for host in (lab2, lab3):
+        make_pg_install(host)
+
+    response = otto.post(reverse("run-new"), data | {"client_hosts": [lab3.pk, lab2.pk], "shared_database": shared})
+
+    assert response.status_code == 302
+    run = Run.objects.get()
+    rows = list(run.run_clients.values_list("host__name", "position", "database"))
+    databases = ["bench", "bench"] if shared else ["bench_1", "bench_2"]
+    assert rows == [("lab3", 1, databases[0]), ("lab2", 2, databases[1])]
+    assert run.shared_database is shared
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "pgbench on lab3, lab2 over TCP" in page
+    assert f"lab3, lab2, over TCP ({'one database' if shared else 'own databases'})" in page
+    again = otto.get(reverse("run-new"), {"again": run.pk}).context["form"]
+    assert (again.initial["client_hosts"], again.initial["shared_database"]) == ([lab3.pk, lab2.pk], shared)
+
+
+def test_one_client_host_runs_against_the_one_database_even_if_shared_is_ticked(otto: Client) -> None:
+    data = form_data()
+    lab2 = make_host(name="lab2", address="10.200.0.12")
+    make_pg_install(lab2)
+
+    assert otto.post(reverse("run-new"), data | {"client_hosts": [lab2.pk], "shared_database": True}).status_code == 302
+
+    run = Run.objects.get()
+    assert run.shared_database is False
+    assert list(run.run_clients.values_list("position", "database")) == [(1, "bench")]
 
 
 async def first_state_event(client: AsyncClient, url: str) -> dict[str, object]:
@@ -300,3 +340,42 @@ def test_a_finished_runs_stream_expires_and_progress_lines_are_not_sent_twice() 
     assert [e.data.get("line") for e in events if e.kind == "log"] == ["pgbench: warning: something worth reading"]
     assert len(observer.log_tail) == 2  # both kept for a failure's output
     assert 0 < live.client().ttl(live.run_stream(run.pk)) <= live.FINISHED_RUN_STREAM_TTL_S
+
+
+@pytest.mark.parametrize(
+    ("clients", "message"),
+    [
+        (lambda server, lab2: [lab2.pk, lab2.pk], "name a host twice"),
+        (lambda server, lab2: [lab2.pk, server.pk], "is the run's server"),
+        (lambda server, lab2: [lab2.pk, lab2.pk + 1000], "no host"),
+    ],
+    ids=["repeated", "the-server", "unknown"],
+)
+def test_enqueueing_bad_client_hosts_writes_nothing_not_even_the_runs_before(
+    clients: Callable[[Host, Host], list[int]], message: str
+) -> None:
+    server = make_host(name="lab1")
+    device, pg = make_device(server), make_pg_install(server)
+    lab2 = make_host(name="lab2", address="10.200.0.12")
+
+    def new_run() -> Run:
+        return Run(server_host=server, device=device, pg_install=pg, scale=1, clients=2, threads=1, duration_s=5)
+
+    with pytest.raises(ValueError, match=message):
+        runs_enqueue(runs=[new_run(), new_run()], client_host_ids=[[lab2.pk], clients(server, lab2)])
+
+    assert (Run.objects.count(), RunClient.objects.count(), RunTransition.objects.count()) == (0, 0, 0)
+
+
+def test_run_again_keeps_a_client_host_disabled_since_ticked_and_marked(otto: Client) -> None:
+    server = make_host(name="lab1")
+    lab2 = make_host(name="lab2", address="10.200.0.12")
+    run = make_run(server, make_device(server, wipe_allowed=True), make_pg_install(server), client_hosts=[lab2])
+    Host.objects.filter(pk=lab2.pk).update(enabled=False)
+
+    page = otto.get(reverse("run-new"), {"again": run.pk}).content.decode()
+
+    (box,) = re.findall(
+        rf'<label for="id_client_hosts_\d+">(<input [^>]*value="{lab2.pk}"[^>]*>) lab2 \(disabled\)</label>', page
+    )
+    assert " checked" in box

@@ -38,9 +38,9 @@ def test_a_run_with_a_client_host_names_both_addresses() -> None:
 
     spec = benchmark_spec(run)
 
-    assert spec.client is not None
-    assert (spec.client.address, spec.client.server_address) == ("10.200.0.12", server.address)
-    assert spec.client.pg_bin_dir == "/opt/pg/15.20/bin"
+    (client_spec,) = spec.clients
+    assert (client_spec.address, client_spec.server_address) == ("10.200.0.12", server.address)
+    assert (client_spec.pg_bin_dir, client_spec.database) == ("/opt/pg/15.20/bin", "bench")
     assert (spec.run.duration_s, spec.warmup_s, spec.run.log_sampling_rate) == (25, 5, 0.25)
 
 
@@ -49,4 +49,4 @@ def test_a_run_without_a_client_host_runs_pgbench_on_the_server() -> None:
 
     spec = benchmark_spec(make_run(server, make_device(server), make_pg_install(server)))
 
-    assert spec.client is None
+    assert spec.clients == ()

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 from django.db import connection, models
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from runs.forms import RUN_FIELDS, RunForm, run_form_initial
-from runs.models import Device, Host, PgInstall, Run
+from runs.models import Device, Host, PgInstall, Run, RunClient
 from runs.specs import FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS, Inventory, RunSpec, spec_errors
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -36,10 +38,34 @@ def test_a_spec_varies_one_field_at_a_time_and_says_which_fields_differ() -> Non
 
 
 def test_a_spec_survives_a_trip_through_json() -> None:
-    spec = SPEC.replace(rate_limit_tps=250.0, log_sampling_rate=None, client_host_id=9, pg_settings="work_mem = 8MB")
+    spec = SPEC.replace(
+        rate_limit_tps=250.0, log_sampling_rate=None, client_host_ids=(9, 4), pg_settings="work_mem = 8MB"
+    )
 
     assert RunSpec.from_json(json.loads(json.dumps(spec.as_json()))) == spec
     assert RunSpec.from_json({"server_host_id": 1, "device_id": 2, "filesystem": "xfs", "pg_install_id": 3}) == SPEC
+
+
+def test_a_spec_stored_with_one_client_host_reads_as_a_list_of_one() -> None:
+    stored = {name: value for name, value in SPEC.as_json().items() if name != "client_host_ids"}
+
+    assert RunSpec.from_json(stored | {"client_host_id": 7}).client_host_ids == (7,)
+    assert RunSpec.from_json(stored | {"client_host_id": None}) == SPEC
+    with pytest.raises(ValueError, match=r"^client_host_id must be a whole number or null, not 1\.5"):
+        RunSpec.from_json(stored | {"client_host_id": 1.5})
+    with pytest.raises(ValueError, match=r"^give client_host_ids \(a list of host ids\), not client_host_id too"):
+        RunSpec.from_json(stored | {"client_host_id": 7, "client_host_ids": [7]})
+
+
+def test_one_database_for_all_only_means_something_with_two_client_hosts() -> None:
+    assert SPEC.replace(shared_database=True).shared_database is False
+    assert SPEC.replace(client_host_ids=(5,), shared_database=True) == SPEC.replace(client_host_ids=(5,))
+    assert SPEC.replace(client_host_ids=[5, 6], shared_database=True).as_json() | {} == SPEC.as_json() | {
+        "client_host_ids": [5, 6],
+        "shared_database": True,
+    }
+    assert SPEC.replace(client_host_ids=[5, 6]).client_host_ids == (5, 6)  # a tuple, hashable, in order
+    assert SPEC.replace(client_host_ids=(5, 6)) != SPEC.replace(client_host_ids=(6, 5))
 
 
 def test_a_whole_number_is_a_number_for_a_rate() -> None:
@@ -55,7 +81,9 @@ def test_a_whole_number_is_a_number_for_a_rate() -> None:
         ({"clients": True}, "clients must be a whole number, not True"),
         ({"scale": None}, "scale must be a whole number, not None"),
         ({"rate_limit_tps": "fast"}, "rate_limit_tps must be a number or null, not 'fast'"),
-        ({"client_host_id": 1.5}, "client_host_id must be a whole number or null, not 1.5"),
+        ({"client_host_ids": [1.5]}, "client_host_ids must be a list of host ids (whole numbers), not [1.5]"),
+        ({"client_host_ids": 3}, "client_host_ids must be a list of host ids (whole numbers), not 3"),
+        ({"shared_database": 1}, "shared_database must be true or false, not 1"),
         ({"filesystem": ["xfs"]}, "filesystem must be a string, not ['xfs']"),
     ],
 )
@@ -77,10 +105,10 @@ def test_json_without_a_field_that_has_no_default_or_not_an_object_is_refused() 
 
 def test_the_spec_s_defaults_are_the_run_model_s() -> None:
     defaults = {f.name: f.default for f in dataclasses.fields(RunSpec) if f.default is not dataclasses.MISSING}
-    model_fields = {name: Run._meta.get_field(FORM_FIELDS[name]) for name in defaults}
+    model_fields = {name: Run._meta.get_field(FORM_FIELDS[name]) for name in defaults if name != "client_host_ids"}
     model_defaults = {name: f.get_default() for name, f in model_fields.items() if isinstance(f, models.Field)}
 
-    assert defaults == model_defaults
+    assert defaults == model_defaults | {"client_host_ids": ()}  # no client hosts: the run has no RunClient rows
     assert set(SPEC_FIELDS) - set(defaults) == {"server_host_id", "device_id", "filesystem", "pg_install_id"}
 
 
@@ -135,7 +163,7 @@ def test_a_valid_spec_has_no_errors(lab1: Host) -> None:
     client = other_host("client1", serves_postgres=False)
 
     assert errors_of(spec_on(lab1)) == {}
-    assert errors_of(spec_on(lab1, client_host_id=client.pk, workload="custom", custom_script="SELECT 1;")) == {}
+    assert errors_of(spec_on(lab1, client_host_ids=(client.pk,), workload="custom", custom_script="SELECT 1;")) == {}
     directory = lab1.devices.get(name="dir0").pk
     assert errors_of(spec_on(lab1, filesystem="directory", mount_options="", device_id=directory)) == {}
 
@@ -173,13 +201,73 @@ def test_each_problem_lands_on_its_field_saying_what_is_allowed(
 def test_rows_that_do_not_exist_are_named(lab1: Host) -> None:
     device, install, host = unknown_id(Device), unknown_id(PgInstall), unknown_id(Host)
 
-    errors = errors_of(spec_on(lab1, device_id=device, pg_install_id=install, client_host_id=host))
+    errors = errors_of(spec_on(lab1, device_id=device, pg_install_id=install, client_host_ids=(host,)))
 
     assert errors == {
         "device": [f"device {device} does not exist in the inventory."],
         "pg_install": [f"PostgreSQL install {install} does not exist in the inventory."],
-        "client_host": [f"host {host} does not exist in the inventory."],
+        "client_hosts": [f"host {host} does not exist in the inventory."],
     }
+
+
+def test_several_client_hosts_each_own_database_or_one_for_all(lab1: Host) -> None:
+    lab2, lab3 = other_host("lab2"), other_host("lab3")
+
+    assert errors_of(spec_on(lab1, client_host_ids=(lab2.pk, lab3.pk))) == {}
+    assert errors_of(spec_on(lab1, client_host_ids=(lab3.pk, lab2.pk), shared_database=True)) == {}
+
+
+def client_problem(lab1: Host, name: str) -> tuple[RunSpec, list[str]]:
+    """A spec with two client hosts, the second one wrong as `name` says, and the one message expected."""
+    lab2 = other_host("lab2")
+    if name == "repeated":
+        return spec_on(lab1, client_host_ids=(lab2.pk, lab2.pk)), ["lab2 is named twice: name each client host once."]
+    if name == "too-many":
+        ids = tuple(other_host(f"c{i}").pk for i in range(9))
+        return spec_on(lab1, client_host_ids=ids), ["A run may have at most 8 client hosts; 9 are named."]
+    if name == "the-server":
+        return spec_on(lab1, client_host_ids=(lab2.pk, lab1.pk)), [
+            "lab1 is the run's server: leave it out to run pgbench on the server itself."
+        ]
+    if name == "no-pgbench":
+        bare = make_host(name="bare", address="10.200.0.90")
+        return spec_on(lab1, client_host_ids=(lab2.pk, bare.pk)), [
+            "bare has no PostgreSQL install, so no pgbench, in the inventory."
+        ]
+    if name == "removed-pgbench":
+        gone = other_host("gone")
+        gone.pg_installs.update(removed_at=timezone.now())
+        return spec_on(lab1, client_host_ids=(lab2.pk, gone.pk)), [
+            "gone has no PostgreSQL install, so no pgbench, in the inventory."
+        ]
+    assert name == "no-address"
+    nowhere = other_host("nowhere", address="")
+    return spec_on(lab1, client_host_ids=(lab2.pk, nowhere.pk)), [
+        "nowhere has no address the server could let in (pg_hba)."
+    ]
+
+
+CLIENT_PROBLEMS = ("repeated", "too-many", "the-server", "no-pgbench", "removed-pgbench", "no-address")
+
+
+@pytest.mark.parametrize("name", CLIENT_PROBLEMS)
+def test_each_client_host_problem_is_one_message_naming_the_host(lab1: Host, name: str) -> None:
+    spec, expected = client_problem(lab1, name)
+
+    assert errors_of(spec) == {"client_hosts": expected}
+
+
+@pytest.mark.parametrize("name", CLIENT_PROBLEMS)
+def test_the_queue_page_refuses_a_client_host_problem_and_creates_nothing(lab1: Host, name: str) -> None:
+    spec, expected = client_problem(lab1, name)
+    page = Client()
+    page.force_login(make_user("otto", "operator"))
+
+    response = page.post(reverse("run-new"), form_data(spec))
+
+    assert response.status_code == 400
+    assert response.context["form"].errors == {"client_hosts": expected}
+    assert (Run.objects.count(), RunClient.objects.count()) == (0, 0)
 
 
 def test_devices_and_installs_must_be_the_server_s(lab1: Host) -> None:
@@ -222,16 +310,14 @@ def test_hosts_that_take_no_runs_in_their_role_are_refused_saying_why(lab1: Host
     no_clients = other_host("lab2", runs_clients=False)
     disabled_client = other_host("lab3", enabled=False)
 
-    assert errors_of(spec_on(lab1, client_host_id=no_clients.pk)) == {
-        "client_host": [
-            "lab2 does not run pgbench clients in the inventory: choose a host that does, or leave it empty."
-        ]
+    assert errors_of(spec_on(lab1, client_host_ids=(no_clients.pk,))) == {
+        "client_hosts": ["lab2 does not run pgbench clients in the inventory: choose hosts that do, or none."]
     }
-    assert errors_of(spec_on(lab1, client_host_id=disabled_client.pk)) == {
-        "client_host": ["lab3 is disabled in the inventory: it takes no new runs."]
+    assert errors_of(spec_on(lab1, client_host_ids=(disabled_client.pk,))) == {
+        "client_hosts": ["lab3 is disabled in the inventory: it takes no new runs."]
     }
-    assert errors_of(spec_on(lab1, client_host_id=lab1.pk)) == {
-        "client_host": ["Leave it empty to run pgbench on the server itself."]
+    assert errors_of(spec_on(lab1, client_host_ids=(lab1.pk,))) == {
+        "client_hosts": ["lab1 is the run's server: leave it out to run pgbench on the server itself."]
     }
     Host.objects.filter(pk=lab1.pk).update(serves_postgres=False)
     assert errors_of(spec_on(lab1)) == {
@@ -241,15 +327,16 @@ def test_hosts_that_take_no_runs_in_their_role_are_refused_saying_why(lab1: Host
     assert errors_of(spec_on(lab1)) == {"server_host": ["lab1 is disabled in the inventory: it takes no new runs."]}
 
 
-def test_a_hundred_specs_are_validated_with_three_queries(lab1: Host) -> None:
-    specs = [spec_on(lab1, clients=clients, threads=1) for clients in range(1, 101)]
+def test_a_hundred_specs_are_validated_with_four_queries(lab1: Host) -> None:
+    client = other_host("client1")
+    specs = [spec_on(lab1, clients=clients, threads=1, client_host_ids=(client.pk,)) for clients in range(1, 101)]
 
     with CaptureQueriesContext(connection) as queries:
         inventory = Inventory.load()
         errors = [spec_errors(spec, inventory) for spec in specs]
 
     assert errors == [{}] * 100
-    assert len(queries) == 3
+    assert len(queries) == 4  # hosts, their installs (a client's pgbench), devices, installs
 
 
 # --- the form and the API say what spec_errors says --------------------------------------------
@@ -310,6 +397,20 @@ def test_the_api_refuses_a_disabled_server_saying_so(lab1: Host) -> None:
 
     assert response.status_code == 400
     assert response.json() == {"server_host": ["lab1 is disabled in the inventory: it takes no new runs."]}
+
+
+def test_the_form_reads_back_two_client_hosts_and_one_database_for_all(lab1: Host) -> None:
+    lab2, lab3 = other_host("lab2"), other_host("lab3")
+    run = make_run(lab1, lab1.devices.get(name="ssd0"), lab1.pg_installs.get(), filesystem="ext4",
+                   client_hosts=[lab2, lab3], shared_database=True)  # fmt: skip
+
+    initial = run_form_initial(run)
+    form = RunForm(form_data(RunSpec.from_run(run)))
+
+    assert (initial["client_hosts"], initial["shared_database"]) == ([lab2.pk, lab3.pk], True)
+    assert form.is_valid(), form.errors
+    assert RunSpec.from_form_data(form.cleaned_data) == RunSpec.from_run(run)
+    assert RunSpec.from_run(run).client_host_ids == (lab2.pk, lab3.pk)
 
 
 def test_the_form_reads_back_a_stored_run_s_spec(lab1: Host) -> None:

@@ -354,10 +354,14 @@ def test_health_counts_workers_in_words(monkeypatch: pytest.MonkeyPatch, replies
 
 
 @pytest.mark.django_db
-def test_the_client_host_field_has_one_note_not_two(client_for: ClientFactory) -> None:
+def test_the_client_hosts_field_has_one_help_and_one_note_per_host(client_for: ClientFactory) -> None:
+    lab2 = make_host(name="lab2", address="10.200.0.12")
     page = client_for("otto").get(reverse("run-new")).content.decode()
 
-    field = page.split('<label for="id_client_host">', 1)[1].split("</p>", 1)[0]
-    assert '<option value="" selected>none: on the server itself</option>' in field
-    assert text_of(field, "id_client_host_helptext", "small") == "Another host to run pgbench on, over TCP."
+    field = page.split('id="client-hosts-field"', 1)[1].split("</fieldset>", 1)[0]
+    assert text_of(field, "id_client_hosts_helptext", "small").startswith(
+        "Hosts to run pgbench on, over TCP, all at once"
+    )
+    assert field.count('name="client_hosts"') == 1 and f'value="{lab2.pk}"' in field
+    assert field.count(f'id="client-note-{lab2.pk}"') == 1  # the script's note beside it, nothing else
     assert "empty: on the server itself" not in field

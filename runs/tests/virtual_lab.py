@@ -116,7 +116,7 @@ def free_lab_id() -> int:
 def start_lab() -> VirtualLab:
     lab_id = free_lab_id()
     try:
-        lab_command(lab_id, "up", "--hosts", "2", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
+        lab_command(lab_id, "up", "--hosts", "3", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
         return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
     except BaseException:
         lab_command(lab_id, "down")  # whatever `up` made before it failed

@@ -54,7 +54,7 @@ def run_new(request: HttpRequest) -> HttpResponse:
         if form.is_valid():
             run = form.save(commit=False)
             run.queued_by = request.user
-            run_enqueue(run=run, request=request)
+            run_enqueue(run=run, client_host_ids=form.cleaned_data["client_hosts"], request=request)
             return redirect("run-detail", run_id=run.pk)
         # The form again with each mistake beside its field; 400 tells scripts it was refused.
         return render(request, "runs/run_form.html", {"form": form}, status=400)
@@ -124,7 +124,8 @@ def run_cancellation(run: Run) -> Cancellation | None:
 @permission_required("runs.view_host", raise_exception=True)
 def run_wait_json(request: HttpRequest, run_id: int) -> JsonResponse:
     """What a queued run waits for, for its page to refresh while it waits."""
-    run = get_object_or_404(Run.objects.select_related("server_host", "client_host"), pk=run_id)
+    runs = Run.objects.select_related("server_host").prefetch_related("run_clients__host")
+    run = get_object_or_404(runs, pk=run_id)
     waits = run_waits(run)
     return JsonResponse(
         {

@@ -128,6 +128,33 @@
   });
   window.benchlabCharts = tpsChart ? { tps: tpsChart } : {};
 
+  // Several client hosts: a dashed throughput line for each beside their total (the solid one).
+  const clientNames = data.client_names || [];
+  const CLIENT_COLOURS = ["#1b7f5f", "#b35900", "#7b3fa0", "#a61e4d", "#4a6d00", "#00638a", "#8a5a00", "#5c5c5c"];
+  const clientLine = (name, points) => {
+    const colour = CLIENT_COLOURS[clientNames.indexOf(name) % CLIENT_COLOURS.length];
+    return {
+      ...line(`${name} (tps)`, `client ${name}`, "tps", "tps", points),
+      borderDash: [5, 3], borderColor: colour, backgroundColor: colour, client: name,
+    };
+  };
+  if (tpsChart && clientNames.length > 1) {
+    tpsChart.data.datasets[0].label = `all ${clientNames.length} client hosts (tps)`;
+    for (const name of clientNames) {
+      const series = (data.clients || []).find((client) => client.name === name);
+      tpsChart.data.datasets.push(clientLine(name, finished && series ? points(series.seconds, series.tps) : []));
+    }
+    tpsChart.update("none");
+  }
+  const clientSeen = new Set();
+  const addClientSample = (sample) => {
+    const key = `${sample.client} ${sample.second}`;
+    if (clientSeen.has(key)) return;
+    clientSeen.add(key);
+    const dataset = tpsChart.data.datasets.find((d) => d.client === sample.client);
+    if (dataset) dataset.data.push({ x: sample.second, y: sample.tps });
+  };
+
   // iostat and vmstat, a sample a second from just before pgbench started. `axes` names each y
   // axis (id → [title, unit]) and `lines` puts each series on one of them: a percentage never
   // shares a scale with a rate or a time.
@@ -267,6 +294,10 @@
     if (addSample(sample)) appendLog(progressLine(sample));
     drawSamples();
   });
+  source.addEventListener("client_sample", (message) => {
+    addClientSample(JSON.parse(message.data));
+    drawSamples();
+  });
   // Live events are best-effort (a Redis restart loses those not yet read); the samples are in
   // PostgreSQL regardless. After the stream broke, the seconds it missed come from there.
   let broken = false;
@@ -278,6 +309,9 @@
     if (!answer.ok) return;
     const stored = await answer.json();
     stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
+    for (const client of stored.clients || []) {
+      client.seconds.forEach((second, i) => addClientSample({ client: client.name, second, tps: client.tps[i] }));
+    }
     drawSamples();
   });
 

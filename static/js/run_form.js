@@ -1,7 +1,8 @@
 // The queue form (templates/runs/run_form.html): the device and PostgreSQL install lists narrowed
-// to the chosen server host, what the chosen device is and which pgbench a client host would run
-// (from the options' data-* attributes, written by runs/forms.py), and the error summary brought
-// into view. The server checks everything again; without this script the lists are just longer.
+// to the chosen server host, what the chosen device is, the number and the pgbench of each ticked
+// client host (from the data-* attributes runs/forms.py writes), "one database for all client
+// hosts" only offered with two of them, and the error summary brought into view. The server checks
+// everything again; without this script the lists are just longer.
 (function () {
   "use strict";
   const form = document.getElementById("run-form");
@@ -9,7 +10,8 @@
   const server = form.elements.namedItem("server_host");
   const device = form.elements.namedItem("device");
   const install = form.elements.namedItem("pg_install");
-  const client = form.elements.namedItem("client_host");
+  const clientBoxes = [...form.querySelectorAll("input[name='client_hosts']")];
+  const shared = form.elements.namedItem("shared_database");
 
   // A note under a field (its hint), read out when it changes and tied to the field for readers.
   function noteFor(select, id) {
@@ -64,41 +66,62 @@
     describe(device, "device-note", missing || (option && option.dataset.facts) || "");
   }
 
-  // The client host may not be the server itself, and runs the pgbench benchlab picks for it.
-  function describeClient(keepChoice) {
-    for (const option of client.options) {
-      const isServer = Boolean(option.value) && option.value === server.value;
-      option.disabled = isServer && !(keepChoice === true && option.selected);
-      option.title = isServer ? "the server host: leave the client host empty to run pgbench there" : "";
-    }
-    if (client.selectedOptions[0] && client.selectedOptions[0].disabled) client.value = "";
-    const option = client.selectedOptions[0];
-    if (!option || !option.value) {
-      describe(client, "client-note", "pgbench runs on the server host itself.");
-      return;
-    }
+  function pgbenchText(box) {
     let pgbench = {};
     try {
-      pgbench = JSON.parse(option.dataset.pgbench || "{}");
+      pgbench = JSON.parse(box.dataset.pgbench || "{}");
     } catch (error) {
       pgbench = {};
     }
-    let text = `${chosenText(client)} has no PostgreSQL install, so no pgbench, in the inventory.`;
-    if (!install.value) text = "Choose a PostgreSQL install to see which pgbench it runs.";
-    else if (pgbench[install.value]) text = `Runs the ${pgbench[install.value]} over TCP.`;
-    describe(client, "client-note", text);
+    const name = box.closest("label").textContent.trim();
+    if (!install.value) return "choose a PostgreSQL install to see which pgbench it runs";
+    if (pgbench[install.value]) return `runs the ${pgbench[install.value]} over TCP`;
+    return `${name} has no PostgreSQL install, so no pgbench, in the inventory`;
+  }
+
+  // A client host may not be the server itself. Each ticked one is numbered in the list's order
+  // (the order the server gives them: client 1 against bench_1, …) and says which pgbench it runs.
+  function describeClients(keepChoice) {
+    for (const box of clientBoxes) {
+      const isServer = box.value === server.value;
+      if (isServer && !(keepChoice === true && box.checked)) box.checked = false;
+      box.disabled = isServer && !box.checked;
+      const title = "the server host: pgbench runs there when no client host is ticked";
+      box.closest("label").title = isServer ? title : "";
+    }
+    const ticked = clientBoxes.filter((box) => box.checked);
+    for (const box of clientBoxes) {
+      const note = document.getElementById(`client-note-${box.value}`);
+      if (!note) continue;
+      const position = ticked.indexOf(box);
+      note.textContent = position < 0 ? "" : `client ${position + 1}: ${pgbenchText(box)}`;
+      note.hidden = position < 0;
+    }
+    if (shared) {
+      // Only with two client hosts or more is there a database to share.
+      shared.disabled = ticked.length < 2;
+      if (shared.disabled) shared.checked = false;
+      let text = "With two client hosts or more.";
+      if (ticked.length >= 2) {
+        text = shared.checked
+          ? "All of them run against one database, bench."
+          : `Each runs against its own database: bench_1 … bench_${ticked.length}.`;
+      }
+      describe(shared, "shared-note", text);
+    }
   }
 
   function update(keepChoice) {
     describeDevice(narrow(device, "devices", keepChoice));
     describe(install, "install-note", narrow(install, "PostgreSQL installs", keepChoice));
-    describeClient(keepChoice);
+    describeClients(keepChoice);
   }
 
   server.addEventListener("change", () => update(false));
   device.addEventListener("change", () => describeDevice(""));
-  install.addEventListener("change", () => describeClient(false));
-  client.addEventListener("change", () => describeClient(false));
+  install.addEventListener("change", () => describeClients(false));
+  for (const box of clientBoxes) box.addEventListener("change", () => describeClients(false));
+  if (shared) shared.addEventListener("change", () => describeClients(false));
   update(true);
 
   // The error summary: in view and read out first; its links put the cursor in the field.
