@@ -1,6 +1,7 @@
 """Comparisons of any set of runs: grouped into configurations by their specification (or by the
 fields the user chose), each metric summarised per group and compared with a baseline group
-(runs.stats), with what differs between the groups (runs.differences).
+(runs.stats), with what differs between the groups (runs.differences) and what changed on the
+runs' hosts and devices between them (runs.drift_queries).
 
 The page, its data endpoint, the API, the exports and shared pages all build their numbers here,
 so they cannot disagree. Reads only; a fixed number of queries whatever the number of runs.
@@ -18,6 +19,7 @@ from django.db.models.functions import Cast
 from runs.campaign_results import METRICS, Metric
 from runs.comparison_query import MAX_SHOWN, ComparisonQuery, group_label
 from runs.differences import Difference, environment_annotations, what_differs
+from runs.drift_queries import SpannedChange, comparison_drift
 from runs.models import Campaign, Run, RunSample, RunState
 from runs.params import BadParameter
 from runs.spec_labels import spec_value
@@ -74,6 +76,8 @@ class ComparisonResult:
     tables: list[MetricTable]
     differences: list[Difference]
     warnings: list[str]
+    # Changes on the runs' hosts or devices (kernel, firmware, ...) with compared runs on both sides.
+    drift: list[SpannedChange]
 
     @property
     def run_ids(self) -> tuple[int, ...]:
@@ -175,6 +179,7 @@ def compare_runs(query: ComparisonQuery) -> ComparisonResult:
         tables=metric_tables(groups, baseline),
         differences=differences,
         warnings=warnings,
+        drift=comparison_drift(runs),
     )
 
 
@@ -287,4 +292,5 @@ def comparison_data(result: ComparisonResult) -> dict[str, Any]:
         "series": series(shown_runs(result), group_of),
         "differs": [d.as_json() for d in result.differences],
         "warnings": result.warnings,
+        "drift": [change.said() for change in result.drift],
     }

@@ -45,7 +45,7 @@ def _size(raw: str) -> str:
     return binary_size(int(raw)) if raw.isdigit() else raw
 
 
-def _short_version(raw: str) -> str:
+def short_version(raw: str) -> str:
     # "PostgreSQL 15.19 (Debian 15.19-0+deb12u1) on x86_64-pc-linux-gnu, compiled by ..."
     return raw.split(" on ", 1)[0]
 
@@ -57,6 +57,8 @@ ENVIRONMENT_FACTS = (
     EnvironmentFact("cpu_cores", "CPU cores", "host__cpu_cores", HOST),
     EnvironmentFact("memory", "RAM", "host__memory_bytes", HOST, _size),
     EnvironmentFact("device_model", "device model", "device__model", frozenset({"device_id"})),
+    # As the run's probe read it from the device (runs.services.drift_facts); runs before that recorded none.
+    EnvironmentFact("device_firmware", "device firmware", "device__probed__firmware", frozenset({"device_id"})),
     EnvironmentFact("device_capacity", "device capacity", "device__capacity_bytes", frozenset({"device_id"}), _size),
     EnvironmentFact(
         "mounted_options",
@@ -65,7 +67,7 @@ ENVIRONMENT_FACTS = (
         frozenset({"device_id", "filesystem", "mount_options"}),
     ),
     EnvironmentFact(
-        "pg_version", "PostgreSQL version", "postgresql__version", frozenset({"pg_install_id"}), _short_version
+        "pg_version", "PostgreSQL version", "postgresql__version", frozenset({"pg_install_id"}), short_version
     ),
     # In kB as PostgreSQL writes them ("8 kB"), as the run page and the groups' labels do.
     EnvironmentFact("block_size", "page size", "postgresql__block_size", frozenset({"pg_install_id"}), page_size),

@@ -142,3 +142,90 @@ def probe_host(transport: Transport) -> HostFacts:
     _pg_installs(transport, facts)
     _tools(transport, facts)
     return facts
+
+
+@dataclass
+class DeviceFacts:
+    """What a block device says it is, from lsblk and sysfs on its host: what drift is checked
+    against. A loop device (the virtual lab's disks) has no model, serial or firmware: those stay
+    empty and its backing file says what it is."""
+
+    node: str = ""  # the resolved node, e.g. /dev/sda1
+    disk: str = ""  # the whole disk it is on, e.g. /dev/sda (the node itself for a whole disk)
+    size_bytes: int | None = None  # of the node
+    model: str = ""
+    vendor: str = ""
+    serial: str = ""
+    firmware: str = ""
+    wwn: str = ""
+    transport: str = ""  # sata, nvme, usb…
+    rotational: bool | None = None
+    backing_file: str = ""  # a loop device's image
+
+    def as_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+_LSBLK_COLUMNS = "NAME,PATH,PKNAME,TYPE,SIZE,ROTA,MODEL,VENDOR,SERIAL,REV,WWN,TRAN"
+# $1 is the device's path from the inventory, passed as an argument (never pasted into the
+# script). A partition's model and firmware are its disk's; NVMe keeps its firmware in
+# device/firmware_rev, SCSI and ATA in device/rev.
+_DEVICE = (
+    'n=$(readlink -f -- "$1") || exit 0; [ -b "$n" ] || exit 0; '
+    'p=$(lsblk -ndo PKNAME -- "$n" 2>/dev/null | head -n 1); d=${p:+/dev/$p}; d=${d:-$n}; b=${d##*/}; '
+    'echo "$n"; echo "$d"; echo "==lsblk"; '
+    f'lsblk -J -b -d -o {_LSBLK_COLUMNS} -- "$n" "$d" 2>/dev/null; '
+    'echo "==firmware_rev"; cat "/sys/block/$b/device/firmware_rev" 2>/dev/null; '
+    'echo "==rev"; cat "/sys/block/$b/device/rev" 2>/dev/null; '
+    'echo "==backing_file"; cat "/sys/block/$b/loop/backing_file" 2>/dev/null; true'
+)
+
+
+def _text(value: object) -> str:
+    return str(value).strip() if value is not None else ""
+
+
+def device_facts_from(output: str) -> DeviceFacts:
+    """DeviceFacts from the output of _DEVICE (pure: tested on captured text). Empty when the
+    path is not a block device (a directory-backed device, or one that has gone away)."""
+    sections = _sections(output)
+    head = sections["head"].split()
+    if len(head) < 2:
+        return DeviceFacts()
+    facts = DeviceFacts(node=head[0], disk=head[1])
+    try:
+        listed = json.loads(sections.get("lsblk") or "{}").get("blockdevices", [])
+    except json.JSONDecodeError:
+        listed = []
+    by_path = {entry.get("path"): entry for entry in listed if isinstance(entry, dict)}
+    node, disk = by_path.get(facts.node, {}), by_path.get(facts.disk, {})
+    size = node.get("size")
+    facts.size_bytes = int(size) if isinstance(size, int | str) and str(size).isdigit() else None
+    rotational = disk.get("rota", node.get("rota"))
+    facts.rotational = rotational if isinstance(rotational, bool) else None
+    facts.model, facts.vendor = _text(disk.get("model")), _text(disk.get("vendor"))
+    facts.serial, facts.wwn = _text(disk.get("serial")), _text(disk.get("wwn"))
+    facts.transport = _text(disk.get("tran"))
+    facts.firmware = _text(sections.get("firmware_rev")) or _text(sections.get("rev")) or _text(disk.get("rev"))
+    facts.backing_file = _text(sections.get("backing_file"))
+    return facts
+
+
+def probe_device(transport: Transport, path: str) -> DeviceFacts:
+    """What the block device at `path` (a /dev/disk/by-id/… link or a node) is, in one round
+    trip; empty facts for a path that is no block device."""
+    return device_facts_from(transport.run(["sh", "-c", _DEVICE, "sh", path], check=False).stdout)
+
+
+@dataclass(frozen=True)
+class PgBuildFacts:
+    version: str = ""  # pg_config --version: "PostgreSQL 15.19 (Debian 15.19-0+deb12u1)"
+    configure: str = ""  # pg_config --configure: the options it was built with
+
+
+def probe_pg_build(transport: Transport, bin_dir: str) -> PgBuildFacts:
+    """How the install in `bin_dir` was built, from its own pg_config (run as benchlab's
+    unprivileged user); empty when the install has none."""
+    script = '[ -x "$1/pg_config" ] || exit 0; "$1/pg_config" --version; echo "==configure"; "$1/pg_config" --configure'
+    sections = _sections(_out_as_run_user(transport, ["sh", "-c", script, "sh", bin_dir]))
+    return PgBuildFacts(version=sections["head"].strip(), configure=sections.get("configure", "").strip())

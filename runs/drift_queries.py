@@ -1,0 +1,161 @@
+"""Reads for drift (runs.drift): a host's or a device's runs that recorded their environment,
+as the facts drift follows, and the changes a set of compared runs spans.
+
+Only the JSON keys drift needs are selected (KT annotations), never a run's whole environment
+(whose host facts hold every block device's listing); one query per host or device, and one for
+a whole comparison however many runs it has.
+"""
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.db.models.fields.json import KT
+from django.db.models.functions import Coalesce
+
+from runs.differences import short_version
+from runs.drift import Change, History, Observation, changes_of, spanned
+from runs.models import Device, Host, Run, RunState
+from runs.templatetags.units import binary_size, page_size
+
+# Runs that ran: only they can have recorded an environment.
+ENDED = (RunState.DONE, RunState.FAILED, RunState.CANCELLED)
+
+
+def _device_size(raw: str) -> str:
+    # Exact: a partition grown by a few MiB is a different device, though both read "2 GiB".
+    return f"{binary_size(int(raw))} ({int(raw):,} bytes)" if raw.isdigit() else raw
+
+
+def _ram(raw: str) -> str:
+    # Three significant digits: MemTotal moves by some kB with every kernel; a DIMM more or less
+    # moves it by GiB.
+    return binary_size(int(raw)) if raw.isdigit() else raw
+
+
+Shown = Callable[[str], str]
+HOST_FACTS: tuple[tuple[str, str, Shown], ...] = (
+    ("kernel", "kernel", str),
+    ("distribution", "distribution", str),
+    ("cpu_model", "CPU", str),
+    ("cpu_cores", "CPU cores", str),
+    ("memory_bytes", "RAM", _ram),
+)
+# Followed per install (its bin_dir): a host's runs alternate between installs on purpose.
+PG_FACTS: tuple[tuple[str, str, Shown], ...] = (
+    ("version", "PostgreSQL build", short_version),
+    ("block_size", "page size", page_size),
+    ("wal_block_size", "WAL block size", page_size),
+    ("configure", "configure options", str),
+)
+DEVICE_FACTS: tuple[tuple[str, str, Shown], ...] = (
+    ("model", "model", str),
+    ("serial", "serial", str),
+    ("firmware", "firmware", str),
+    ("size_bytes", "size", _device_size),
+)
+
+PRIVATE_FACTS = {"serial", "configure options"}
+
+
+def _annotations() -> dict[str, Any]:
+    found: dict[str, Any] = {"at": Coalesce("started_at", "created_at")}
+    for key, _, _ in HOST_FACTS:
+        found[f"h_{key}"] = KT(f"environment__host__{key}")
+        found[f"c_{key}"] = KT(f"environment__client__{key}")
+    for key, _, _ in PG_FACTS:
+        found[f"pg_{key}"] = KT(f"environment__postgresql__{key}")
+    found["pg_bin_dir"] = KT("environment__postgresql__bin_dir")
+    for key, _, _ in DEVICE_FACTS:
+        found[f"dev_{key}"] = KT(f"environment__device__probed__{key}")
+    return found
+
+
+def _rows(where: Q, window: tuple[datetime, datetime] | None = None) -> QuerySet[Run, dict[str, Any]]:
+    """The runs that recorded an environment, oldest first (by when they started), started
+    within `window` if given."""
+    annotations = _annotations()
+    runs = Run.objects.filter(where, state__in=ENDED, environment__has_key="host").annotate(**annotations)
+    if window is not None:
+        runs = runs.filter(Q(at__range=window))
+    return runs.order_by("at", "pk").values("pk", "server_host_id", "client_host_id", "device_id", *annotations)
+
+
+def _value(raw: Any, shown: Shown) -> str | None:
+    return shown(str(raw)) if raw not in (None, "") else None
+
+
+def host_observation(row: dict[str, Any], host_id: int) -> Observation:
+    """What a run recorded of host `host_id`: as its server, the host's facts and its
+    PostgreSQL install's build; as its client, the client's facts."""
+    prefix = "h" if row["server_host_id"] == host_id else "c"
+    facts = {label: _value(row[f"{prefix}_{key}"], shown) for key, label, shown in HOST_FACTS}
+    if prefix == "h" and row["pg_bin_dir"]:
+        for key, label, shown in PG_FACTS:
+            facts[f"{label} ({row['pg_bin_dir']})"] = _value(row[f"pg_{key}"], shown)
+    return Observation(row["pk"], row["at"], facts)
+
+
+def device_observation(row: dict[str, Any]) -> Observation:
+    return Observation(
+        row["pk"], row["at"], {label: _value(row[f"dev_{key}"], shown) for key, label, shown in DEVICE_FACTS}
+    )
+
+
+def host_drift(host: Host) -> History:
+    """What changed on `host` over the runs it served or ran pgbench for."""
+    rows = _rows(Q(server_host=host) | Q(client_host=host))
+    return changes_of([host_observation(row, host.pk) for row in rows])
+
+
+def device_drift(device: Device) -> History:
+    """What changed in `device` as its runs probed it (model, serial, firmware, size)."""
+    return changes_of([device_observation(row) for row in _rows(Q(device=device))])
+
+
+@dataclass(frozen=True)
+class SpannedChange:
+    subject: str  # "lab1", or "lab1:ssd0" for a device
+    change: Change
+    before: int  # compared runs on that host or device before the change
+    after: int  # and after it
+
+    def said(self) -> str:
+        """The warning, fit for shared pages too: no install's path, and no serial or configure
+        line (they name paths and drives; the host's page shows them)."""
+        fact = self.change.fact.split(" (/", 1)[0]
+        said = self.change.said(self.subject, fact=fact, with_values=fact not in PRIVATE_FACTS)
+        return f"{said}; compared runs on both sides ({self.before} before, {self.after} after)"
+
+
+def comparison_drift(runs: Sequence[Run]) -> list[SpannedChange]:
+    """The changes on the compared runs' hosts (server or client) and devices that fall between
+    the earliest and the latest compared run on each: one query."""
+    ran = [run for run in runs if run.state in ENDED and (run.started_at or run.created_at)]
+    if len(ran) < 2:
+        return []
+    times = {run.pk: run.started_at or run.created_at for run in ran}
+    hosts = {host.pk: host.name for run in ran for host in run.hosts}
+    devices = {run.device_id: str(run.device) for run in ran}
+    where = Q(server_host_id__in=hosts) | Q(client_host_id__in=hosts) | Q(device_id__in=devices)
+    rows = list(_rows(where, (min(times.values()), max(times.values()))))
+    recorded = {row["pk"] for row in rows}
+    found: list[SpannedChange] = []
+    for host_id, name in hosts.items():
+        mine = [row for row in rows if host_id in (row["server_host_id"], row["client_host_id"])]
+        compared = _times(times, recorded, (run for run in ran if host_id in (run.server_host_id, run.client_host_id)))
+        history = changes_of([host_observation(row, host_id) for row in mine])
+        found += [SpannedChange(name, *spans) for spans in spanned(history.changes, compared)]
+    for device_id, name in devices.items():
+        mine = [row for row in rows if row["device_id"] == device_id]
+        compared = _times(times, recorded, (run for run in ran if run.device_id == device_id))
+        history = changes_of([device_observation(row) for row in mine])
+        found += [SpannedChange(name, *spans) for spans in spanned(history.changes, compared)]
+    return found
+
+
+def _times(times: dict[int, datetime], recorded: set[int], runs: Iterable[Run]) -> list[datetime]:
+    # Only the compared runs that recorded their environment: one that never ran saw no kernel.
+    return [times[run.pk] for run in runs if run.pk in recorded]
