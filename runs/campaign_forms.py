@@ -24,6 +24,7 @@ class CampaignForm(forms.ModelForm):
             "order",
             "seed",
             "fresh_database",
+            "fio_baseline",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 2}), "order": forms.RadioSelect}
         help_texts = {"seed": "For the shuffled order: empty picks one (and records it)."}

@@ -31,6 +31,7 @@ def plan_from_forms(
         order=campaign["order"],
         seed=campaign["seed"],
         fresh_database=campaign["fresh_database"],
+        fio_baseline=campaign.get("fio_baseline", False),
         target_ci_pct=campaign["target_ci_pct"],
         max_repetitions=campaign["max_repetitions"],
         preset=preset if preset in PRESETS else "",

@@ -12,12 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import Q, QuerySet
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Coalesce
 
 from runs.differences import short_version
 from runs.drift import Change, History, Observation, changes_of, spanned
-from runs.models import Device, Host, Run, RunState
+from runs.models import Device, Host, Run, RunClient, RunState
 from runs.templatetags.units import binary_size, page_size
 
 # Runs that ran: only they can have recorded an environment.
@@ -68,6 +68,8 @@ def _annotations() -> dict[str, Any]:
     for key, _, _ in PG_FACTS:
         found[f"pg_{key}"] = KT(f"environment__postgresql__{key}")
     found["pg_bin_dir"] = KT("environment__postgresql__bin_dir")
+    # Each client host's facts by name (runs with several); older runs have only "client".
+    found["clients_env"] = KeyTransform("clients", "environment")
     for key, _, _ in DEVICE_FACTS:
         found[f"dev_{key}"] = KT(f"environment__device__probed__{key}")
     return found
@@ -80,22 +82,46 @@ def _rows(where: Q, window: tuple[datetime, datetime] | None = None) -> QuerySet
     runs = Run.objects.filter(where, state__in=ENDED, environment__has_key="host").annotate(**annotations)
     if window is not None:
         runs = runs.filter(Q(at__range=window))
-    return runs.order_by("at", "pk").values("pk", "server_host_id", "client_host_id", "device_id", *annotations)
+    return runs.order_by("at", "pk").values("pk", "server_host_id", "device_id", *annotations)
+
+
+def _uses(host_ids: Iterable[int]) -> Q:
+    """Runs with one of these hosts as server or as a client host."""
+    as_client = RunClient.objects.filter(host_id__in=list(host_ids)).values("run_id")
+    return Q(server_host_id__in=list(host_ids)) | Q(pk__in=as_client)
+
+
+def _clients_of(rows: Sequence[dict[str, Any]]) -> dict[int, set[int]]:
+    """Each run's client hosts (ids): one query for all the rows."""
+    found: dict[int, set[int]] = {}
+    pairs = RunClient.objects.filter(run_id__in=[row["pk"] for row in rows]).values_list("run_id", "host_id")
+    for run_id, host_id in pairs:
+        found.setdefault(run_id, set()).add(host_id)
+    return found
 
 
 def _value(raw: Any, shown: Shown) -> str | None:
     return shown(str(raw)) if raw not in (None, "") else None
 
 
-def host_observation(row: dict[str, Any], host_id: int) -> Observation:
+def host_observation(row: dict[str, Any], host_id: int, host_name: str) -> Observation:
     """What a run recorded of host `host_id`: as its server, the host's facts and its
-    PostgreSQL install's build; as its client, the client's facts."""
-    prefix = "h" if row["server_host_id"] == host_id else "c"
-    facts = {label: _value(row[f"{prefix}_{key}"], shown) for key, label, shown in HOST_FACTS}
-    if prefix == "h" and row["pg_bin_dir"]:
+    PostgreSQL install's build; as one of its client hosts, that client's facts."""
+    if row["server_host_id"] == host_id:
+        facts = {label: _value(row[f"h_{key}"], shown) for key, label, shown in HOST_FACTS}
+    else:
+        facts = {label: _value(value, shown) for (_, label, shown), value in _client_facts(row, host_name)}
+    if row["server_host_id"] == host_id and row["pg_bin_dir"]:
         for key, label, shown in PG_FACTS:
             facts[f"{label} ({row['pg_bin_dir']})"] = _value(row[f"pg_{key}"], shown)
     return Observation(row["pk"], row["at"], facts)
+
+
+def _client_facts(row: dict[str, Any], host_name: str) -> list[tuple[tuple[str, str, Shown], Any]]:
+    entries = [e for e in row["clients_env"] or [] if isinstance(e, dict) and e.get("name") == host_name]
+    if entries:
+        return [(fact, entries[0].get(fact[0])) for fact in HOST_FACTS]
+    return [(fact, row[f"c_{fact[0]}"]) for fact in HOST_FACTS]  # a run from before several client hosts
 
 
 def device_observation(row: dict[str, Any]) -> Observation:
@@ -106,8 +132,8 @@ def device_observation(row: dict[str, Any]) -> Observation:
 
 def host_drift(host: Host) -> History:
     """What changed on `host` over the runs it served or ran pgbench for."""
-    rows = _rows(Q(server_host=host) | Q(client_host=host))
-    return changes_of([host_observation(row, host.pk) for row in rows])
+    rows = _rows(_uses([host.pk]))
+    return changes_of([host_observation(row, host.pk, host.name) for row in rows])
 
 
 def device_drift(device: Device) -> History:
@@ -139,14 +165,15 @@ def comparison_drift(runs: Sequence[Run]) -> list[SpannedChange]:
     times = {run.pk: run.started_at or run.created_at for run in ran}
     hosts = {host.pk: host.name for run in ran for host in run.hosts}
     devices = {run.device_id: str(run.device) for run in ran}
-    where = Q(server_host_id__in=hosts) | Q(client_host_id__in=hosts) | Q(device_id__in=devices)
+    where = _uses(hosts) | Q(device_id__in=devices)
     rows = list(_rows(where, (min(times.values()), max(times.values()))))
+    clients_of = _clients_of(rows)
     recorded = {row["pk"] for row in rows}
     found: list[SpannedChange] = []
     for host_id, name in hosts.items():
-        mine = [row for row in rows if host_id in (row["server_host_id"], row["client_host_id"])]
-        compared = _times(times, recorded, (run for run in ran if host_id in (run.server_host_id, run.client_host_id)))
-        history = changes_of([host_observation(row, host_id) for row in mine])
+        mine = [row for row in rows if host_id == row["server_host_id"] or host_id in clients_of.get(row["pk"], ())]
+        compared = _times(times, recorded, (run for run in ran if host_id in {h.pk for h in run.hosts}))
+        history = changes_of([host_observation(row, host_id, name) for row in mine])
         found += [SpannedChange(name, *spans) for spans in spanned(history.changes, compared)]
     for device_id, name in devices.items():
         mine = [row for row in rows if row["device_id"] == device_id]

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.drift import Change, History
 from runs.drift_queries import device_drift, host_drift
-from runs.models import Device, Host, PgInstall, Run
+from runs.models import Device, Host, PgInstall, Run, RunClient
 
 RECENT_RUNS = 20
 
@@ -76,8 +76,8 @@ def host_page(host_id: int) -> HostPage:
         pk=host_id,
     )
     runs = list(
-        Run.objects.filter(Q(server_host=host) | Q(client_host=host))
-        .select_related("server_host", "client_host", "device", "pg_install")
+        Run.objects.filter(Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id")))
+        .select_related("server_host", "device", "pg_install")
         .only(
             "id",
             "state",
@@ -89,7 +89,6 @@ def host_page(host_id: int) -> HostPage:
             "filesystem",
             "clients",
             "server_host__name",
-            "client_host__name",
             "device__name",
             "pg_install__version",
             "pg_install__block_size",

@@ -25,17 +25,17 @@ MAX_EVENTS_PER_RUN = 1_000_000
 FINISHED_RUN_STREAM_TTL_S = 24 * 3600
 
 
-def _prefix() -> str:
+def stream_prefix() -> str:
     # Per database: the test suite's runs (test_benchlab) never mix with a real benchlab's.
     return f"benchlab:{settings.DATABASES['default']['NAME']}"
 
 
 def run_list_stream() -> str:
-    return f"{_prefix()}:runs"
+    return f"{stream_prefix()}:runs"
 
 
 def run_stream(run_id: int) -> str:
-    return f"{_prefix()}:run:{run_id}"
+    return f"{stream_prefix()}:run:{run_id}"
 
 
 def reset_run_stream(run_id: int) -> None:
@@ -114,7 +114,7 @@ MAX_EVENTS_PER_BUILD = 200_000  # a build's log is long (make prints a line a fi
 
 
 def build_stream(build_id: int) -> str:
-    return f"{_prefix()}:build:{build_id}"
+    return f"{stream_prefix()}:build:{build_id}"
 
 
 def reset_build_stream(build_id: int) -> None:

@@ -125,7 +125,7 @@ def queue_waits(queued: Sequence[Run]) -> dict[int, RowStatus]:
     and what that one waits for. The dispatcher's view (services.queue)."""
     if not queued:
         return {}
-    columns = ("id", "name", "enabled", "claimed_by", "claimed_by_build", "cleanup_pending_for")
+    columns = ("id", "name", "enabled", "claimed_by", "claimed_by_build", "claimed_by_baseline", "cleanup_pending_for")
     hosts = {host.pk: host for host in Host.objects.only(*columns)}
     holders = {host.claimed_by_id for host in hosts.values() if host.claimed_by_id}
     # A queued run that holds its hosts is starting, not in line: it is "busy with", not "ahead".
@@ -206,6 +206,8 @@ def _blocked(host: Host) -> str:
         return f"{host.name} busy with run {host.claimed_by_id}"
     if host.claimed_by_build_id:
         return f"{host.name} busy with build {host.claimed_by_build_id}"
+    if host.claimed_by_baseline_id:
+        return f"{host.name} busy with fio baseline {host.claimed_by_baseline_id}"
     return ""
 
 

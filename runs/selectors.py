@@ -18,7 +18,7 @@ def inventory_hosts() -> QuerySet[Host]:
     """All hosts with their devices and PostgreSQL installs, in three queries (with the build a
     host is busy with, if any, in the first)."""
     return (
-        Host.objects.select_related("claimed_by_build")
+        Host.objects.select_related("claimed_by_build", "claimed_by_baseline")
         .prefetch_related(
             Prefetch("devices", queryset=Device.objects.order_by("name")),
             Prefetch("pg_installs", queryset=PgInstall.objects.order_by("version", "block_size")),
@@ -54,6 +54,7 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         OsSource.VMSTAT.value: ("us", "sy", "wa"),
     }
     os_series = run_os_series(run, [column for columns in drawn.values() for column in columns])
+    clients = list(run.run_clients.all())  # prefetched with their hosts by the run page
     return {
         "run": run.pk,
         "state": run.state,
@@ -64,8 +65,8 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         "latency_ms": latency,
         "warmup": warmup,
         # Several client hosts: each one's seconds beside the run's (their total).
-        "client_names": [host.name for host in run.client_host_list],
-        "clients": run_client_series(run),
+        "client_names": [client.host.name for client in clients],
+        "clients": run_client_series(clients),
         **{
             source: {column: os_series[source].get(column, []) for column in columns}
             for source, columns in drawn.items()
@@ -156,24 +157,27 @@ def _wait(wait: HostWait) -> Wait:
         state = f"busy with run {wait.busy_with}"
     elif wait.busy_with_build is not None:
         state = f"busy with build {wait.busy_with_build}"
+    elif wait.busy_with_baseline is not None:
+        state = f"busy with fio baseline {wait.busy_with_baseline}"
     else:
         state = "free"
-    if wait.ahead or wait.builds_ahead:
+    if wait.ahead or wait.builds_ahead or wait.baselines_ahead:
         ahead = [f"{count} {noun}{'s' if count != 1 else ''}" for count, noun in
-                 ((wait.ahead, "run"), (wait.builds_ahead, "build")) if count]  # fmt: skip
+                 ((wait.ahead, "run"), (wait.builds_ahead, "build"), (wait.baselines_ahead, "fio baseline"))
+                 if count]  # fmt: skip
         queue = f"{' and '.join(ahead)} ahead"
         if state == "free" and wait.first_ahead is not None:  # why a free host does not take this run
             waits = wait.first_ahead_waits_for
             doing = f"waiting for {' and '.join(waits)}" if waits else "next to start"
             queue = (
                 f"run {wait.first_ahead} ahead of it, {doing}"
-                if wait.ahead == 1 and not wait.builds_ahead
+                if wait.ahead == 1 and not wait.builds_ahead and not wait.baselines_ahead
                 else f"{queue}, the first (run {wait.first_ahead}) {doing}"
             )
     elif wait.disabled:
         queue = ""
     else:
-        busy = wait.busy_with or wait.busy_with_build or wait.cleanup_pending_for
+        busy = wait.busy_with or wait.busy_with_build or wait.busy_with_baseline or wait.cleanup_pending_for
         queue = "next in line" if busy else "first in line"
     return Wait(wait.host, state, queue, wait.busy_with)
 

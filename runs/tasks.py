@@ -7,6 +7,8 @@ from typing import TypedDict
 from celery import Task, shared_task
 from django.db import connection
 
+from runs.services.baseline_execute import baseline_execute
+from runs.services.baseline_sweeper import sweep_baseline, sweep_stale_baselines
 from runs.services.build_execute import build_execute
 from runs.services.build_sweeper import sweep_build, sweep_stale_builds
 from runs.services.execute import run_execute
@@ -58,6 +60,18 @@ def execute_build(self: Task, build_id: int) -> str:
     return outcome
 
 
+@shared_task(bind=True, name="runs.execute_baseline", max_retries=None, acks_late=True)
+def execute_baseline(self: Task, baseline_id: int) -> str:
+    """Measure a device with fio for a queued baseline whose host the dispatcher claimed for it
+    (services.baseline_execute). A second delivery watches it as execute_run does a run's."""
+    outcome = baseline_execute(baseline_id=baseline_id)
+    if outcome == "running":
+        raise self.retry(countdown=stale_after_s())
+    if outcome == "abandoned":
+        sweep_baseline(baseline_id)
+    return outcome
+
+
 @shared_task(name="runs.reattach_run", acks_late=False)
 def reattach_run(run_id: int) -> str:
     """Finish a run whose worker died while it was measuring (sent by the sweeper). Not late
@@ -74,8 +88,9 @@ def dispatch_queue() -> list[int]:
 
 @shared_task(name="runs.sweep_stale_runs")
 def sweep_stale_runs_task() -> list[int]:
-    """End the runs and builds whose worker died, and clean up hosts that answer again after a
+    """End the runs, builds and fio baselines whose worker died, and clean up hosts that answer again after a
     run that could not (run periodically by beat). The ids of the runs ended."""
     retry_pending_cleanups()
     sweep_stale_builds()
+    sweep_stale_baselines()
     return sweep_stale_runs()

@@ -1,4 +1,4 @@
-from django.urls import path
+from django.urls import include, path
 
 from runs import params  # noqa: F401 - registers the <id:…> and <name:…> converters
 from runs.views import builds, campaigns, compare, health, home, live, runs, shares, studies
@@ -31,6 +31,8 @@ urlpatterns = [
     path("compare/print/", compare.compare_report, name="compare-report"),
     path("compare/export.csv", compare.compare_export, {"fmt": "csv"}, name="compare-export-csv"),
     path("compare/export.json", compare.compare_export, {"fmt": "json"}, name="compare-export-json"),
+    path("", include("runs.urls_devices")),
+    path("", include("runs.urls_inventory")),
     path("", home.home, name="home"),
     path("health/", health.health_page, name="health"),
     path("health.json", health.health_json, name="health-json"),

@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.decorators import method_decorator
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.views.decorators.debug import sensitive_post_parameters
 
 from runs.admin.audited import AuditedAdmin
@@ -147,7 +147,7 @@ class HostAdmin(AuditedAdmin):
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Host]:
         hosts = super().get_queryset(request).annotate(device_total=Count("devices"))
-        return hosts.select_related("claimed_by", "claimed_by_build")
+        return hosts.select_related("claimed_by", "claimed_by_build", "claimed_by_baseline")
 
     def deletion_message(self, obj: Any) -> str:
         devices = ", ".join(device.name for device in obj.devices.all()) or "none"
@@ -165,6 +165,9 @@ class HostAdmin(AuditedAdmin):
             return f"busy with run {run.pk} ({doing})"
         if host.claimed_by_build:
             return f"busy with build {host.claimed_by_build_id} ({host.claimed_by_build.get_state_display()})"
+        if host.claimed_by_baseline:
+            baseline = host.claimed_by_baseline
+            return f"busy with fio baseline {baseline.pk} ({baseline.get_state_display()})"
         return "free" if host.enabled else "disabled"
 
     @admin.display(description="devices", ordering="device_total")
@@ -283,11 +286,28 @@ class DeviceAdmin(AuditedAdmin):
         ("capacity_bytes", "capacity"),  # the bytes to edit, and what they amount to
         "wipe_allowed",
         "notes",
+        # The vendor's claims, shown beside fio's measurements on the device's page.
+        ("claimed_seq_read_mb_s", "claimed_seq_write_mb_s"),
+        ("claimed_rand_read_iops", "claimed_rand_write_iops"),
+        "claimed_latency_ms",
+        "page",
         "kept_for_next_run",
         ("created_at", "updated_at"),
     ]
-    readonly_fields = ["capacity", "kept_for_next_run", "created_at", "updated_at"]
+    readonly_fields = ["capacity", "page", "kept_for_next_run", "created_at", "updated_at"]
     actions = ["forbid_wiping"]
+
+    @admin.display(description="its page")
+    def page(self, device: Device) -> str:
+        if device.pk is None:
+            return "–"
+        url = reverse("device-detail", args=[device.pk])
+        measure = f"{reverse('baseline-new')}?device={device.pk}"
+        return format_html(
+            '<a href="{}">device page (fio history, claims vs measured)</a> · <a href="{}">Measure with fio…</a>',
+            url,
+            measure,
+        )
 
     @admin.display(description="kept for a campaign's next run")
     def kept_for_next_run(self, device: Device) -> str:

@@ -50,6 +50,9 @@ class CampaignCreateSerializer(serializers.Serializer):
     order = serializers.ChoiceField(choices=RunOrder.choices, default=RunOrder.INTERLEAVED)
     seed = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=2**62)
     fresh_database = serializers.BooleanField(default=False)
+    fio_baseline = serializers.BooleanField(
+        default=False, help_text="Measure each device of the campaign with fio (a baseline) before its runs."
+    )
     target_ci_pct = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0.1, max_value=50)
     max_repetitions = serializers.IntegerField(
         required=False, allow_null=True, default=None, min_value=2, max_value=MAX_REPETITIONS
@@ -87,6 +90,7 @@ class CampaignCreateSerializer(serializers.Serializer):
             order=data["order"],
             seed=data["seed"],
             fresh_database=data["fresh_database"],
+            fio_baseline=data["fio_baseline"],
             target_ci_pct=data["target_ci_pct"],
             max_repetitions=data["max_repetitions"],
         )
@@ -116,6 +120,7 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
         "order": campaign.order,
         "seed": campaign.seed,
         "fresh_database": campaign.fresh_database,
+        "fio_baseline": campaign.fio_baseline,
         "target_ci_pct": campaign.target_ci_pct,
         "max_repetitions": campaign.max_repetitions,
         "progress": {

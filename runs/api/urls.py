@@ -2,6 +2,7 @@ from django.contrib.auth.decorators import login_not_required
 from django.urls import URLPattern, URLResolver
 from rest_framework.routers import DefaultRouter
 
+from runs.api.baselines import BaselineViewSet
 from runs.api.builds import BuildViewSet
 from runs.api.campaigns import CampaignViewSet
 from runs.api.comparisons import ComparisonViewSet
@@ -15,6 +16,7 @@ router.register("runs", RunViewSet, basename="run")
 router.register("campaigns", CampaignViewSet, basename="campaign")
 router.register("comparisons", ComparisonViewSet, basename="comparison")
 router.register("builds", BuildViewSet, basename="build")
+router.register("baselines", BaselineViewSet, basename="baseline")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -21,6 +21,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from runs.lab.abandon import stop_collector
 from runs.lab.benchmark import RUNS_ROOT, run_dir_for
 from runs.lab.errors import CommandFailed, InvalidOption, LabError, SafetyCheckFailed
 from runs.lab.fio_plan import FioPlan, FioSettings, fio_command
@@ -73,6 +74,7 @@ class FioResult:
     fio_version: str
     jobs: dict[str, FioJobResult]
     notes: tuple[str, ...]
+    raw_json: str = ""  # what fio wrote, whole (kept with the result, like a run's artifacts)
 
 
 def _block_size(transport: Transport, node: str) -> int:
@@ -116,7 +118,7 @@ def _file_target(
             f"{identity.path} has {free // 2**20} MiB free; fio's file of {settings.size_bytes // 2**20} MiB "
             f"needs {FREE_SPACE_MARGIN_BYTES // 2**20} MiB more than that"
         )
-    directory = f"{base}/benchlab-fio-{run_key}"
+    directory = f"{base}/benchlab-fio-{run_key}"  # as _own_file_directory names it
     # Not -p: a path already there (a planted symlink) is refused. 0700: only root writes
     # inside, so the file fio opens as root is the one made here.
     transport.run(["mkdir", "-m", "0700", "--", directory])
@@ -212,7 +214,8 @@ def run_fio(
             if _was_stopped(transport, plan.output_path, exc.exit_status):
                 raise FioCancelled(f"fio on {transport.label} was stopped before its jobs finished") from exc
             raise
-        output = parse_fio_json(transport.run(["cat", "--", plan.output_path]).stdout)
+        written = transport.run(["cat", "--", plan.output_path]).stdout
+        output = parse_fio_json(written)
         result = FioResult(
             target=target,
             settings=settings,
@@ -220,5 +223,29 @@ def run_fio(
             fio_version=output.fio_version,
             jobs=output.jobs,
             notes=output.notes,
+            raw_json=written,
         )
     return result
+
+
+def _own_file_directory(transport: Transport, identity: DeviceIdentity, run_key: str) -> str:
+    return f"{resolved_device_directory(transport, identity)}/benchlab-fio-{run_key}"
+
+
+def clean_fio_leftovers(transport: Transport, identity: DeviceIdentity, run_key: str) -> list[str]:
+    """What a run_fio whose worker died left on the host, stopped and removed (fio, a file
+    device's directory, the run directory); what was done, in words. Everything is found by
+    the run key, from any process."""
+    done = []
+    run_dir = run_dir_for(run_key)
+    if stop_collector(transport, run_dir, PROCESS_NAME):
+        done.append("stopped fio")
+    if identity.is_directory:
+        own = _own_file_directory(transport, identity, run_key)
+        if transport.run(["test", "-e", own], check=False).exit_status == 0:
+            transport.run(["rm", "-rf", "--one-file-system", "--", own])
+            done.append(f"removed {own}")
+    if transport.run(["test", "-e", run_dir], check=False).exit_status == 0:
+        transport.run(["rm", "-rf", "--one-file-system", "--", run_dir])
+        done.append(f"removed {run_dir}")
+    return done

@@ -31,7 +31,9 @@ cat "$5".* | awk -v from="$from" '
     ($5 + $6 / 1000000) <= from { next }
 """
 
-_SCRIPT = _MEASURED_LOG + r"""    $3 ~ /^[0-9]+$/ { print $3; next }
+_SCRIPT = (
+    _MEASURED_LOG
+    + r"""    $3 ~ /^[0-9]+$/ { print $3; next }
     $3 == "skipped" { skipped++; next }
     { failed++ }
     END { printf "skipped %d\nfailed %d\n", skipped, failed > "latency.counts" }
@@ -53,6 +55,7 @@ awk -v n="$(wc -l < latency.sorted)" -v wanted="$4" '
 cat latency.counts
 rm -f latency.sorted latency.counts
 """
+)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,9 @@ def transaction_latency_percentiles(
 # reduces its log to counts per latency rounded down to 4 significant digits (below 10 ms
 # exact to the microsecond): at most some ten thousand lines whatever the run's length, and a
 # merged percentile at most 0.1 % below the exact one.
-_HISTOGRAM_SCRIPT = _MEASURED_LOG + r"""    $3 ~ /^[0-9]+$/ {
+_HISTOGRAM_SCRIPT = (
+    _MEASURED_LOG
+    + r"""    $3 ~ /^[0-9]+$/ {
         v = $3 + 0; sum += v; n++
         if (n == 1 || v < min) min = v
         if (v > max) max = v
@@ -137,6 +142,7 @@ _HISTOGRAM_SCRIPT = _MEASURED_LOG + r"""    $3 ~ /^[0-9]+$/ {
     }
 '
 """
+)
 
 
 @dataclass(frozen=True)

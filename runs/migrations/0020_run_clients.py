@@ -31,7 +31,7 @@ def run_clients_to_client_host(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0018_studies_after_builds"),
+        ("runs", "0019_device_baselines"),
     ]
 
     operations = [

@@ -1,5 +1,13 @@
 from runs.models.access import Access
 from runs.models.audit import AuditAction, AuditEvent
+from runs.models.baselines import (
+    CLAIMS,
+    ENDED_BASELINE_STATES,
+    FIGURES,
+    BaselineState,
+    DeviceBaseline,
+    TargetMode,
+)
 from runs.models.builds import (
     ENDED_BUILD_STATES,
     LIVE_BUILD_STATES,
@@ -32,7 +40,10 @@ from runs.models.studies import StudyAfterBuilds, StudyWaitState
 __all__ = [
     "ACTIVE_STATES",
     "BLOCK_SIZES",
+    "CLAIMS",
+    "ENDED_BASELINE_STATES",
     "ENDED_BUILD_STATES",
+    "FIGURES",
     "FINAL_STATES",
     "LIVE_BUILD_STATES",
     "MAX_CLIENT_HOSTS",
@@ -43,12 +54,14 @@ __all__ = [
     "Access",
     "AuditAction",
     "AuditEvent",
+    "BaselineState",
     "BuildSourceKind",
     "BuildState",
     "BuildStepName",
     "Campaign",
     "CampaignConfiguration",
     "Device",
+    "DeviceBaseline",
     "Filesystem",
     "Host",
     "OsSource",
@@ -68,5 +81,6 @@ __all__ = [
     "ShareLink",
     "StudyAfterBuilds",
     "StudyWaitState",
+    "TargetMode",
     "Workload",
 ]

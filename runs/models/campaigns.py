@@ -36,6 +36,11 @@ class Campaign(models.Model):
         help_text="Make the storage and load the database for every run. Off: consecutive runs on a device "
         "that share storage and database configuration reuse them.",
     )
+    fio_baseline = models.BooleanField(
+        "fio baseline per device first",
+        default=False,
+        help_text="Measure each device of the campaign with fio (raw device baseline) before its runs.",
+    )
     # Adaptive repetition: after the first `repetitions` rounds, configurations whose 95 %
     # confidence interval of the mean steady-state tps is wider than ±target_ci_pct % of the
     # mean get another round, until it is not or max_repetitions is reached.

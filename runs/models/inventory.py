@@ -69,6 +69,10 @@ class Host(models.Model):
     claimed_by_build = models.ForeignKey(
         "runs.PgBuild", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
     )
+    # The raw device baseline (fio) that has this host now (runs.services.baselines): one job per host.
+    claimed_by_baseline = models.ForeignKey(
+        "runs.DeviceBaseline", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
+    )
     # A run that ended while this host could not be reached left its mount and processes there:
     # the host takes no run until the sweeper has cleaned up after it (runs.services.pending_cleanup).
     cleanup_pending_for = models.ForeignKey(
@@ -165,6 +169,14 @@ class Device(models.Model):
         help_text="Allow benchlab to create filesystems on this device, destroying everything on it.",
     )
     notes = models.TextField(blank=True)
+    # The vendor's claimed figures (the seeds' "claims vs measured"), shown beside fio's baselines.
+    claimed_seq_read_mb_s = models.FloatField("claimed sequential read (MB/s)", null=True, blank=True)
+    claimed_seq_write_mb_s = models.FloatField("claimed sequential write (MB/s)", null=True, blank=True)
+    claimed_rand_read_iops = models.FloatField("claimed random 4k read (IOPS)", null=True, blank=True)
+    claimed_rand_write_iops = models.FloatField("claimed random 4k write (IOPS)", null=True, blank=True)
+    claimed_latency_ms = models.FloatField(
+        "claimed access latency (ms)", null=True, blank=True, help_text="Average access time or latency, as quoted."
+    )
     # Storage with a loaded, stopped database that a campaign's run left mounted for the next
     # run of the same setup (runs/services/reuse.py): {"signature", "campaign", "run", "setup"}.
     kept_setup = models.JSONField(null=True, blank=True, editable=False)

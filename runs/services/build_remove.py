@@ -72,7 +72,11 @@ def _claim_host(build: PgBuild) -> None:
     so no run or build starts there meanwhile. The stamp lets the sweeper free a claim whose
     process died (build_sweeper.release_orphan_claims)."""
     free = Host.objects.filter(
-        pk=build.host_id, claimed_by__isnull=True, claimed_by_build__isnull=True, cleanup_pending_for__isnull=True
+        pk=build.host_id,
+        claimed_by__isnull=True,
+        claimed_by_build__isnull=True,
+        claimed_by_baseline__isnull=True,
+        cleanup_pending_for__isnull=True,
     )
     PgBuild.objects.filter(pk=build.pk).update(heartbeat_at=timezone.now())
     if free.update(claimed_by_build=build):
@@ -82,6 +86,8 @@ def _claim_host(build: PgBuild) -> None:
         busy = f"waits to be cleaned up after run {host.cleanup_pending_for_id} (it could not be reached)"
     elif host.claimed_by_id:
         busy = f"is busy with run {host.claimed_by_id}"
+    elif host.claimed_by_baseline_id:
+        busy = f"is busy with fio baseline {host.claimed_by_baseline_id}"
     else:
         busy = f"is busy with build {host.claimed_by_build_id}"
     raise BuildRefused(

@@ -1,7 +1,9 @@
 """Writes for campaigns: plan (expand and check, nothing written), queue, cancel, retry.
 
 A campaign is queued in one transaction: the campaign, its configurations and all its runs in
-interleaved order (sweep.run_order), or nothing at all. The runs are ordinary runs from then on:
+interleaved order (sweep.run_order), or nothing at all. With `fio_baseline`, a raw device
+baseline (fio) of each distinct device is queued first, in the same transaction: the queue
+(one line, first come first served) runs each before that device's runs. The runs are ordinary runs from then on:
 the queue starts them in that order, and cancelling or retrying goes through the runs' services.
 """
 
@@ -10,11 +12,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 
-from runs.models import MAX_CONFIGURATIONS, AuditAction, Campaign, CampaignConfiguration, Run, RunOrder, RunState
+from runs.lab.fio_plan import FioSettings, MiB
+from runs.models import (
+    ENDED_BASELINE_STATES,
+    MAX_CONFIGURATIONS,
+    AuditAction,
+    Campaign,
+    CampaignConfiguration,
+    Device,
+    Run,
+    RunOrder,
+    RunState,
+)
 from runs.services.audit import audit_record
+from runs.services.baselines import BaselineRefused, baseline_cancel, baseline_queue
 from runs.services.runs import CancelRefused, run_cancel, runs_enqueue
 from runs.specs import Inventory, RunSpec, spec_errors
 from runs.sweep import Cell, Variable, expand, run_order, variables_as_json
@@ -41,6 +56,7 @@ class CampaignPlan:
     preset: str = ""
     target_ci_pct: float | None = None  # adaptive repetition (services.adaptive)
     max_repetitions: int | None = None
+    fio_baseline: bool = False  # a fio baseline of each device before its runs
 
     @property
     def most_repetitions(self) -> int:
@@ -88,6 +104,7 @@ def campaign_create(
             fresh_database=plan.fresh_database,
             target_ci_pct=plan.target_ci_pct,
             max_repetitions=plan.max_repetitions,
+            fio_baseline=plan.fio_baseline,
             rejected=[{"label": cell.label, "reasons": cell.reasons()} for cell in cells if not cell.valid],
             created_by=user,
         )
@@ -98,6 +115,8 @@ def campaign_create(
             for index, cell in enumerate(valid)
         ]
         order = run_order(len(valid), plan.repetitions, campaign.seed)
+        if plan.fio_baseline:
+            _queue_baselines(campaign, [cell.spec.device_id for cell in valid], user, request)
         runs = [
             _campaign_run(campaign, configurations[index], valid[index].spec, repetition, user)
             for index, repetition in order
@@ -112,6 +131,29 @@ def campaign_create(
         clients = [valid[index].spec.client_host_ids for index, _ in order]
         runs_enqueue(runs=runs, client_host_ids=clients, request=request)
     return campaign
+
+
+def campaign_fio_settings(device: Device) -> FioSettings:
+    """fio's standard settings, on no more of the device than it has."""
+    settings = FioSettings()
+    if device.capacity_bytes and device.capacity_bytes < settings.size_bytes:
+        return FioSettings(size_bytes=max(16 * MiB, device.capacity_bytes // MiB * MiB))
+    return settings
+
+
+def _queue_baselines(campaign: Campaign, device_ids: list[int], user: User | None, request: HttpRequest | None) -> None:
+    """One fio baseline per distinct device, queued before the runs (so first in line); a device
+    fio may not measure refuses the campaign (the caller's transaction writes nothing)."""
+    devices = Device.objects.select_related("host").in_bulk(set(device_ids))
+    for device_id in dict.fromkeys(device_ids):
+        device = devices[device_id]
+        try:
+            baseline_queue(
+                device=device, settings=campaign_fio_settings(device), by=user, request=request, campaign=campaign
+            )
+        except ValidationError as exc:
+            reasons = "; ".join(message for messages in exc.message_dict.values() for message in messages)
+            raise CampaignRefused(f"No fio baseline of {device} can be queued: {reasons}") from None
 
 
 def _campaign_run(
@@ -148,6 +190,12 @@ def campaign_cancel(
     with transaction.atomic():
         for run in pending:
             run_cancel(run=run, by=by, request=request)  # CancelRefused rolls all of them back
+        if configuration is None:  # the whole campaign: its fio baselines not yet ended too
+            for baseline in campaign.baselines.exclude(state__in=ENDED_BASELINE_STATES).select_related("queued_by"):
+                try:
+                    baseline_cancel(baseline=baseline, by=by, request=request)
+                except BaselineRefused as exc:
+                    raise CancelRefused(str(exc)) from None
         what = f"configuration {configuration.index} ({configuration.label})" if configuration else "all"
         user = by if isinstance(by, User) else None
         audit_record(

@@ -31,6 +31,7 @@ from runs.models import (
 from runs.services.adaptive import campaign_advance
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
+from runs.services.drift_facts import drift_facts
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
@@ -134,6 +135,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         facts = probe_host(transport).as_json()
         clients_facts = [probe_host(client.transport).as_json() for client in clients]
+        drift = drift_facts(transport, run)
         result = _run_with_reuse(run, transport, spec, observer, clients)
     except RunCancelled:
         ending = RunState.CANCELLED, {}
@@ -144,7 +146,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     if ending is not None:
         store_log(run, observer, ending_said(ending))
     else:
-        store_results(run, result, facts, clients_facts, observer)
+        store_results(run, result, facts, clients_facts, observer, drift)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 

@@ -8,7 +8,8 @@ turn on both and is never overtaken, and a disabled host holds its runs (visibly
 
 PostgreSQL builds (services.builds) share the line: a host takes one job at a time, a run or a
 build (`Host.claimed_by_build`), and runs and builds queued for the same host start in the order
-they were queued (by the time they were queued; runs among themselves by id, as ever).
+they were queued (by the time they were queued; runs among themselves by id, as ever). Raw device
+baselines (fio, services.baselines) are a third kind in the same line (`Host.claimed_by_baseline`).
 
 Dispatching is serialised by a PostgreSQL advisory lock, so any number of web processes and
 workers may call it at once. It runs whenever a turn may have come: a run queued, a run ended,
@@ -26,7 +27,7 @@ from functools import partial
 from django.db import connection, transaction
 from django.db.models import Q, QuerySet
 
-from runs.models import BuildState, Host, PgBuild, Run, RunClient, RunState
+from runs.models import BaselineState, BuildState, DeviceBaseline, Host, PgBuild, Run, RunClient, RunState
 from runs.services.db_retry import with_database_retry
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,11 @@ DISPATCH_LOCK_ID = 0x62656E63686C6162  # "benchlab"
 
 @dataclass(frozen=True)
 class Started:
-    """What one dispatch started: runs and builds, by id."""
+    """What one dispatch started: runs, builds and baselines, by id."""
 
     runs: list[int] = field(default_factory=list)
     builds: list[int] = field(default_factory=list)
+    baselines: list[int] = field(default_factory=list)
 
 
 def queue_dispatch() -> list[int]:
@@ -50,8 +52,8 @@ def queue_dispatch() -> list[int]:
 
 
 def queue_dispatch_jobs() -> Started:
-    """queue_dispatch, saying what it started of both kinds of job."""
-    from runs.tasks import execute_build, execute_run  # tasks import services; import here to avoid a cycle
+    """queue_dispatch, saying what it started of every kind of job."""
+    from runs.tasks import execute_baseline, execute_build, execute_run  # tasks import services: avoid a cycle
 
     with transaction.atomic():
         with connection.cursor() as cursor:
@@ -62,28 +64,36 @@ def queue_dispatch_jobs() -> Started:
             transaction.on_commit(partial(execute_run.delay, run_id))
         for build_id in started.builds:
             transaction.on_commit(partial(execute_build.delay, build_id))
+        for baseline_id in started.baselines:
+            transaction.on_commit(partial(execute_baseline.delay, baseline_id))
     if started.builds:
         log.info("builds started: %s", started.builds)
+    if started.baselines:
+        log.info("fio baselines started: %s", started.baselines)
     return started
+
+
+RUN, BUILD, BASELINE = "run", "build", "baseline"
+# The Host column that says which job of each kind holds the host.
+_HOLDER = {RUN: "claimed_by_id", BUILD: "claimed_by_build_id", BASELINE: "claimed_by_baseline_id"}
 
 
 @dataclass(frozen=True)
 class _Job:
     queued_at: datetime
     pk: int
-    is_build: bool
+    kind: str  # RUN, BUILD or BASELINE
     hosts: frozenset[int]
 
 
 def _claim_turns() -> Started:
-    hosts = list(
-        Host.objects.values_list("pk", "enabled", "claimed_by_id", "claimed_by_build_id", "cleanup_pending_for_id")
-    )
-    blocked = {pk for pk, enabled, run, build, pending in hosts if run or build or pending or not enabled}
+    hosts = list(Host.objects.values_list("pk", "enabled", "cleanup_pending_for_id", *_HOLDER.values()))
+    blocked = {pk for pk, enabled, *taken in hosts if any(taken) or not enabled}
     started = Started()
+    started_of = {RUN: started.runs, BUILD: started.builds, BASELINE: started.baselines}
     for job in _queued_in_order():
         if not job.hosts & blocked and _claim(job):
-            (started.builds if job.is_build else started.runs).append(job.pk)
+            started_of[job.kind].append(job.pk)
         blocked |= job.hosts  # first in line on these hosts now: nobody behind may overtake it
         if len(blocked) == len(hosts):
             break
@@ -92,7 +102,7 @@ def _claim_turns() -> Started:
 
 def _claim(job: _Job) -> bool:
     """Only the dispatcher claims, under its lock: a host found free stays free until now."""
-    holder = {"claimed_by_build_id": job.pk} if job.is_build else {"claimed_by_id": job.pk}
+    holder = {_HOLDER[job.kind]: job.pk}
     with transaction.atomic():
         if _free_hosts(job.hosts).update(**holder) == len(job.hosts):
             return True
@@ -102,15 +112,19 @@ def _claim(job: _Job) -> bool:
 
 def _free_hosts(host_ids: Iterable[int]) -> QuerySet[Host]:
     free = Host.objects.filter(
-        pk__in=host_ids, claimed_by__isnull=True, claimed_by_build__isnull=True, cleanup_pending_for__isnull=True
+        pk__in=host_ids,
+        claimed_by__isnull=True,
+        claimed_by_build__isnull=True,
+        claimed_by_baseline__isnull=True,
+        cleanup_pending_for__isnull=True,
     )
     return free.filter(enabled=True)
 
 
 def _queued_in_order() -> Iterator[_Job]:
-    """Queued runs and builds, oldest first. Each kind keeps its own order (runs by id, as
-    before builds existed); the two are merged by the time they were queued."""
-    return heapq.merge(_queued_runs(), _queued_builds(), key=lambda job: job.queued_at)
+    """Queued runs, builds and baselines, oldest first. Each kind keeps its own order (runs by
+    id, as before builds existed); the kinds are merged by the time they were queued."""
+    return heapq.merge(_queued_runs(), _queued_builds(), _queued_baselines(), key=lambda job: job.queued_at)
 
 
 def _queued_runs() -> Iterator[_Job]:
@@ -123,7 +137,7 @@ def _queued_runs() -> Iterator[_Job]:
     for run_id, host_id in RunClient.objects.filter(run__in=queued).values_list("run_id", "host_id"):
         clients.setdefault(run_id, set()).add(host_id)
     for queued_at, pk, server in queued.order_by("pk").values_list("created_at", "pk", "server_host_id").iterator():
-        yield _Job(queued_at, pk, False, frozenset({server} | clients.get(pk, set())))
+        yield _Job(queued_at, pk, RUN, frozenset({server} | clients.get(pk, set())))
 
 
 def _queued_builds() -> Iterator[_Job]:
@@ -131,7 +145,15 @@ def _queued_builds() -> Iterator[_Job]:
     holding = Host.objects.filter(claimed_by_build__isnull=False).values("claimed_by_build_id")
     queued = PgBuild.objects.filter(state=BuildState.QUEUED, started_at__isnull=True).exclude(pk__in=holding)
     for queued_at, pk, host in queued.order_by("pk").values_list("created_at", "pk", "host_id").iterator():
-        yield _Job(queued_at, pk, True, frozenset({host}))
+        yield _Job(queued_at, pk, BUILD, frozenset({host}))
+
+
+def _queued_baselines() -> Iterator[_Job]:
+    # As builds: one holding its host waits for its worker; a started one is running.
+    holding = Host.objects.filter(claimed_by_baseline__isnull=False).values("claimed_by_baseline_id")
+    queued = DeviceBaseline.objects.filter(state=BaselineState.QUEUED, started_at__isnull=True).exclude(pk__in=holding)
+    for queued_at, pk, host in queued.order_by("pk").values_list("created_at", "pk", "host_id").iterator():
+        yield _Job(queued_at, pk, BASELINE, frozenset({host}))
 
 
 def run_holds_its_hosts(run: Run) -> bool:
@@ -159,6 +181,8 @@ class HostWait:
     builds_ahead: int = 0  # queued builds before this one on this host
     first_ahead: int | None = None  # the first queued run ahead of this one on this host
     first_ahead_waits_for: tuple[str, ...] = ()  # that run's other hosts, which keep it waiting
+    busy_with_baseline: int | None = None  # the fio baseline that has the host now (not this one)
+    baselines_ahead: int = 0  # queued fio baselines before this one on this host
 
     def __str__(self) -> str:
         if self.disabled:
@@ -169,12 +193,23 @@ class HostWait:
             state = f"{self.host} busy with run {self.busy_with}"
         elif self.busy_with_build is not None:
             state = f"{self.host} busy with build {self.busy_with_build}"
+        elif self.busy_with_baseline is not None:
+            state = f"{self.host} busy with fio baseline {self.busy_with_baseline}"
         else:
             state = f"{self.host} free"
-        if self.ahead + self.builds_ahead:
-            return f"{state}; {self.ahead + self.builds_ahead} ahead of it"
-        waiting = self.busy_with or self.busy_with_build or self.disabled or self.cleanup_pending_for
-        return state if waiting else f"{state}; first in line"
+        if self.jobs_ahead:
+            return f"{state}; {self.jobs_ahead} ahead of it"
+        return state if self.busy else f"{state}; first in line"
+
+    @property
+    def jobs_ahead(self) -> int:
+        return self.ahead + self.builds_ahead + self.baselines_ahead
+
+    @property
+    def busy(self) -> bool:
+        """Taken now (by another job, a pending cleanup, or disabled): not first in line but next."""
+        taken = (self.busy_with, self.busy_with_build, self.busy_with_baseline, self.cleanup_pending_for)
+        return self.disabled or any(holder is not None for holder in taken)
 
 
 def run_wait(run: Run) -> list[HostWait]:
@@ -192,7 +227,8 @@ def run_wait(run: Run) -> list[HostWait]:
         first = ahead_runs.order_by("pk").select_related("server_host").prefetch_related("run_clients__host").first()
         busy_with = host.claimed_by_id if host.claimed_by_id != run.pk else None
         builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=run.created_at))
-        wait = _host_wait(host, busy_with, ahead_runs.count(), builds_ahead)
+        baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(created_at__lt=run.created_at))
+        wait = _host_wait(host, busy_with, ahead_runs.count(), builds_ahead, baselines_ahead)
         if first is not None:  # a free host with a run ahead: the run ahead waits for another host
             wait = replace(wait, first_ahead=first.pk, first_ahead_waits_for=_waits_for(first, host))
         waits.append(wait)
@@ -205,7 +241,13 @@ def _waits_for(run: Run, free_host: Host) -> tuple[str, ...]:
     for other in run.hosts:
         if other.pk == free_host.pk:
             continue
-        taken = not other.enabled or other.claimed_by_id or other.claimed_by_build_id or other.cleanup_pending_for_id
+        taken = (
+            not other.enabled
+            or other.claimed_by_id
+            or other.claimed_by_build_id
+            or other.claimed_by_baseline_id
+            or other.cleanup_pending_for_id
+        )
         earlier = _queued_on(other).filter(pk__lt=run.pk)
         if taken or earlier.exists():  # (taken covers the run that holds it)
             names.append(other.name)
@@ -223,7 +265,8 @@ def build_wait(build: PgBuild) -> list[HostWait]:
     ahead_runs = _queued_on(host).filter(created_at__lt=build.created_at)
     ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
     builds_ahead = _builds_ahead(host, PgBuild.objects.filter(pk__lt=build.pk))
-    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead)]
+    baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(created_at__lt=build.created_at))
+    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead, baselines_ahead)]
 
 
 def _queued_on(host: Host) -> QuerySet[Run]:
@@ -232,7 +275,22 @@ def _queued_on(host: Host) -> QuerySet[Run]:
     return Run.objects.filter(uses_host, state=RunState.QUEUED)
 
 
-def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int) -> HostWait:
+def baseline_wait(baseline: DeviceBaseline) -> list[HostWait]:
+    """For a queued fio baseline: its host, whether it is disabled or busy, and how many jobs
+    are ahead of it there. Empty when it holds its host or is not queued."""
+    if baseline.state != BaselineState.QUEUED:
+        return []
+    host = Host.objects.get(pk=baseline.host_id)
+    if host.claimed_by_baseline_id == baseline.pk:
+        return []
+    ahead_runs = _queued_on(host).filter(created_at__lt=baseline.created_at)
+    ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
+    builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=baseline.created_at))
+    baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(pk__lt=baseline.pk))
+    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead, baselines_ahead)]
+
+
+def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int, baselines_ahead: int) -> HostWait:
     return HostWait(
         host=host.name,
         disabled=not host.enabled,
@@ -241,6 +299,8 @@ def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int)
         cleanup_pending_for=host.cleanup_pending_for_id,
         busy_with_build=host.claimed_by_build_id,
         builds_ahead=builds_ahead,
+        busy_with_baseline=host.claimed_by_baseline_id,
+        baselines_ahead=baselines_ahead,
     )
 
 
@@ -249,8 +309,22 @@ def _builds_ahead(host: Host, earlier: QuerySet[PgBuild]) -> int:
     return queued.exclude(pk=host.claimed_by_build_id).count() if host.claimed_by_build_id else queued.count()
 
 
+def _baselines_ahead(host: Host, earlier: QuerySet[DeviceBaseline]) -> int:
+    queued = earlier.filter(host=host, state=BaselineState.QUEUED)
+    holder = host.claimed_by_baseline_id
+    return queued.exclude(pk=holder).count() if holder else queued.count()
+
+
 def build_release_host(*, build: PgBuild) -> int:
     """Free the build's host (retried through a restart of benchlab's database, like a run's);
     done twice, the second frees nothing."""
     release = Host.objects.filter(claimed_by_build=build)
     return with_database_retry(lambda: release.update(claimed_by_build=None), f"build {build.pk}: releasing its host")
+
+
+def baseline_release_host(*, baseline: DeviceBaseline) -> int:
+    """Free the baseline's host (retried through a restart of benchlab's database); done twice,
+    the second frees nothing."""
+    release = Host.objects.filter(claimed_by_baseline=baseline)
+    what = f"baseline {baseline.pk}: releasing its host"
+    return with_database_retry(lambda: release.update(claimed_by_baseline=None), what)

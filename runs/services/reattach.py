@@ -25,6 +25,7 @@ from runs.lab.probe import probe_host
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
 from runs.services.cancel_watch import CancelWatch
+from runs.services.drift_facts import drift_facts
 from runs.services.execute import (
     Ending,
     close_hosts,
@@ -91,6 +92,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
         )
         facts = probe_host(transport).as_json()
         clients_facts = [probe_host(client.transport).as_json() for client in clients]
+        drift = drift_facts(transport, run)
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
         ending = (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
     finally:
@@ -102,7 +104,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     else:
         observer.reuse = {"reused_from_run": reused_from if result.reused else None,
                           "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
-        store_results(run, result, facts, clients_facts, observer)
+        store_results(run, result, facts, clients_facts, observer, drift)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 

@@ -10,9 +10,12 @@ from runs.lab.benchmark import BenchmarkResult
 from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 from runs.selectors import LOG_NAME
 from runs.services.db_retry import with_database_retry
+from runs.services.drift_facts import with_drift_facts
 from runs.services.os_series import os_series_store
 from runs.services.run_observer import RunObserver
 
+# What a run keeps of each client host: what its pgbench ran on, and what drift follows (not its disks).
+CLIENT_FACTS = ("hostname", "kernel", "distribution", "cpu_model", "cpu_cores", "memory_bytes")
 RESULT_FIELDS = (
     "summary",
     "tps",
@@ -47,6 +50,7 @@ def store_results(
     host_facts: dict[str, Any],
     clients_facts: list[dict[str, Any]],
     observer: RunObserver,
+    drift: dict[str, Any] | None = None,
 ) -> None:
     summary = result.summary
     run.summary = dataclasses.asdict(summary) if summary else {}
@@ -81,47 +85,50 @@ def store_results(
     run.start_skew_ms = result.start_skew_ms
     clients = run.client_host_list
     clients_environment = [
-        {"name": host.name, "address": host.address, **facts}
+        {"name": host.name, "address": host.address, **{k: v for k, v in facts.items() if k in CLIENT_FACTS}}
         for host, facts in zip(clients, clients_facts, strict=False)
     ]
     pg = run.pg_install
-    run.environment = {
-        "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
-        "device": {
-            "name": run.device.name,
-            "kind": run.device.kind,
-            "path": run.device.path,
-            "node": result.storage.device_node,
-            "model": run.device.model,
-            "serial": run.device.serial,
-            "capacity_bytes": run.device.capacity_bytes,
+    run.environment = with_drift_facts(
+        {
+            "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
+            "device": {
+                "name": run.device.name,
+                "kind": run.device.kind,
+                "path": run.device.path,
+                "node": result.storage.device_node,
+                "model": run.device.model,
+                "serial": run.device.serial,
+                "capacity_bytes": run.device.capacity_bytes,
+            },
+            "filesystem": {
+                "type": run.filesystem,
+                "mkfs_command": result.storage.mkfs_command,
+                "mount_options_requested": run.mount_options,
+                "mount_options": result.storage.mount_options,
+            },
+            "postgresql": {
+                "version": result.pg_version,
+                "bin_dir": pg.bin_dir,
+                # As the running server said; the inventory's only for a run that stopped before that.
+                "block_size": result.pg_block_size or pg.block_size,
+                "wal_block_size": result.pg_wal_block_size or pg.wal_block_size,
+                "page_sizes_from": "server" if result.pg_block_size else "inventory",
+                "non_default_settings": result.pg_non_default_settings,
+            },
+            "pgbench": {
+                "version": result.pgbench_version,
+                "host": ", ".join(host.name for host in clients) or run.server_host.name,
+                "command": result.command,
+            },
+            "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
+            "clients": clients_environment,
+            "start_skew_ms": result.start_skew_ms,
+            "init_command": result.init_command,
+            "reuse": observer.reuse,
         },
-        "filesystem": {
-            "type": run.filesystem,
-            "mkfs_command": result.storage.mkfs_command,
-            "mount_options_requested": run.mount_options,
-            "mount_options": result.storage.mount_options,
-        },
-        "postgresql": {
-            "version": result.pg_version,
-            "bin_dir": pg.bin_dir,
-            # As the running server said; the inventory's only for a run that stopped before that.
-            "block_size": result.pg_block_size or pg.block_size,
-            "wal_block_size": result.pg_wal_block_size or pg.wal_block_size,
-            "page_sizes_from": "server" if result.pg_block_size else "inventory",
-            "non_default_settings": result.pg_non_default_settings,
-        },
-        "pgbench": {
-            "version": result.pgbench_version,
-            "host": ", ".join(host.name for host in clients) or run.server_host.name,
-            "command": result.command,
-        },
-        "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
-        "clients": clients_environment,
-        "start_skew_ms": result.start_skew_ms,
-        "init_command": result.init_command,
-        "reuse": observer.reuse,
-    }
+        drift,
+    )
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 @pytest.fixture
 def drift_server() -> Iterator[str]:
-    # With runs.urls_inventory's pages until runs/urls.py includes them; these pages queue nothing.
-    with serving("benchlab-drift-test-unused", DJANGO_SETTINGS_MODULE="runs.tests.drift_settings") as address:
+    # These pages queue nothing: no worker needed.
+    with serving("benchlab-drift-test-unused") as address:
         yield address
 
 

@@ -20,7 +20,7 @@ from runs.services.drift_facts import drift_facts
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
-pytestmark = [pytest.mark.django_db, pytest.mark.urls("runs.tests.drift_urls")]
+pytestmark = pytest.mark.django_db
 
 START = datetime(2026, 11, 1, 10, 0, tzinfo=UTC)
 PG_BIN = "/usr/lib/postgresql/15/bin"
@@ -94,19 +94,26 @@ def test_a_firmware_update_is_a_device_change_and_a_client_hosts_kernel_counts_f
         ran(lab, day, recorded() | {"client": {"name": "lab2", "kernel": kernel}}, client_host=client)
     [client_change] = host_drift(client).changes
     assert (client_change.old, client_change.new) == ("6.1.0-25-amd64", "6.1.0-27-amd64")
+    # With several client hosts each one's facts are recorded by name: lab3's second place counts.
+    lab3 = make_host(name="lab3", address="10.200.0.13")
+    for day, kernel in ((5, "6.1.0-25-amd64"), (6, "6.1.0-28-amd64")):
+        clients = [{"name": "lab2", "kernel": "6.1.0-27-amd64"}, {"name": "lab3", "kernel": kernel}]
+        ran(lab, day, recorded() | {"clients": clients}, client_hosts=[client, lab3])
+    [lab3_change] = host_drift(lab3).changes
+    assert (lab3_change.old, lab3_change.new) == ("6.1.0-25-amd64", "6.1.0-28-amd64")
+    assert host_drift(client).changes == [client_change]  # lab2 itself did not change again
 
 
 def test_a_comparison_spanning_a_kernel_change_warns_in_one_query(lab: Any) -> None:
     before = [ran(lab, day, recorded("6.1.0-25-amd64"), clients=2) for day in (2, 3)]
     between = ran(lab, 5, recorded("6.1.0-25-amd64"))  # not compared: still narrows the change down
     after = [ran(lab, day, recorded("6.1.0-26-amd64"), clients=8) for day in (8, 9)]
-    compared = Run.objects.select_related("device__host", "server_host", "client_host").filter(
-        pk__in=[r.pk for r in before + after]
-    )
+    compared = Run.objects.select_related("device__host", "server_host").prefetch_related("run_clients__host")
+    compared = compared.filter(pk__in=[r.pk for r in before + after])
     runs = list(compared)
     with CaptureQueriesContext(connection) as queries:
         [spanned] = comparison_drift(runs)
-    assert len(queries) == 1
+    assert len(queries) == 2  # the runs' recorded facts, and which hosts were their clients
     assert spanned.said() == (
         f"lab1: kernel changed from 6.1.0-25-amd64 to 6.1.0-26-amd64 between run {between.pk} (6 Nov 2026) and "
         f"run {after[0].pk} (9 Nov 2026); compared runs on both sides (2 before, 2 after)"

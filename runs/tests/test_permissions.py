@@ -30,6 +30,7 @@ from runs.models import (
     Campaign,
     CampaignConfiguration,
     Device,
+    DeviceBaseline,
     Host,
     PgBuild,
     PgInstall,
@@ -88,6 +89,7 @@ class Objects:
     share_tokens: dict[str, str]  # the token of otto's link of each kind
     build: PgBuild  # a PostgreSQL build otto queued
     study: StudyAfterBuilds  # otto's page-size study, waiting for that build
+    baseline: DeviceBaseline  # a fio baseline otto queued on the device
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,14 @@ def build_pk(objects: Objects) -> list[Any]:
     return [objects.build.pk]
 
 
+def baseline_pk(objects: Objects) -> list[Any]:
+    return [objects.baseline.pk]
+
+
+def device_pk(objects: Objects) -> list[Any]:
+    return [objects.device.pk]
+
+
 def study_pk(objects: Objects) -> list[Any]:
     return [objects.study.pk]
 
@@ -209,6 +219,15 @@ MATRIX: dict[str, Row] = {
     # Operators may cancel or remove only their own builds; this one was queued by otto.
     "build-cancel": Row(OPERATORS, POST, build_pk),
     "build-remove": Row(OPERATORS, POST, build_pk),
+    "device-detail": Row(VIEWERS, args=device_pk),
+    "baselines": Row(VIEWERS),
+    "baseline-new": Row(OPERATORS, FORM),
+    "baseline-detail": Row(VIEWERS, args=baseline_pk),
+    "baseline-events": Row(VIEWERS, STREAM, args=baseline_pk),
+    # fio's JSON: the queued baseline has none yet (404 for those who may see it).
+    "baseline-json": Row(VIEWERS, args=baseline_pk, special={(r, m): NOT_FOUND for r in VIEWERS for m in READ}),
+    # Operators may cancel only their own baselines; this one was queued by otto.
+    "baseline-cancel": Row(OPERATORS, POST, baseline_pk),
     "campaign-new": Row(OPERATORS, FORM),
     "campaign-detail": Row(VIEWERS, args=campaign_pk),
     # The campaign's runs were queued by otto: operators cancel their own, admins anybody's.
@@ -261,6 +280,9 @@ MATRIX: dict[str, Row] = {
     "api:run-cancel": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
     # Reading needs the viewer role; a POST queues a build, which only operators may.
     "api:build-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:baseline-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:baseline-detail": Row(VIEWERS, API_READ, args=baseline_pk, kind="api"),
+    "api:baseline-cancel": Row(OPERATORS, API_POST, baseline_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:build-detail": Row(VIEWERS, API_READ, args=build_pk, kind="api"),
     "api:build-cancel": Row(OPERATORS, API_POST, build_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:build-remove": Row(OPERATORS, API_POST, build_pk, kind="api", who_by_method={"options": VIEWERS}),
@@ -292,6 +314,8 @@ MATRIX: dict[str, Row] = {
     **record_rows("runs_auditevent", lambda objects: objects.audit, ADMINS),
     # Builds: the admin role sees them and removes them (an action); nobody adds, edits or deletes one.
     **record_rows("runs_pgbuild", lambda objects: objects.build, ADMINS),
+    # fio baselines: the admin role sees them; nobody adds, edits or deletes one there.
+    **record_rows("runs_devicebaseline", lambda objects: objects.baseline, ADMINS),
     # Share links: the admin role sees and revokes them (an action); nobody adds, edits or deletes one.
     **record_rows("runs_sharelink", lambda objects: objects.share, ADMINS),
     # Accounts, roles, API tokens and login locks are the superusers' (the admin role runs the lab).
@@ -365,6 +389,8 @@ def make_objects(users: dict[str, User]) -> Objects:
                                    queued_by=users["otto"])  # fmt: skip
     study = StudyAfterBuilds.objects.create(preset="page-size", host=host, created_by=users["otto"])
     study.builds.set([build])
+    baseline = DeviceBaseline.objects.create(device=device, host=host, size_bytes=2**26, runtime_s=2, ramp_s=0,
+                                             jobs=["rand-read-qd1"], queued_by=users["otto"])  # fmt: skip
     return Objects(
         host=host,
         device=device,
@@ -386,6 +412,7 @@ def make_objects(users: dict[str, User]) -> Objects:
         share_tokens={kind: token for kind, (_, token) in shares.items()},
         build=build,
         study=study,
+        baseline=baseline,
     )
 
 

@@ -16,11 +16,13 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from benchlab.version import benchlab_version
+from runs.baseline_selectors import baselines_for_devices
 from runs.comparison import ComparisonResult, compare_runs, comparison_data, shown_runs
 from runs.comparison_export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
-from runs.comparison_query import GROUP_NAMES, ComparisonQuery, group_label
+from runs.comparison_query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
 from runs.differences import environment_common
 from runs.params import BadParameter, parse_choice
+from runs.specs import run_spec_value
 from runs.views.runs import refused
 
 EXPORTS = ("summary", "series")
@@ -64,7 +66,7 @@ def _grouping_choices(result: ComparisonResult) -> list[dict[str, Any]]:
     cannot split them), each checked if the grouping uses it."""
     fields = []
     for word, name in GROUP_NAMES.items():
-        values = {getattr(run, name) for run in result.runs}
+        values = {run_spec_value(run, name) for run in result.runs}
         if len(values) > 1:
             fields.append({"word": word, "label": group_label(name), "checked": name in result.query.group_by})
     return fields
@@ -78,8 +80,9 @@ def comparison_context(result: ComparisonResult, urls: ComparisonUrls, *, shared
         "shared": shared,
         "grouping": _grouping_choices(result),
         "grouped_by_configuration": not result.query.group_by,
-        "facet_word": result.query.facet.removesuffix("_id") if result.query.facet else "",
+        "facet_word": WORDS[result.query.facet] if result.query.facet else "",
         "environment": environment_common(result.runs),
+        "device_baselines": baselines_for_devices(sorted({run.device_id for run in result.runs})),
         "shown": {run.pk for run in shown_runs(result)},
         "generated_at": timezone.now(),
         "version": benchlab_version(),

@@ -1,4 +1,5 @@
-"""Server-sent events: a run's events (samples, states, log lines) and the run list's states.
+"""Server-sent events: a run's events (samples, states, log lines) and the run list's states; a
+PostgreSQL build's and a fio baseline's, the same way.
 
 Replayable by id: the browser's EventSource sends Last-Event-ID when it reconnects, and a
 page opened mid-run asks from the start, so every point arrives, none twice.
@@ -14,7 +15,8 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from runs import live
-from runs.models import ENDED_BUILD_STATES, FINAL_STATES, PgBuild, Run
+from runs.baseline_live import baseline_stream
+from runs.models import ENDED_BASELINE_STATES, ENDED_BUILD_STATES, FINAL_STATES, DeviceBaseline, PgBuild, Run
 from runs.params import BadParameter, parse_event_id
 
 POLL_BLOCK_MS = 1000
@@ -132,3 +134,13 @@ async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
         return refused
     state = await PgBuild.objects.filter(pk=build_id).values_list("state", flat=True).afirst()
     return await _job_events(request, state, f"build {build_id}", live.build_stream(build_id), ENDED_BUILD_STATES)
+
+
+@require_GET
+async def baseline_events(request: HttpRequest, baseline_id: int) -> HttpResponseBase:
+    """A fio baseline's events (states, which job by the clock, progress, log lines), as a build's."""
+    if refused := await _forbidden_unless_viewer(request):
+        return refused
+    state = await DeviceBaseline.objects.filter(pk=baseline_id).values_list("state", flat=True).afirst()
+    stream = baseline_stream(baseline_id)
+    return await _job_events(request, state, f"baseline {baseline_id}", stream, ENDED_BASELINE_STATES)

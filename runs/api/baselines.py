@@ -1,0 +1,117 @@
+"""The fio baseline API: list, detail (with fio's figures), create (queue), cancel.
+
+A baseline is asked for with the fields of the page's form and validated by that form (and so
+by the lab layer's rules and the device's refusal): 400 with a message per field on bad input,
+and nothing is created; 201 when it was queued.
+"""
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import QuerySet
+from django.http import QueryDict
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.api.parameters import query_parameter
+from runs.api.permissions import RolePermission
+from runs.baseline_forms import BaselineForm
+from runs.lab.fio_plan import IOENGINES, JOB_NAMES, FioSettings, MiB
+from runs.models import BaselineState, DeviceBaseline
+from runs.params import IdConverter, parse_choice, parse_id
+from runs.services.baselines import BaselineRefused, baseline_cancel, baseline_queue
+
+ID_IN_URL = IdConverter.regex
+
+
+class BaselineSerializer(serializers.ModelSerializer):
+    figures = serializers.DictField(read_only=True)
+
+    class Meta:
+        model = DeviceBaseline
+        fields = ["id", "device", "host", "campaign", "size_bytes", "runtime_s", "ramp_s", "jobs", "ioengine",
+                  "state", "step", "progress", "queued_by", "created_at", "started_at", "finished_at",
+                  "cancel_requested", "target_mode", "target_description", "error", "fio_version",
+                  "figures"]  # fmt: skip
+        read_only_fields = fields
+
+
+class BaselineDetailSerializer(BaselineSerializer):
+    class Meta(BaselineSerializer.Meta):
+        fields = [*BaselineSerializer.Meta.fields, "results", "command", "failed_command", "failed_exit_status",
+                  "failed_output", "log"]  # fmt: skip
+        read_only_fields = fields
+
+
+class BaselineCreateSerializer(serializers.Serializer):
+    """The page's form, field for field: the API and the page refuse the same things."""
+
+    device = serializers.IntegerField()
+    size_mib = serializers.IntegerField(required=False, default=FioSettings.size_bytes // MiB)
+    runtime_s = serializers.IntegerField(required=False, default=FioSettings.runtime_s)
+    ramp_s = serializers.IntegerField(required=False, default=FioSettings.ramp_s)
+    jobs = serializers.ListField(child=serializers.CharField(), required=False, default=lambda: list(JOB_NAMES))
+    ioengine = serializers.ChoiceField(choices=IOENGINES, required=False, default=FioSettings.ioengine)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        data = QueryDict(mutable=True)
+        for name, value in attrs.items():
+            if name != "jobs":
+                data[name] = str(value)
+        data.setlist("jobs", attrs["jobs"])
+        form = BaselineForm(data)
+        if not form.is_valid():
+            raise ValidationError({field: [str(e) for e in errors] for field, errors in form.errors.items()})
+        return {"form": form}
+
+
+class BaselineViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+    lookup_value_regex = ID_IN_URL
+    permission_classes = [RolePermission]
+    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
+
+    @property
+    def throttle_scope(self) -> str | None:
+        return "queue" if getattr(self, "action", None) == "create" else None
+
+    def get_queryset(self) -> QuerySet[DeviceBaseline]:
+        baselines = DeviceBaseline.objects.select_related("host", "device", "queued_by").order_by("-created_at", "-id")
+        if (device := query_parameter(self.request, "device", parse_id)) is not None:
+            baselines = baselines.filter(device_id=device)
+        if (state := query_parameter(self.request, "state", _state_choice)) is not None:
+            baselines = baselines.filter(state=state)
+        return baselines.defer("fio_json", "log", "failed_output") if self.action == "list" else baselines
+
+    def get_serializer_class(self) -> Any:
+        if self.action == "create":
+            return BaselineCreateSerializer
+        return BaselineDetailSerializer if self.action == "retrieve" else BaselineSerializer
+
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        asked = BaselineCreateSerializer(data=request.data)
+        asked.is_valid(raise_exception=True)
+        form: BaselineForm = asked.validated_data["form"]
+        try:
+            baseline = baseline_queue(
+                device=form.cleaned_data["device"], settings=form.settings(), by=request.user, request=request
+            )
+        except DjangoValidationError as exc:
+            raise ValidationError(exc.message_dict) from None
+        return Response(BaselineSerializer(baseline).data, status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        baseline = self.get_object()
+        try:
+            baseline_cancel(baseline=baseline, by=request.user, request=request)
+        except BaselineRefused as exc:
+            raise PermissionDenied(str(exc)) from None
+        baseline.refresh_from_db()
+        return Response(BaselineSerializer(baseline).data)
+
+
+def _state_choice(raw: str, name: str) -> str:
+    return parse_choice(raw, name, BaselineState.values)

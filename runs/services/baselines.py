@@ -1,0 +1,195 @@
+"""Writes to raw device baselines (fio): queue one, move it through its states, cancel it.
+Running one is services.baseline_execute; a dead worker's, services.baseline_sweeper.
+
+The settings are the lab layer's FioSettings and checked by its own rules (runs/lab/fio_plan),
+field by field. A device fio may not write is refused before anything is queued: a block
+device is measured raw, which the lab layer allows only on a device the inventory lets
+benchlab wipe (runs.lab.fio); a directory device is measured through a file in it.
+"""
+
+import logging
+from dataclasses import fields as dataclass_fields
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+
+from runs.baseline_live import publish_baseline, reset_baseline_stream
+from runs.lab.errors import InvalidOption
+from runs.lab.fio_plan import FioSettings
+from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
+from runs.services.audit import audit_record
+from runs.services.db_retry import with_database_retry
+from runs.services.queue import baseline_release_host, queue_dispatch
+
+log = logging.getLogger(__name__)
+SETTING_FIELDS = tuple(field.name for field in dataclass_fields(FioSettings))  # size_bytes, runtime_s, …
+
+
+def baseline_settings_of(baseline: DeviceBaseline) -> FioSettings:
+    """The lab layer's settings of a baseline, as it was asked."""
+    return FioSettings(
+        size_bytes=baseline.size_bytes,
+        runtime_s=baseline.runtime_s,
+        ramp_s=baseline.ramp_s,
+        jobs=tuple(baseline.jobs),
+        ioengine=baseline.ioengine,
+    )
+
+
+def fio_settings_errors(settings: FioSettings) -> dict[str, str]:
+    """The lab layer's refusal of each setting, by field: every mistake at once, not the first."""
+    errors = {}
+    for name in SETTING_FIELDS:
+        try:
+            FioSettings(**{name: getattr(settings, name)}).validate()  # this one, the others as default
+        except InvalidOption as exc:
+            errors[name] = f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+    return errors
+
+
+def baseline_device_refusal(device: Device) -> str | None:
+    """Why fio may not measure this device (or not now), or None."""
+    host = device.host
+    if not host.enabled:
+        return f"{host.name} is disabled in the inventory: it takes no new jobs (an admin enables it)."
+    if refusal := host.own_server_refusal():
+        return refusal
+    if device.is_block_device and not device.wipe_allowed:
+        return (
+            f"{device} is a block device that the inventory does not allow benchlab to wipe: fio would write "
+            "it raw, which benchlab refuses on a protected device. An admin can allow wiping it "
+            "(Admin → Devices → allow wipe) if nothing on it is needed; otherwise measure a directory device "
+            "on its filesystem (fio then writes a file there)."
+        )
+    return None
+
+
+def baseline_size_refusal(device: Device, settings: FioSettings) -> str | None:
+    if device.capacity_bytes and settings.size_bytes > device.capacity_bytes:
+        return (
+            f"{settings.size_bytes // 2**20} MiB is more than {device}'s capacity "
+            f"({device.capacity_bytes // 2**20} MiB in the inventory)."
+        )
+    return None
+
+
+def baseline_queue(
+    *,
+    device: Device,
+    settings: FioSettings,
+    by: Any,
+    request: HttpRequest | None = None,
+    campaign: Any = None,
+) -> DeviceBaseline:
+    """Queue fio on `device` for `by`. Bad settings or a device fio may not measure raise
+    ValidationError, field by field ("device" for the device), and nothing is created."""
+    errors = fio_settings_errors(settings)
+    if refusal := baseline_device_refusal(device):
+        errors["device"] = refusal
+    elif "size_bytes" not in errors and (too_big := baseline_size_refusal(device, settings)):
+        errors["size_bytes"] = too_big
+    if errors:
+        raise ValidationError(errors)
+    with transaction.atomic():
+        baseline = DeviceBaseline.objects.create(
+            device=device,
+            host_id=device.host_id,
+            campaign=campaign,
+            queued_by=by,
+            size_bytes=settings.size_bytes,
+            runtime_s=settings.runtime_s,
+            ramp_s=settings.ramp_s,
+            jobs=[job.name for job in settings.job_list()],
+            ioengine=settings.ioengine,
+        )
+        audit_record(
+            action=AuditAction.INVENTORY_ADDED,
+            target=baseline,
+            actor=by,
+            request=request,
+            message=f"fio baseline queued on {device}: {baseline.summary}",
+        )
+        # In this order, once committed: an empty stream, "queued" first in it, then a worker.
+        transaction.on_commit(lambda: reset_baseline_stream(baseline.pk))
+        transaction.on_commit(lambda: publish_baseline_state(baseline, BaselineState.QUEUED))
+        transaction.on_commit(queue_dispatch)
+    return baseline
+
+
+def publish_baseline_state(baseline: DeviceBaseline, state: BaselineState) -> None:
+    data = {"state": state.value, "label": state.label, "at": timezone.now().isoformat()}
+    publish_baseline(baseline.pk, "state", data)
+
+
+def baseline_transition(
+    *, baseline: DeviceBaseline, state: BaselineState, from_state: BaselineState | None = None, **fields: Any
+) -> bool:
+    """Move the baseline to `state` unless it has ended (or, with from_state, unless it is not in
+    that state); False if it did not move. Retried through a restart of benchlab's database."""
+    updates: dict[str, Any] = {"state": state, **fields}
+    if state in ENDED_BASELINE_STATES:
+        updates["finished_at"] = timezone.now()
+    rows = DeviceBaseline.objects.filter(pk=baseline.pk)
+    rows = rows.filter(state=from_state) if from_state is not None else rows.exclude(state__in=ENDED_BASELINE_STATES)
+    attempts = 0
+
+    def move() -> bool:
+        nonlocal attempts
+        attempts += 1
+        if rows.update(**updates):
+            return True
+        # A retried attempt: the one before may have committed, its answer lost with the connection.
+        return attempts > 1 and DeviceBaseline.objects.filter(pk=baseline.pk, state=state).exists()
+
+    if not with_database_retry(move, f"baseline {baseline.pk}: moving to {state}"):
+        return False
+    for name, value in updates.items():
+        setattr(baseline, name, value)
+    transaction.on_commit(lambda: publish_baseline_state(baseline, state))
+    return True
+
+
+class BaselineRefused(Exception):
+    """The user may not do this to the baseline; str() says why."""
+
+
+def baseline_refusal(user: Any, baseline: DeviceBaseline) -> str | None:
+    """Why `user` may not cancel `baseline`, or None: operators their own, admins anybody's."""
+    if user.has_perm("runs.cancel_any_run"):
+        return None
+    if not user.has_perm("runs.cancel_run"):
+        return "To cancel fio baselines needs the operator role."
+    if baseline.queued_by_id is not None and baseline.queued_by_id == user.pk:
+        return None
+    owner = baseline.queued_by.get_username() if baseline.queued_by else "somebody no longer in benchlab"
+    return f"Only {owner}, who queued this baseline, or an admin can cancel it."
+
+
+def baseline_cancel(*, baseline: DeviceBaseline, by: Any, request: HttpRequest | None = None) -> None:
+    """A queued baseline is cancelled at once (its host goes to the next in line); a running one
+    is asked to stop, and its worker stops fio by its PID and removes what it made."""
+    if refusal := baseline_refusal(by, baseline):
+        raise BaselineRefused(refusal)
+    if baseline.is_finished:
+        return
+    state_before = baseline.state
+    with transaction.atomic():
+        if baseline_transition(baseline=baseline, state=BaselineState.CANCELLED, from_state=BaselineState.QUEUED):
+            baseline_release_host(baseline=baseline)  # a claim its worker has not used yet
+            transaction.on_commit(queue_dispatch)
+        else:
+            unended = DeviceBaseline.objects.filter(pk=baseline.pk).exclude(state__in=ENDED_BASELINE_STATES)
+            unended.update(cancel_requested=True)
+        audit_record(
+            action=AuditAction.INVENTORY_CHANGED,
+            target=baseline,
+            actor=by,
+            request=request,
+            message=f"fio baseline cancelled while {state_before}",
+        )
+    baseline.refresh_from_db(fields=["cancel_requested", "state"])
+    if not baseline.is_finished:
+        publish_baseline(baseline.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

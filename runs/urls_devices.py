@@ -1,0 +1,16 @@
+"""Devices' pages and fio baselines (issue 15): included by runs/urls.py."""
+
+from django.urls import path
+
+from runs import params  # noqa: F401 - registers the <id:…> converter
+from runs.views import baselines, devices, live
+
+urlpatterns = [
+    path("devices/<id:device_id>/", devices.device_detail, name="device-detail"),
+    path("baselines/", baselines.baselines_page, name="baselines"),
+    path("baselines/new/", baselines.baseline_new, name="baseline-new"),
+    path("baselines/<id:baseline_id>/", baselines.baseline_detail, name="baseline-detail"),
+    path("baselines/<id:baseline_id>/fio.json", baselines.baseline_json, name="baseline-json"),
+    path("baselines/<id:baseline_id>/events", live.baseline_events, name="baseline-events"),
+    path("baselines/<id:baseline_id>/cancel", baselines.baseline_cancel_view, name="baseline-cancel"),
+]

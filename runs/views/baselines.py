@@ -1,0 +1,110 @@
+"""fio baseline pages: the list, the form ("Measure this device with fio"), a baseline (live
+while fio runs, results after), its raw JSON, cancel. Viewers see them; operators queue and
+cancel their own (admins anybody's), as with runs and builds."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
+
+from runs.baseline_forms import BaselineForm
+from runs.baseline_selectors import claims_vs_measured
+from runs.models import FIGURES, BaselineState, Device, DeviceBaseline
+from runs.params import BadParameter, parse_id
+from runs.services.baselines import (
+    BaselineRefused,
+    baseline_cancel,
+    baseline_device_refusal,
+    baseline_queue,
+    baseline_refusal,
+)
+from runs.services.queue import baseline_wait
+from runs.views.runs import refused
+
+BASELINES_PER_PAGE = 50
+
+
+@require_safe
+@permission_required("runs.view_host", raise_exception=True)
+def baselines_page(request: HttpRequest) -> HttpResponse:
+    baselines = DeviceBaseline.objects.select_related("host", "device", "queued_by").defer("fio_json", "log")
+    page = Paginator(baselines.order_by("-created_at", "-id"), BASELINES_PER_PAGE).get_page(request.GET.get("page"))
+    return render(request, "runs/baseline_list.html", {"page": page})
+
+
+@require_http_methods(["GET", "HEAD", "POST"])
+@permission_required("runs.queue_run", raise_exception=True)
+def baseline_new(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = BaselineForm(request.POST)
+        if form.is_valid():
+            try:
+                baseline = baseline_queue(
+                    device=form.cleaned_data["device"], settings=form.settings(), by=request.user, request=request
+                )
+            except ValidationError as exc:  # the inventory changed between the form's check and now
+                for field, errors in exc.message_dict.items():
+                    form.add_error(field if field in form.fields else None, errors)
+            else:
+                messages.success(request, f"fio baseline {baseline.pk} queued on {baseline.device}.")
+                return redirect("baseline-detail", baseline_id=baseline.pk)
+        return render(request, "runs/baseline_form.html", {"form": form}, status=400)
+    initial = {}
+    if device := request.GET.get("device"):
+        try:
+            initial["device"] = get_object_or_404(Device, pk=parse_id(device, "device (the device to measure)")).pk
+        except BadParameter as exc:
+            return refused(request, str(exc))
+    # A device given (from its page): why it cannot be measured is said before anything is sent.
+    note = baseline_device_refusal(Device.objects.select_related("host").get(pk=initial["device"])) if initial else None
+    return render(request, "runs/baseline_form.html", {"form": BaselineForm(initial=initial), "device_refusal": note})
+
+
+@require_safe
+@permission_required("runs.view_host", raise_exception=True)
+def baseline_detail(request: HttpRequest, baseline_id: int) -> HttpResponse:
+    baseline = get_object_or_404(DeviceBaseline.objects.select_related("host", "device", "queued_by"), pk=baseline_id)
+    figures = baseline.figures
+    rows = [(key, label, unit, figures[key]) for key, _job, _dir, _figure, label, unit in FIGURES]
+    context = {
+        "baseline": baseline,
+        "waits": baseline_wait(baseline),
+        "figure_rows": rows,
+        "jobs": [(name, baseline.results[name]) for name in baseline.jobs if name in baseline.results],
+        "claims": claims_vs_measured(baseline.device, baseline) if baseline.state == BaselineState.DONE else [],
+        "cancel_refusal": baseline_refusal(request.user, baseline),
+    }
+    return render(request, "runs/baseline_detail.html", context)
+
+
+@require_safe
+@permission_required("runs.view_host", raise_exception=True)
+def baseline_json(request: HttpRequest, baseline_id: int) -> HttpResponse:
+    """fio's own JSON output, whole, as a download."""
+    baseline = get_object_or_404(DeviceBaseline.objects.only("fio_json"), pk=baseline_id)
+    if not baseline.fio_json:
+        return refused(request, f"fio baseline {baseline_id} has no fio output (it did not finish).", status=404)
+    response = HttpResponse(baseline.fio_json, content_type="application/json")
+    response["Content-Disposition"] = f'attachment; filename="fio-baseline-{baseline_id}.json"'
+    return response
+
+
+@require_POST
+@permission_required("runs.cancel_run", raise_exception=True)
+def baseline_cancel_view(request: HttpRequest, baseline_id: int) -> HttpResponse:
+    baseline = get_object_or_404(DeviceBaseline.objects.select_related("host", "queued_by"), pk=baseline_id)
+    was_finished = baseline.is_finished
+    try:
+        baseline_cancel(baseline=baseline, by=request.user, request=request)
+    except BaselineRefused as exc:
+        return refused(request, str(exc), status=403)
+    if was_finished:
+        messages.info(request, f"Baseline {baseline_id} had already ended ({baseline.get_state_display()}).")
+    elif baseline.state == BaselineState.CANCELLED:
+        messages.success(request, f"Baseline {baseline_id} cancelled: it left the queue before fio ran.")
+    else:
+        messages.success(request, f"Cancel of baseline {baseline_id} requested: its worker stops fio and cleans up.")
+    return redirect("baseline-detail", baseline_id=baseline_id)
