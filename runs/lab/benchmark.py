@@ -26,168 +26,37 @@ StorageFailed, which says so in PostgreSQL's and the kernel's words.
 """
 
 import logging
-import re
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
 
-from runs.lab.clients import (
-    ClientBench,
-    ClientFailed,
-    ClientResult,
-    client_pgbench_version,
-    collect_several,
-    follow_together,
-    joined_commands,
-    measure_rtt,
-    start_skew_ms,
-    start_together,
-)
+from runs.lab.benchmark_spec import RUNS_ROOT as RUNS_ROOT  # the names below are re-exported: callers
+from runs.lab.benchmark_spec import WORK_SUBDIR as WORK_SUBDIR  # know the lab layer's run by this module
+from runs.lab.benchmark_spec import Bench, Endpoint, Observer, SilentObserver
+from runs.lab.benchmark_spec import BenchmarkSpec as BenchmarkSpec
+from runs.lab.benchmark_spec import ClientSpec as ClientSpec
+from runs.lab.benchmark_spec import Step as Step
+from runs.lab.benchmark_spec import run_dir_for as run_dir_for
+from runs.lab.benchmark_spec import work_dir_for as work_dir_for
+from runs.lab.clients import collect_several, joined_commands
 from runs.lab.collect import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
-from runs.lab.collect import (
-    Measured,
-    collect_results,
-    collect_server_results,
-    progress_reader,
-    resume_record,
-    write_resume_record,
-)
+from runs.lab.collect import Measured, collect_results, collect_server_results
 from runs.lab.diagnose import FaultWatch, command_output_tail
-from runs.lab.follow import Follower, run_followed
+from runs.lab.follow import run_followed
 from runs.lab.kept import Handover, handed_over, keep_setup, reused_database_note, reused_storage
 from runs.lab.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
 from runs.lab.kept import discard_kept_setup as discard_kept_setup
-from runs.lab.metrics import PgStatsSnapshot, iostat_device, os_metrics, pg_stats_snapshot
-from runs.lab.parse_pgbench import ProgressSample
-from runs.lab.pgbench import (
-    Connection,
-    Detached,
-    InitOptions,
-    RunOptions,
-    cancel,
-    create_database_command,
-    init_command,
-    run_command,
-    start_detached,
-    wait_for_exit,
-)
+from runs.lab.measure import measure_one, measure_several, one_client_result, prepare_benches
+from runs.lab.metrics import iostat_device, os_metrics, pg_stats_snapshot
+from runs.lab.pgbench import Connection, Detached, create_database_command, init_command
 from runs.lab.postgres import BENCH_ROLE, SUPERUSER, Cluster, psql, running_cluster, throwaway_cluster
 from runs.lab.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage, kernel_log_cursor, prepared_storage
+from runs.lab.storage import PreparedStorage, kernel_log_cursor, prepared_storage
 from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
-RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test
-WORK_SUBDIR = "bench"  # run_dir/bench: the unprivileged user's (run_user.py)
 INIT_TIMEOUT_S = 6 * 3600  # `pgbench -i` of a large scale on a slow disk takes hours
-
-
-class Step:
-    PREPARING_STORAGE = "preparing storage"
-    INITIALIZING_DATABASE = "initializing database"
-    MEASURING = "measuring"
-    COLLECTING = "collecting"
-    CLEANING_UP = "cleaning up"
-
-
-@dataclass(frozen=True)
-class ClientSpec:
-    """pgbench on another host, reaching the server over TCP."""
-
-    pg_bin_dir: str  # the client's own pgbench
-    address: str  # the client as the server sees it: trusted in pg_hba
-    server_address: str  # the server as the client reaches it
-    name: str = "client"  # as the inventory names the host: said in the log and in failures
-    database: str = "bench"  # the database on the server it runs against
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """A host benchlab talks to, and how to open a fresh connection to it (for reconnects)."""
-
-    transport: Transport
-    connect: Callable[[], Transport]
-
-
-@dataclass(frozen=True)
-class BenchmarkSpec:
-    device: DeviceIdentity
-    filesystem: FilesystemSpec
-    pg_bin_dir: str
-    init: InitOptions
-    run: RunOptions
-    run_key: str  # unique per run: names the mountpoint and the run directory
-    pg_settings: Mapping[str, str] = field(default_factory=dict)
-    database: str = "bench"
-    clients: tuple[ClientSpec, ...] = ()  # none: pgbench runs on the server
-    warmup_s: int = 0  # the first seconds of run.duration_s, left out of the latency percentiles
-    unreachable_limit_s: float = 300.0  # how long a host that stopped answering is waited for
-
-    @property
-    def databases(self) -> list[str]:
-        """The databases to load, in order: the clients' (each its own, or one shared), or the one."""
-        return list(dict.fromkeys(client.database for client in self.clients)) or [self.database]
-
-
-class Observer(Protocol):
-    def step(self, name: str) -> None: ...
-
-    def line(self, stream: str, text: str) -> None: ...
-
-    def progress(self, sample: ProgressSample) -> None: ...
-
-    def started(self, process: Detached, on: str | None = None) -> None:
-        """A detached command runs now (a cancel stops it), on the client host named `on` or the server."""
-        ...
-
-    def client_progress(self, name: str, sample: ProgressSample) -> None:
-        """A second of one client host's pgbench, in a run with several (progress() gets their total)."""
-        ...
-
-    def followed(self, offset: int) -> None:
-        """pgbench's progress output has been handed over (line, progress) up to byte `offset`."""
-        ...
-
-    def formatting(self, command: str) -> None:
-        """mkfs is about to run (every safety check has passed)."""
-        ...
-
-
-class SilentObserver:
-    def step(self, name: str) -> None:
-        log.info("step: %s", name)
-
-    def line(self, stream: str, text: str) -> None:
-        pass
-
-    def progress(self, sample: ProgressSample) -> None:
-        pass
-
-    def started(self, process: Detached, on: str | None = None) -> None:
-        pass
-
-    def client_progress(self, name: str, sample: ProgressSample) -> None:
-        pass
-
-    def followed(self, offset: int) -> None:
-        pass
-
-    def formatting(self, command: str) -> None:
-        log.info("formatting: %s", command)
-
-
-def run_dir_for(run_key: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9._-]+", run_key):
-        raise ValueError(f"bad run key {run_key!r}")
-    return f"{RUNS_ROOT}/{run_key}"
-
-
-def work_dir_for(run_dir: str) -> str:
-    """The unprivileged user's part of a run directory: pgbench's output and logs."""
-    return f"{run_dir}/{WORK_SUBDIR}"
 
 
 def _as_run_user(transport: Transport, argv: list[str], timeout: float, on_line: Callable[[str], None]) -> str:
@@ -253,15 +122,6 @@ def run_benchmark(
             observer.step(Step.CLEANING_UP)
 
 
-@dataclass(frozen=True)
-class Bench:
-    """Where one pgbench runs: a client host, or the server itself (client None)."""
-
-    name: str | None  # the client host's name; None: the server
-    endpoint: Endpoint
-    client: ClientSpec | None
-
-
 def _run_stages(
     server: Endpoint,
     client_benches: list[Bench],
@@ -317,7 +177,7 @@ def _run_stages(
         script_path = f"{run_dir}/custom.sql"  # root's directory: the user reads it, cannot swap it
         for bench in benches:
             bench.endpoint.transport.write_file(script_path, spec.run.custom_script.encode(), mode=0o644)
-    measuring = _measuring(spec, cluster, benches, work_dir, script_path)
+    measuring = prepare_benches(spec, cluster, benches, work_dir, script_path)
     result.command = joined_commands(measuring) if len(measuring) > 1 else measuring[0].command_text
     result.pgbench_version = measuring[0].result.pgbench_version
     result.clients = [m.result for m in measuring if m.result.name]
@@ -331,10 +191,10 @@ def _run_stages(
     timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
     with os_metrics(transport, run_dir, device, metrics_seconds) as metrics:
         if len(measuring) == 1:
-            process = _measure_one(server, measuring[0], spec, observer, cleanup, result, storage, cluster, before,
+            process = measure_one(server, measuring[0], spec, observer, cleanup, result, storage, cluster, before,
                                    device, timeout)  # fmt: skip
         else:
-            processes = _measure_several(measuring, spec, observer, cleanup, result, timeout)
+            processes = measure_several(measuring, spec, observer, cleanup, result, timeout)
 
     if result.exit_status != 0:  # the storage may be why: then the run fails saying so
         failing = next((m for m in measuring if m.result.exit_status not in (0, None)), measuring[0])
@@ -349,111 +209,13 @@ def _run_stages(
         pgbench_host = measuring[0].endpoint.transport
         measured = Measured(transport, pgbench_host, cluster, spec.databases, before, process, spec.run, spec.warmup_s)
         collect_results(result, measured)
-        _one_client_result(result, measuring[0], process)
+        one_client_result(result, measuring[0], process)
     else:
         collect_server_results(result, transport, cluster, spec.databases, before)
         collect_several(result, measuring, processes, spec.run, spec.warmup_s)
     if keep and result.exit_status == 0:
         result.kept = keep_setup(transport, storage, cluster, spec.database, spec.init.scale)
     return result
-
-
-def _measuring(
-    spec: BenchmarkSpec, cluster: Cluster, benches: list[Bench], work_dir: str, script_path: str | None
-) -> list[ClientBench]:
-    """Each pgbench's command line, version and (from a client host) round trip to the server."""
-    measuring = []
-    for bench in benches:
-        if bench.client is None:
-            connection = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
-            bin_dir = spec.pg_bin_dir
-        else:
-            client = bench.client
-            connection = Connection(host=client.server_address, port=cluster.port, database=client.database,
-                                    user=BENCH_ROLE)  # fmt: skip
-            bin_dir = client.pg_bin_dir
-        command = run_command(bin_dir, connection, spec.run, work_dir, script_path)
-        transport = bench.endpoint.transport
-        result = ClientResult(name=bench.name or "", database=connection.database, command=shlex.join(command),
-                              pgbench_version=client_pgbench_version(transport, bin_dir))  # fmt: skip
-        if bench.client is not None:
-            result.rtt_ms = measure_rtt(transport, bench.client.server_address, cluster.port)
-        measuring.append(ClientBench(bench.name or "", bench.endpoint, command, result))
-    return measuring
-
-
-def _measure_one(
-    server: Endpoint,
-    bench: ClientBench,
-    spec: BenchmarkSpec,
-    observer: Observer,
-    cleanup: ExitStack,
-    result: BenchmarkResult,
-    storage: PreparedStorage,
-    cluster: Cluster,
-    before: PgStatsSnapshot,
-    device: str | None,
-    timeout: float,
-) -> Detached:
-    """pgbench on the server or on the one client host, followed to its end; resumable by
-    another worker if this one dies (resume.py)."""
-    on_server = bench.endpoint is server
-    work_dir = work_dir_for(result.run_dir)
-    process = start_detached(bench.endpoint.transport, bench.command, work_dir, "pgbench", user=RUN_USER)
-    if on_server:
-        storage.own_pids.append(process.pid)
-    # On a failure below, pgbench must not go on loading the host (a no-op once it has exited).
-    cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
-    observer.started(process, on=None if on_server else bench.name)
-    # If this worker dies now, another one finishes the run from this record (resume.py).
-    resume = resume_record(spec.run_key, result, cluster, process, on_server, before, device)
-    write_resume_record(server.transport, result.run_dir, resume)
-    follower = Follower(bench.endpoint.connect, process, "stderr", progress_reader(observer, result),
-                        max_reconnect_s=spec.unreachable_limit_s, on_offset=observer.followed)  # fmt: skip
-    follower.follow(timeout)
-    result.exit_status = wait_for_exit(bench.endpoint.transport, process, 60)  # it has exited: the status is on its way
-    return process
-
-
-def _one_client_result(result: BenchmarkResult, bench: ClientBench, process: Detached) -> None:
-    """The one client host's share is the whole run."""
-    if not bench.name:
-        return
-    client = bench.result
-    client.exit_status, client.progress, client.summary = result.exit_status, result.progress, result.summary
-    client.latency = result.latency
-    start_skew_ms([bench], [process])  # reads its start time; one client has no skew
-
-
-def _measure_several(
-    measuring: list[ClientBench],
-    spec: BenchmarkSpec,
-    observer: Observer,
-    cleanup: ExitStack,
-    result: BenchmarkResult,
-    timeout: float,
-) -> list[Detached]:
-    """pgbench on every client host at once, behind the barrier, followed together. A client
-    that fails stops the others; its name and status go into the result (the run fails)."""
-    processes = start_together(measuring, work_dir_for(result.run_dir))
-    for bench, process in zip(measuring, processes, strict=True):
-        cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
-        observer.started(process, on=bench.name)
-    result.start_skew_ms = start_skew_ms(measuring, processes)
-
-    def total(sample: ProgressSample) -> None:
-        result.progress.append(sample)
-        observer.progress(sample)
-
-    try:
-        follow_together(measuring, processes, observer, total, timeout, spec.unreachable_limit_s)
-        result.exit_status = 0
-    except ClientFailed as failed:
-        result.failed_client = failed.client
-        statuses = [m.result.exit_status for m in measuring]
-        result.exit_status = next((status for status in statuses if status not in (0, None)), -1)
-        result.failure = str(failed)
-    return processes
 
 
 def _cluster(

@@ -44,7 +44,7 @@ from runs.lab.run_user import RUN_USER, read_as_run_user, run_as_run_user
 from runs.lab.transport import Transport
 
 if TYPE_CHECKING:  # benchmark.py imports this module
-    from runs.lab.benchmark import Endpoint, Observer
+    from runs.lab.benchmark_spec import Endpoint, Observer
     from runs.lab.collect import BenchmarkResult
 
 RTT_PROBES = 10

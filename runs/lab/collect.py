@@ -33,7 +33,7 @@ from runs.lab.storage import PreparedStorage
 from runs.lab.transport import Transport
 
 if TYPE_CHECKING:  # benchmark.py imports this module
-    from runs.lab.benchmark import Observer
+    from runs.lab.benchmark_spec import Observer
     from runs.lab.clients import ClientResult
 
 RESUME_RECORD = "resume.json"  # in the run directory (root's), next to iostat's and vmstat's files

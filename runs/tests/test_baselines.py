@@ -313,10 +313,10 @@ def test_the_device_page_shows_claims_vs_measured_history_and_the_json_download(
     assert vera.get(reverse("baselines")).status_code == 200
 
 
-def test_the_comparison_partial_shows_each_devices_latest_baseline(lab: SimpleNamespace) -> None:
+def test_the_comparison_shows_each_devices_latest_baseline(lab: SimpleNamespace, client_for: ClientFactory) -> None:
     host = make_host()
     measured, never = wipeable(host), wipeable(host, name="hdd0", path="/dev/disk/by-id/ata-TEST_HDD_1")
-    otto = make_user("otto", "operator")
+    otto = make_user("olga", "operator")
     lab.fio = lambda identity, settings, key, on_line: fio_result(settings)
     for _ in range(2):
         baseline = baseline_queue(device=measured, settings=SHORT, by=otto)
@@ -331,6 +331,15 @@ def test_the_comparison_partial_shows_each_devices_latest_baseline(lab: SimpleNa
     assert f'href="{reverse("baseline-detail", args=[baseline.pk])}"' in html
     assert "raw device" in html and "no fio baseline of this device has finished" in html
     assert render_to_string("runs/_compare_baselines.html", {"device_baselines": []}).strip() == ""
+
+    # On the comparison page itself, beside the pgbench results of runs on both devices.
+    install = make_pg_install(host)
+    runs = [make_run(host, device, install, steady_tps_mean=100.0) for device in (measured, never)]
+    page = client_for("vera").get(reverse("compare"), {"runs": ",".join(str(r.pk) for r in runs)})
+    shown = page.content.decode()
+    assert page.status_code == 200 and 'id="compare-baselines"' in shown
+    for device in (measured, never):
+        assert f'id="compare-baseline-device-{device.pk}"' in shown
 
 
 # ---- the API ----

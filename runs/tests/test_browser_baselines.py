@@ -55,7 +55,8 @@ def test_the_device_page_charts_its_fio_history_and_sets_claims_beside_measureme
                          claimed_seq_read_mb_s=285.0, claimed_seq_write_mb_s=275.0, claimed_rand_read_iops=50_000.0,
                          claimed_latency_ms=0.1)  # fmt: skip
     baselines = [done_baseline(device, days, factor) for days, factor in ((20, 1.0), (10, 0.9), (1, 0.8))]
-    make_run(host, device, make_pg_install(host), steady_tps_mean=2595.2)
+    install = make_pg_install(host)
+    runs = [make_run(host, device, install, steady_tps_mean=tps) for tps in (2595.2, 2601.0)]
     make_user("otto", "operator", password=PASSWORD)
     errors: list[str] = []
     with chromium(height=1500) as (context, violations):
@@ -75,6 +76,11 @@ def test_the_device_page_charts_its_fio_history_and_sets_claims_beside_measureme
         history = page.eval_on_selector_all("#baseline-history tbody tr", "rows => rows.map(r => r.id)")
         measure = text(page, "#measure")
         page.screenshot(path=str(ARTIFACTS / "device-page.png"), full_page=True)
+        # The comparison of its runs shows the device's latest fio baseline beside the pgbench figures.
+        page.goto(f"{web_server}/compare/?runs={runs[0].pk},{runs[1].pk}")
+        page.wait_for_selector("#compare-baselines")
+        compared = page.eval_on_selector_all(f"#compare-baseline-device-{device.pk} td", CELL_TEXTS)
+        page.locator("#compare-baselines").screenshot(path=str(ARTIFACTS / "compare-baselines.png"))
     latest = baselines[-1]
     seq_read = latest.figure("seq_read_mb_s")
     assert points == [3, 3] and iops_scale == "logarithmic"
@@ -83,6 +89,7 @@ def test_the_device_page_charts_its_fio_history_and_sets_claims_beside_measureme
     assert percents[3] == "–"  # the random write IOPS: not claimed
     assert history == [f"history-{b.pk}" for b in reversed(baselines)]  # newest first
     assert measure == "Measure this device with fio"
+    assert compared[-2] == "raw device" and compared[-1].startswith(f"baseline {latest.pk}, "), compared
     assert not violations, violations
     assert not errors, errors
 

@@ -19,7 +19,7 @@ from runs import live
 from runs.lab.benchmark import RUNS_ROOT, WORK_SUBDIR
 from runs.lab.run_user import RUN_USER
 from runs.management.commands.lab_register import lab_host_name
-from runs.models import AuditAction, AuditEvent, Host, PgInstall, Run, RunState
+from runs.models import AuditAction, AuditEvent, Host, PgInstall, Run, RunClientSample, RunState
 from runs.services.runs import run_cancel, run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
@@ -266,3 +266,35 @@ def test_two_client_hosts_run_together_and_the_run_keeps_each_ones_results_and_t
     events = live.events_after(live.run_stream(run.pk))
     assert {e.data["client"] for e in events if e.kind == "client_sample"} == {lab2.name, lab3.name}
     assert set(Host.objects.filter(pk__in=[server.pk, lab2.pk, lab3.pk]).values_list("claimed_by", flat=True)) == {None}
+
+
+def test_cancelling_a_two_client_run_stops_pgbench_on_both_clients(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab
+) -> None:
+    server, lab2, lab3 = lab_inventory["lab1"], lab_inventory["lab2"], lab_inventory["lab3"]
+    otto = make_user("otto", "operator")
+    run = new_run(server, otto, client_hosts=(lab2, lab3), duration_s=120, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
+    deadline = time.monotonic() + 60
+    while RunClientSample.objects.filter(run_client__run=run).values("run_client").distinct().count() < 2:
+        assert time.monotonic() < deadline, "the clients never reported a second"
+        time.sleep(0.2)
+    pid_file = f"{RUNS_ROOT}/run-{run.pk}-{run.key.hex[:12]}/{WORK_SUBDIR}/pgbench.pid"
+    pids = {}
+    for name in ("lab2", "lab3"):
+        with closing(virtual_lab.connect(name)) as client:
+            pids[name] = client.run(["cat", pid_file]).stdout.strip()
+
+    run_cancel(run=run, by=otto)
+    run = wait_until_finished(run, timeout=90)
+
+    assert run.state == RunState.CANCELLED
+    assert run.finished_at is not None and run.started_at is not None
+    assert (run.finished_at - run.started_at).total_seconds() < 90
+    for name, pid in pids.items():  # each client's pgbench (by its PID) is gone
+        with closing(virtual_lab.connect(name)) as client:
+            assert client.run(["kill", "-0", pid], check=False).exit_status != 0, f"pgbench still runs on {name}"
+    hosts = Host.objects.filter(pk__in=[server.pk, lab2.pk, lab3.pk])
+    assert set(hosts.values_list("claimed_by", flat=True)) == {None}
+    # What each client measured before the cancel is kept.
+    assert all(c.samples.count() >= 1 and c.exit_status is not None for c in run.run_clients.all())

@@ -1,0 +1,124 @@
+"""The measurement itself: each pgbench's command line, then pgbench on the server or on one
+client host (followed, resumable by another worker: resume.py), or on several client hosts at
+once (clients.py), with what each measured."""
+
+import shlex
+from contextlib import ExitStack
+
+from runs.lab.benchmark_spec import Bench, BenchmarkSpec, Endpoint, Observer, work_dir_for
+from runs.lab.clients import (
+    ClientBench,
+    ClientFailed,
+    ClientResult,
+    client_pgbench_version,
+    follow_together,
+    measure_rtt,
+    start_skew_ms,
+    start_together,
+)
+from runs.lab.collect import BenchmarkResult, progress_reader, resume_record, write_resume_record
+from runs.lab.follow import Follower
+from runs.lab.metrics import PgStatsSnapshot
+from runs.lab.parse_pgbench import ProgressSample
+from runs.lab.pgbench import Connection, Detached, cancel, run_command, start_detached, wait_for_exit
+from runs.lab.postgres import BENCH_ROLE, Cluster
+from runs.lab.run_user import RUN_USER
+from runs.lab.storage import PreparedStorage
+
+
+def prepare_benches(
+    spec: BenchmarkSpec, cluster: Cluster, benches: list[Bench], work_dir: str, script_path: str | None
+) -> list[ClientBench]:
+    """Each pgbench's command line, version and (from a client host) round trip to the server."""
+    measuring = []
+    for bench in benches:
+        if bench.client is None:
+            connection = Connection(host=cluster.socket_dir, port=cluster.port, database=spec.database, user=BENCH_ROLE)
+            bin_dir = spec.pg_bin_dir
+        else:
+            client = bench.client
+            connection = Connection(host=client.server_address, port=cluster.port, database=client.database,
+                                    user=BENCH_ROLE)  # fmt: skip
+            bin_dir = client.pg_bin_dir
+        command = run_command(bin_dir, connection, spec.run, work_dir, script_path)
+        transport = bench.endpoint.transport
+        result = ClientResult(name=bench.name or "", database=connection.database, command=shlex.join(command),
+                              pgbench_version=client_pgbench_version(transport, bin_dir))  # fmt: skip
+        if bench.client is not None:
+            result.rtt_ms = measure_rtt(transport, bench.client.server_address, cluster.port)
+        measuring.append(ClientBench(bench.name or "", bench.endpoint, command, result))
+    return measuring
+
+
+def measure_one(
+    server: Endpoint,
+    bench: ClientBench,
+    spec: BenchmarkSpec,
+    observer: Observer,
+    cleanup: ExitStack,
+    result: BenchmarkResult,
+    storage: PreparedStorage,
+    cluster: Cluster,
+    before: PgStatsSnapshot,
+    device: str | None,
+    timeout: float,
+) -> Detached:
+    """pgbench on the server or on the one client host, followed to its end; resumable by
+    another worker if this one dies (resume.py)."""
+    on_server = bench.endpoint is server
+    work_dir = work_dir_for(result.run_dir)
+    process = start_detached(bench.endpoint.transport, bench.command, work_dir, "pgbench", user=RUN_USER)
+    if on_server:
+        storage.own_pids.append(process.pid)
+    # On a failure below, pgbench must not go on loading the host (a no-op once it has exited).
+    cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
+    observer.started(process, on=None if on_server else bench.name)
+    # If this worker dies now, another one finishes the run from this record (resume.py).
+    resume = resume_record(spec.run_key, result, cluster, process, on_server, before, device)
+    write_resume_record(server.transport, result.run_dir, resume)
+    follower = Follower(bench.endpoint.connect, process, "stderr", progress_reader(observer, result),
+                        max_reconnect_s=spec.unreachable_limit_s, on_offset=observer.followed)  # fmt: skip
+    follower.follow(timeout)
+    result.exit_status = wait_for_exit(bench.endpoint.transport, process, 60)  # it has exited: the status is on its way
+    return process
+
+
+def one_client_result(result: BenchmarkResult, bench: ClientBench, process: Detached) -> None:
+    """The one client host's share is the whole run."""
+    if not bench.name:
+        return
+    client = bench.result
+    client.exit_status, client.progress, client.summary = result.exit_status, result.progress, result.summary
+    client.latency = result.latency
+    start_skew_ms([bench], [process])  # reads its start time; one client has no skew
+
+
+def measure_several(
+    measuring: list[ClientBench],
+    spec: BenchmarkSpec,
+    observer: Observer,
+    cleanup: ExitStack,
+    result: BenchmarkResult,
+    timeout: float,
+) -> list[Detached]:
+    """pgbench on every client host at once, behind the barrier, followed together. A client
+    that fails stops the others; its name and status go into the result (the run fails)."""
+    processes = start_together(measuring, work_dir_for(result.run_dir))
+    for bench, process in zip(measuring, processes, strict=True):
+        cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
+        observer.started(process, on=bench.name)
+    result.start_skew_ms = start_skew_ms(measuring, processes)
+
+    def total(sample: ProgressSample) -> None:
+        result.progress.append(sample)
+        observer.progress(sample)
+
+    try:
+        follow_together(measuring, processes, observer, total, timeout, spec.unreachable_limit_s)
+        result.exit_status = 0
+    except ClientFailed as failed:
+        result.failed_client = failed.client
+        statuses = [m.result.exit_status for m in measuring]
+        result.exit_status = next((status for status in statuses if status not in (0, None)), -1)
+        result.failure = str(failed)
+    return processes
