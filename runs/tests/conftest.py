@@ -137,7 +137,7 @@ def redis_keys_are_removed() -> Iterator[None]:
 
 @pytest.fixture(scope="session")
 def virtual_lab() -> Iterator[VirtualLab]:
-    """Two SSH hosts with an SSD, an HDD and a RAM disk each (scripts/lab), for the whole session."""
+    """Three SSH hosts with an SSD, an HDD and a RAM disk each (scripts/lab), for the whole session."""
     lab = start_lab()
     try:
         yield lab

@@ -35,7 +35,7 @@ def test_lab_register_puts_hosts_disks_and_postgres_into_the_inventory(virtual_l
     register(virtual_lab)  # a second time changes nothing
 
     assert "probed" in output
-    assert Host.objects.count() == 2
+    assert Host.objects.count() == len(virtual_lab.state["hosts"]) == 3
     for lab_host in virtual_lab.state["hosts"]:
         host = Host.objects.get(name=lab_host_name(virtual_lab.lab_id, lab_host["name"]))
         assert [k.line for k in parse_host_keys(host.host_keys)] == [lab_host["host_key_pub"]]
