@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from runs.lab.scale_room import BYTES_PER_SCALE, MIB
 from runs.models import MAX_CLIENT_HOSTS, Device, Host, PgInstall, Run
-from runs.services.lab_specs import client_pgbench_install
+from runs.models.run_clients import client_pgbench_install
 from runs.specs import FORM_FIELDS, NUMBER_FIELDS, Inventory, RunSpec, field_limits, spec_errors
 from runs.templatetags.units import binary_size
 

@@ -38,7 +38,7 @@ from runs.lab.scale_room import (
     tmpfs_room,
 )
 from runs.models import MAX_CLIENT_HOSTS, Device, Filesystem, Host, PgInstall, Run, Workload
-from runs.services.lab_specs import client_pgbench_install
+from runs.models.run_clients import client_pgbench_install
 from runs.templatetags.units import binary_size
 
 

@@ -8,7 +8,7 @@ usertwo), or all share one (`Run.shared_database`).
 
 from django.db import models
 
-from runs.models.inventory import Host
+from runs.models.inventory import Host, PgInstall
 
 MAX_CLIENT_HOSTS = 8
 SHARED_DATABASE = "bench"
@@ -72,3 +72,18 @@ class RunClientSample(models.Model):
 
     def __str__(self) -> str:
         return f"client {self.run_client_id} second {self.second}: {self.tps:.1f} tps"
+
+
+def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
+    """The client's PostgreSQL install whose pgbench drives the run: the server's major
+    version when the client has it (same protocol features and output), else its newest."""
+    live = [pg for pg in client.pg_installs.all() if pg.removed_at is None]  # a removed build's pgbench is gone
+    installs = sorted(live, key=lambda pg: _version_key(pg.version))
+    major = server_install.version.split(".")[0]
+    same_major = [pg for pg in installs if pg.version.split(".")[0] == major]
+    candidates = same_major or installs
+    return candidates[-1] if candidates else None
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())

@@ -6,24 +6,9 @@ from runs.lab.benchmark import BenchmarkSpec, ClientSpec
 from runs.lab.pgbench import InitOptions, RunOptions
 from runs.lab.postgres import parse_settings
 from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
-from runs.models import Host, PgInstall, Run, Workload
+from runs.models import Run, Workload
 from runs.models.inventory import benchlab_data_dirs
-from runs.models.run_clients import client_database
-
-
-def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
-    """The client's PostgreSQL install whose pgbench drives the run: the server's major
-    version when the client has it (same protocol features and output), else its newest."""
-    live = [pg for pg in client.pg_installs.all() if pg.removed_at is None]  # a removed build's pgbench is gone
-    installs = sorted(live, key=lambda pg: _version_key(pg.version))
-    major = server_install.version.split(".")[0]
-    same_major = [pg for pg in installs if pg.version.split(".")[0] == major]
-    candidates = same_major or installs
-    return candidates[-1] if candidates else None
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
+from runs.models.run_clients import client_database, client_pgbench_install
 
 
 def client_specs(run: Run) -> tuple[ClientSpec, ...]:

@@ -167,6 +167,10 @@ def device_pk(objects: Objects) -> list[Any]:
     return [objects.device.pk]
 
 
+def host_pk(objects: Objects) -> list[Any]:
+    return [objects.host.pk]
+
+
 def study_pk(objects: Objects) -> list[Any]:
     return [objects.study.pk]
 
@@ -220,6 +224,7 @@ MATRIX: dict[str, Row] = {
     "build-cancel": Row(OPERATORS, POST, build_pk),
     "build-remove": Row(OPERATORS, POST, build_pk),
     "device-detail": Row(VIEWERS, args=device_pk),
+    "host-detail": Row(VIEWERS, args=host_pk),
     "baselines": Row(VIEWERS),
     "baseline-new": Row(OPERATORS, FORM),
     "baseline-detail": Row(VIEWERS, args=baseline_pk),

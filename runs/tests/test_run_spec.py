@@ -3,7 +3,8 @@
 import pytest
 
 from runs.models import Host
-from runs.services.lab_specs import benchmark_spec, client_pgbench_install
+from runs.models.run_clients import client_pgbench_install
+from runs.services.lab_specs import benchmark_spec
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
 pytestmark = pytest.mark.django_db
