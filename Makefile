@@ -19,9 +19,11 @@ test: setup pg-sources $(VENV)/.dev-deps
 	$(VENV)/bin/pytest
 
 # Measurements, not tests: side by side in one run, medians of interleaved repeats.
+# Every benchmark runs even when an earlier one misses its target; make fails at the end if any did.
+BENCHMARKS = sample_storage page_speed live_viewers live_latency
 bench: setup
-	$(PY) -m benchmarks.sample_storage
-	$(PY) -m benchmarks.page_speed
+	@status=0; for name in $(BENCHMARKS); do echo "== $$name"; $(PY) -m benchmarks.$$name || status=1; done; \
+	$(PY) -m benchmarks.report; exit $$status
 
 lint: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check .

@@ -13,18 +13,15 @@ Run with `make bench`.
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import django
 
+from benchmarks.machine import RESULTS, machine
 from benchmarks.throwaway import in_throwaway_database
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
@@ -38,7 +35,6 @@ from django.test import Client  # noqa: E402
 from runs.models import Device, Host, PgInstall, Run  # noqa: E402
 
 TARGET_MS = 200.0
-RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 # A run's environment as the worker stores it, with the host's block devices listed (the bulk of it).
 ENVIRONMENT = {
     "host": {
@@ -130,17 +126,6 @@ def interleaved(cases: dict[str, Callable[[], Any]], repeat: int) -> dict[str, d
             "bytes": sizes[name],
         }
         for name, values in times.items()
-    }
-
-
-def machine() -> dict[str, Any]:
-    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    return {
-        "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "revision": revision,
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "machine": platform.platform(),
     }
 
 

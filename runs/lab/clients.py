@@ -142,18 +142,23 @@ def start_together(benches: Sequence[ClientBench], work_dir: str) -> list[Detach
     return [process for process in started if process is not None]
 
 
+def started_epoch(transport: Transport, process: Detached) -> float | None:
+    """When the detached command started, by its host's clock (start_detached writes it)."""
+    text = read_as_run_user(transport, process.path("started"), check=False).strip()
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def start_skew_ms(benches: Sequence[ClientBench], processes: Sequence[Detached]) -> float | None:
     """The spread of the clients' start times (each read from the client that started)."""
     for bench, process in zip(benches, processes, strict=True):
-        text = read_as_run_user(bench.endpoint.transport, process.path("started"), check=False).strip()
-        try:
-            bench.result.started_epoch = float(text)
-        except ValueError:
-            bench.result.started_epoch = None
+        bench.result.started_epoch = started_epoch(bench.endpoint.transport, process)
     epochs = [bench.result.started_epoch for bench in benches]
-    if any(epoch is None for epoch in epochs):
-        return None
     known = [epoch for epoch in epochs if epoch is not None]
+    if len(known) < len(epochs):
+        return None
     return (max(known) - min(known)) * 1000
 
 

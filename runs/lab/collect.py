@@ -69,6 +69,7 @@ class BenchmarkResult:
     clients: list["ClientResult"] = field(default_factory=list)
     loaded_epoch: float | None = None  # every database loaded, by the server's clock: the barrier
     start_skew_ms: float | None = None  # how far apart the client hosts' pgbench started
+    pgbench_started_epoch: float | None = None  # when pgbench started (the first of several), by its host's clock
     failed_client: str = ""  # the client host whose pgbench failed, in a run with several
     failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
 

@@ -15,6 +15,7 @@ from runs.lab.clients import (
     measure_rtt,
     start_skew_ms,
     start_together,
+    started_epoch,
 )
 from runs.lab.collect import BenchmarkResult, progress_reader, resume_record, write_resume_record
 from runs.lab.follow import Follower
@@ -80,6 +81,7 @@ def measure_one(
                         max_reconnect_s=spec.unreachable_limit_s, on_offset=observer.followed)  # fmt: skip
     follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.endpoint.transport, process, 60)  # it has exited: the status is on its way
+    result.pgbench_started_epoch = started_epoch(bench.endpoint.transport, process)
     return process
 
 
@@ -89,8 +91,7 @@ def one_client_result(result: BenchmarkResult, bench: ClientBench, process: Deta
         return
     client = bench.result
     client.exit_status, client.progress, client.summary = result.exit_status, result.progress, result.summary
-    client.latency = result.latency
-    start_skew_ms([bench], [process])  # reads its start time; one client has no skew
+    client.latency, client.started_epoch = result.latency, result.pgbench_started_epoch
 
 
 def measure_several(
@@ -108,6 +109,8 @@ def measure_several(
         cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
         observer.started(process, on=bench.name)
     result.start_skew_ms = start_skew_ms(measuring, processes)
+    epochs = [m.result.started_epoch for m in measuring if m.result.started_epoch is not None]
+    result.pgbench_started_epoch = min(epochs, default=None)
 
     def total(sample: ProgressSample) -> None:
         result.progress.append(sample)

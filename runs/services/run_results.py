@@ -120,6 +120,7 @@ def store_results(
                 "version": result.pgbench_version,
                 "host": ", ".join(host.name for host in clients) or run.server_host.name,
                 "command": result.command,
+                "started_epoch": result.pgbench_started_epoch,  # when its first progress second began
             },
             "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
             "clients": clients_environment,

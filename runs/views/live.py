@@ -5,7 +5,6 @@ Replayable by id: the browser's EventSource sends Last-Event-ID when it reconnec
 page opened mid-run asks from the start, so every point arrives, none twice.
 """
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Collection
 
@@ -45,31 +44,32 @@ async def _stream(
     """Events after `after`, up to a state in final_states (none: endless); with `finished` (the
     run or build had ended when asked) only what is stored."""
     yield "retry: 2000\n\n"
-    if after == "$":  # only what comes from now on: fixed once, so nothing between two reads is lost
-        after = await sync_to_async(live.last_event_id)(stream)
-    else:
-        for event in await sync_to_async(live.events_after)(stream, after):
-            after = event.id
-            yield _format(event)
-            if _is_final(event, final_states):
-                return
-    if finished:
-        return  # nothing more will come (its stream may have expired: the page draws from the database)
-    idle = 0
-    while True:
-        events = await asyncio.to_thread(live.wait_for_events, stream, after, POLL_BLOCK_MS)
-        if not events:
-            idle += 1
-            if idle >= KEEPALIVE_EVERY:
-                idle = 0
-                yield ": keep-alive\n\n"
-            continue
+    async with live.StreamReader() as reader:
+        if after == "$":  # only what comes from now on: fixed once, so nothing between two reads is lost
+            after = await reader.last_event_id(stream)
+        else:
+            for event in await reader.events_after(stream, after):
+                after = event.id
+                yield _format(event)
+                if _is_final(event, final_states):
+                    return
+        if finished:
+            return  # nothing more will come (its stream may have expired: the page draws from the database)
         idle = 0
-        for event in events:
-            after = event.id
-            yield _format(event)
-            if _is_final(event, final_states):
-                return
+        while True:
+            events = await reader.wait(stream, after, POLL_BLOCK_MS)
+            if not events:
+                idle += 1
+                if idle >= KEEPALIVE_EVERY:
+                    idle = 0
+                    yield ": keep-alive\n\n"
+                continue
+            idle = 0
+            for event in events:
+                after = event.id
+                yield _format(event)
+                if _is_final(event, final_states):
+                    return
 
 
 def _last_event_id(request: HttpRequest, default: str) -> str:

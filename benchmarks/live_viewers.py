@@ -1,0 +1,186 @@
+"""Fifty people watch one run live: does each of them get every sample, and soon?
+
+A run's live page reads its events as server-sent events from the web process (uvicorn, as
+`make run` serves it). This starts that web process on a throw-away database, connects
+`--viewers` event-stream clients to one running run, and publishes `--samples` sample events at
+`--rate` a second the way a worker does (runs.live.publish), each stamped with when it was sent.
+Reported: samples each viewer missed (target: none), publish-to-receive latency p50/p95/p99
+over every viewer's every sample (target p95 < 250 ms), and the web process's CPU time, memory
+and thread count while it serves them: the stream waits on Redis in the event loop
+(runs.live.StreamReader), so viewers must not cost a thread each.
+
+Run with `make bench`.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import django
+
+from benchmarks.machine import RESULTS, machine, percentile
+from benchmarks.throwaway import in_throwaway_database
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
+from django.test import Client  # noqa: E402
+
+from runs import live  # noqa: E402 - needs django.setup()
+from runs.models import Device, Host, PgInstall, Run, RunState  # noqa: E402
+from runs.tests.workers import database_url_for_tests  # noqa: E402
+
+TARGET_P95_MS = 250.0
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def web_process() -> Iterator[tuple[int, int]]:
+    """uvicorn (scripts/web) on the throw-away database: its port and PID."""
+    port = free_port()
+    env = os.environ | {"DATABASE_URL": database_url_for_tests(), "BENCHLAB_BIND": f"127.0.0.1:{port}"}
+    process = subprocess.Popen(["scripts/web"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("uvicorn did not start") from None
+                time.sleep(0.2)
+        yield port, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def process_figures(pid: int) -> dict[str, float]:
+    """CPU seconds so far, resident memory and threads of the process and its children (uvicorn's
+    reloader-free server is one process, but scripts/web may exec through a shell)."""
+    pids = [pid, *children(pid)]
+    cpu = rss = threads = 0.0
+    for each in pids:
+        try:
+            stat = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+            cpu += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+            status = dict(line.split(":", 1) for line in Path(f"/proc/{each}/status").read_text().splitlines())
+            rss += int(status["VmRSS"].split()[0]) / 1024
+            threads += int(status["Threads"])
+        except (OSError, KeyError, IndexError):
+            continue
+    return {"cpu_s": cpu, "rss_mib": rss, "threads": threads}
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        for child in (task / "children").read_text().split():
+            found += [int(child), *children(int(child))]
+    return found
+
+
+async def viewer(port: int, run_id: int, cookie: str, latencies: list[float], seen: set[int]) -> None:
+    """One browser's EventSource, as plain HTTP/1.0 (no chunking): every sample's delay."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(
+        f"GET /runs/{run_id}/events HTTP/1.0\r\nHost: 127.0.0.1\r\nCookie: sessionid={cookie}\r\n"
+        "Accept: text/event-stream\r\n\r\n".encode()
+    )
+    await writer.drain()
+    kind = ""
+    while line := await reader.readline():
+        text = line.decode().rstrip("\r\n")
+        if text.startswith("event: "):
+            kind = text[7:]
+        elif text.startswith("data: ") and kind == "sample":
+            data = json.loads(text[6:])
+            latencies.append((time.time() - data["sent_at"]) * 1000)
+            seen.add(data["second"])
+        elif text.startswith("data: ") and kind == "state" and json.loads(text[6:])["state"] == "done":
+            break
+    writer.close()
+
+
+async def watch(port: int, run_id: int, cookie: str, args: argparse.Namespace) -> list[tuple[list[float], set[int]]]:
+    views: list[tuple[list[float], set[int]]] = [([], set()) for _ in range(args.viewers)]
+    tasks = [asyncio.create_task(viewer(port, run_id, cookie, *view)) for view in views]
+    await asyncio.sleep(2)  # every viewer connected and waiting
+    for second in range(1, args.samples + 1):
+        sample = {"second": second, "tps": 1000.0, "latency_ms": 2.0, "warmup": False, "sent_at": time.time()}
+        await asyncio.to_thread(live.publish, run_id, "sample", sample)
+        await asyncio.sleep(1 / args.rate)
+    await asyncio.to_thread(live.publish, run_id, "state", {"state": "done", "label": "done", "at": ""})
+    await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
+    return views
+
+
+def measure(args: argparse.Namespace) -> int:
+    host = Host.objects.create(name="bench-host", transport=Host.Transport.LOCAL)
+    device = Device.objects.create(host=host, name="disk", kind=Device.Kind.VIRTUAL, path="/srv/bench")
+    pg = PgInstall.objects.create(host=host, bin_dir="/usr/lib/postgresql/15/bin", version="15")
+    run = Run.objects.create(server_host=host, device=device, pg_install=pg, state=RunState.MEASURING)
+    live.reset_run_stream(run.pk)
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    client = Client()
+    client.force_login(User.objects.create_superuser("bench", password=None))
+    cookie = client.cookies["sessionid"].value
+    with web_process() as (port, pid):
+        idle = process_figures(pid)
+        started = time.monotonic()
+        views = asyncio.run(watch(port, run.pk, cookie, args))
+        wall = time.monotonic() - started
+        busy = process_figures(pid)
+    latencies = [latency for view_latencies, _ in views for latency in view_latencies]
+    missed = [args.samples - len(seen) for _, seen in views]
+    results = {
+        "viewers": args.viewers,
+        "samples": args.samples,
+        "rate_per_s": args.rate,
+        "missed_total": sum(missed),
+        "latency_ms": {name: percentile(latencies, p) for name, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
+        "web_process": {
+            "cpu_pct_of_one_core": 100 * (busy["cpu_s"] - idle["cpu_s"]) / wall,
+            "rss_mib": busy["rss_mib"],
+            "threads_idle": idle["threads"],
+            "threads_serving": busy["threads"],
+        },
+    }
+    meets = results["missed_total"] == 0 and results["latency_ms"]["p95"] < TARGET_P95_MS
+    print(json.dumps(results, indent=2))
+    print(f"{args.viewers} viewers: {sum(missed)} samples missed, p95 {results['latency_ms']['p95']:.1f} ms "
+          f"(target < {TARGET_P95_MS:.0f} ms, none missed): {'meets' if meets else 'MISSES'}")  # fmt: skip
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "live_viewers.json").write_text(json.dumps({"machine": machine(), **results}, indent=2) + "\n")
+    return 0 if meets else 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--viewers", type=int, default=50)
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--rate", type=float, default=10.0, help="samples a second (a run sends 1)")
+    args = parser.parse_args()
+    return in_throwaway_database("bench_viewers", lambda: measure(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

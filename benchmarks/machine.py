@@ -1,0 +1,31 @@
+"""What every benchmark report says about where and on what it ran, and where reports go."""
+
+import math
+import os
+import platform
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
+
+
+def machine() -> dict[str, Any]:
+    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    if changed.stdout.strip():  # measured with changes not committed yet: say so
+        revision += "+changes"
+    return {
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "revision": revision,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "machine": platform.platform(),
+    }
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    """Nearest rank, as everywhere in benchlab."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered), max(1, math.ceil(fraction * len(ordered)))) - 1]
