@@ -24,7 +24,7 @@ from typing import Any
 import django
 
 from benchmarks.live_viewers import web_process
-from benchmarks.machine import RESULTS, machine, percentile
+from benchmarks.machine import latency_summary, write_result
 from benchmarks.throwaway import in_throwaway_database
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
@@ -110,14 +110,12 @@ def measure_on(lab_id: int, args: argparse.Namespace) -> int:
     results: dict[str, Any] = {
         "runs": len(runs),
         "samples": len(latencies),
-        "latency_ms": {name: percentile(latencies, p) for name, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
+        "latency_ms": latency_summary(latencies),
     }
     meets = results["latency_ms"]["p95"] < TARGET_P95_MS and len(latencies) >= 300
-    print(json.dumps(results, indent=2))
-    print(f"live latency over {len(latencies)} samples: p95 {results['latency_ms']['p95']:.1f} ms "
+    verdict = (f"live latency over {len(latencies)} samples: p95 {results['latency_ms']['p95']:.1f} ms "
           f"(target < {TARGET_P95_MS:.0f} ms): {'meets' if meets else 'MISSES'}")  # fmt: skip
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "live_latency.json").write_text(json.dumps({"machine": machine(), **results}, indent=2) + "\n")
+    write_result("live_latency", results, verdict)
     return 0 if meets else 1
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import django
 
-from benchmarks.machine import RESULTS, machine, percentile
+from benchmarks.machine import latency_summary, write_result
 from benchmarks.throwaway import in_throwaway_database
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
@@ -156,7 +156,7 @@ def measure(args: argparse.Namespace) -> int:
         "samples": args.samples,
         "rate_per_s": args.rate,
         "missed_total": sum(missed),
-        "latency_ms": {name: percentile(latencies, p) for name, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))},
+        "latency_ms": latency_summary(latencies),
         "web_process": {
             "cpu_pct_of_one_core": 100 * (busy["cpu_s"] - idle["cpu_s"]) / wall,
             "rss_mib": busy["rss_mib"],
@@ -165,11 +165,9 @@ def measure(args: argparse.Namespace) -> int:
         },
     }
     meets = results["missed_total"] == 0 and results["latency_ms"]["p95"] < TARGET_P95_MS
-    print(json.dumps(results, indent=2))
-    print(f"{args.viewers} viewers: {sum(missed)} samples missed, p95 {results['latency_ms']['p95']:.1f} ms "
+    verdict = (f"{args.viewers} viewers: {sum(missed)} samples missed, p95 {results['latency_ms']['p95']:.1f} ms "
           f"(target < {TARGET_P95_MS:.0f} ms, none missed): {'meets' if meets else 'MISSES'}")  # fmt: skip
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "live_viewers.json").write_text(json.dumps({"machine": machine(), **results}, indent=2) + "\n")
+    write_result("live_viewers", results, verdict)
     return 0 if meets else 1
 
 

@@ -1,5 +1,6 @@
 """What every benchmark report says about where and on what it ran, and where reports go."""
 
+import json
 import math
 import os
 import platform
@@ -29,3 +30,15 @@ def percentile(values: list[float], fraction: float) -> float:
     """Nearest rank, as everywhere in benchlab."""
     ordered = sorted(values)
     return ordered[min(len(ordered), max(1, math.ceil(fraction * len(ordered)))) - 1]
+
+
+def latency_summary(latencies_ms: list[float]) -> dict[str, float]:
+    return {name: percentile(latencies_ms, p) for name, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))}
+
+
+def write_result(name: str, results: dict[str, Any], verdict: str) -> None:
+    """Print the figures and the verdict, and keep them as bench/results/<name>.json."""
+    print(json.dumps(results, indent=2))
+    print(verdict)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps({"machine": machine(), **results}, indent=2) + "\n")
