@@ -85,6 +85,32 @@ def _rows(where: Q, window: tuple[datetime, datetime] | None = None) -> QuerySet
     return runs.order_by("at", "pk").values("pk", "server_host_id", "device_id", *annotations)
 
 
+def _nothing_changed(where: Q, window: tuple[datetime, datetime]) -> bool:
+    """Whether every host and every device recorded the same facts in every run within the
+    window (and no run had client hosts): then there is no change to look for. The usual case,
+    answered by the database from the distinct combinations of facts (a handful of rows however
+    many runs lie between the compared ones), before reading the runs one by one."""
+    annotations = _annotations()
+    facts = [name for name in annotations if name != "at"]
+    runs = Run.objects.filter(where, state__in=ENDED, environment__has_key="host").annotate(**annotations)
+    in_window = runs.filter(Q(at__range=window)).order_by()  # no ordering column in the DISTINCT
+    combinations = list(in_window.values("server_host_id", "device_id", *facts).distinct()[:100])
+    if len(combinations) == 100 or any(row["clients_env"] or row["c_kernel"] for row in combinations):
+        return False
+    host_facts = [f"h_{key}" for key, _, _ in HOST_FACTS]
+    pg_facts = [f"pg_{key}" for key, _, _ in PG_FACTS]
+    device_facts = [f"dev_{key}" for key, _, _ in DEVICE_FACTS]
+    seen: dict[tuple[Any, ...], set[tuple[Any, ...]]] = {}
+    for row in combinations:
+        for key, names in (
+            (("host", row["server_host_id"]), host_facts),
+            (("install", row["server_host_id"], row["pg_bin_dir"]), pg_facts),
+            (("device", row["device_id"]), device_facts),
+        ):
+            seen.setdefault(key, set()).add(tuple(row[name] for name in names))
+    return all(len(values) == 1 for values in seen.values())
+
+
 def _uses(host_ids: Iterable[int]) -> Q:
     """Runs with one of these hosts as server or as a client host."""
     as_client = RunClient.objects.filter(host_id__in=list(host_ids)).values("run_id")
@@ -166,7 +192,10 @@ def comparison_drift(runs: Sequence[Run]) -> list[SpannedChange]:
     hosts = {host.pk: host.name for run in ran for host in run.hosts}
     devices = {run.device_id: str(run.device) for run in ran}
     where = _uses(hosts) | Q(device_id__in=devices)
-    rows = list(_rows(where, (min(times.values()), max(times.values()))))
+    window = (min(times.values()), max(times.values()))
+    if _nothing_changed(where, window):
+        return []
+    rows = list(_rows(where, window))
     clients_of = _clients_of(rows)
     recorded = {row["pk"] for row in rows}
     found: list[SpannedChange] = []
