@@ -14,7 +14,9 @@ RESULTS = Path(__file__).resolve().parent.parent / "bench" / "results"
 
 def machine() -> dict[str, Any]:
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    # Changes to the code, not to the results this writes.
+    status = ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"]
+    changed = subprocess.run(status, capture_output=True, text=True)
     if changed.stdout.strip():  # measured with changes not committed yet: say so
         revision += "+changes"
     return {
