@@ -27,8 +27,9 @@ StorageFailed, which says so in PostgreSQL's and the kernel's words.
 
 import logging
 import shlex
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, ExitStack
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 
 from runs.lab.benchmark_spec import RUNS_ROOT as RUNS_ROOT  # the names below are re-exported: callers
@@ -57,6 +58,16 @@ from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
 INIT_TIMEOUT_S = 6 * 3600  # `pgbench -i` of a large scale on a slow disk takes hours
+
+
+@contextmanager
+def _timed(stages: dict[str, float], name: str) -> Iterator[None]:
+    """Add the seconds the block takes to stages[name]: where a run's wall time goes."""
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        stages[name] = stages.get(name, 0.0) + time.monotonic() - start
 
 
 def _as_run_user(transport: Transport, argv: list[str], timeout: float, on_line: Callable[[str], None]) -> str:
@@ -103,7 +114,10 @@ def run_benchmark(
     """
     observer = observer or SilentObserver()
     server = Endpoint(transport, connect)
+    stages: dict[str, float] = {}
     with ExitStack() as cleanup:
+        cleaning_up_from = [0.0]  # the cleanups unwind from here to the first callback's end
+        cleanup.callback(lambda: stages.update(cleanup=time.monotonic() - cleaning_up_from[0]))
         # Unwound last: a kept setup the run did not get to take over is discarded.
         handover = cleanup.enter_context(handed_over(transport, reuse)) if reuse is not None else None
         # Refuse a bad specification before the run touches the host.
@@ -116,10 +130,12 @@ def run_benchmark(
         run_dir = run_dir_for(spec.run_key)
         try:
             benches = [Bench(c.name, endpoint, c) for c, endpoint in zip(spec.clients, clients, strict=True)]
-            return _run_stages(server, benches, spec, observer, cleanup, run_dir, measure_timeout_s, handover, keep)
+            return _run_stages(server, benches, spec, observer, cleanup, run_dir, measure_timeout_s, handover, keep,
+                               stages)  # fmt: skip
         finally:
             # Runs before the stages' own cleanups unwind (unmount, stop PostgreSQL).
             observer.step(Step.CLEANING_UP)
+            cleaning_up_from[0] = time.monotonic()
 
 
 def _run_stages(
@@ -132,25 +148,29 @@ def _run_stages(
     measure_timeout_s: float | None,
     handover: Handover | None,
     keep: bool,
+    stages: dict[str, float],
 ) -> BenchmarkResult:
     transport = server.transport
     benches = client_benches or [Bench(None, server, None)]
     observer.step(Step.PREPARING_STORAGE)
-    since = kernel_log_cursor(transport)  # before the run touches the device: its faults are logged after this
-    endpoints = list({id(e): e for e in [server, *(bench.endpoint for bench in benches)]}.values())
-    _prepare_hosts(endpoints, run_dir)
+    with _timed(stages, "hosts"):
+        since = kernel_log_cursor(transport)  # before the run touches the device: its faults are logged after this
+        endpoints = list({id(e): e for e in [server, *(bench.endpoint for bench in benches)]}.values())
+        _prepare_hosts(endpoints, run_dir)
     work_dir = work_dir_for(run_dir)
     kept, refused = None, ""
     if handover is not None:
-        kept, refused = handover.take_or_discard(
-            spec.device, spec.filesystem, spec.pg_bin_dir, spec.init, spec.database
-        )
-    if kept is None:
-        storage = cleanup.enter_context(
-            prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
-        )
-    else:  # no mkfs, no mount: and the mountpoint stays the one named after the run that kept it
-        storage = cleanup.enter_context(reused_storage(transport, kept))
+        with _timed(stages, "kept setup checked"):
+            kept, refused = handover.take_or_discard(
+                spec.device, spec.filesystem, spec.pg_bin_dir, spec.init, spec.database
+            )
+    with _timed(stages, "storage"):
+        if kept is None:
+            storage = cleanup.enter_context(
+                prepared_storage(transport, spec.device, spec.filesystem, spec.run_key, before_mkfs=observer.formatting)
+            )
+        else:  # no mkfs, no mount: and the mountpoint stays the one named after the run that kept it
+            storage = cleanup.enter_context(reused_storage(transport, kept))
     # Unwound after the cluster has stopped and before the unmount: nothing of the run's user
     # outlives the run, or keeps the mount busy.
     for endpoint in endpoints:
@@ -159,20 +179,24 @@ def _run_stages(
     # words (unwound after PostgreSQL has stopped, before the unmount).
     watch = cleanup.enter_context(FaultWatch(transport, storage, spec.device, since).explaining())
     result = BenchmarkResult(storage=storage, run_dir=run_dir, reused=kept is not None, reuse_refused=refused)
+    result.stages = stages
 
     observer.step(Step.INITIALIZING_DATABASE)
-    cluster = watch.cluster = cleanup.enter_context(_cluster(transport, spec, storage, kept))
+    with _timed(stages, "cluster"):
+        cluster = watch.cluster = cleanup.enter_context(_cluster(transport, spec, storage, kept))
     result.pg_version, result.pg_settings = cluster.version, cluster.settings
     result.pg_non_default_settings = cluster.non_default_settings
-    if kept is None:
-        watch.doing, watch.scale = f"loading scale {spec.init.scale} with pgbench -i", spec.init.scale
-        result.init_command, result.init_output = _load_databases(server, spec, cluster, observer, run_dir)
-    else:  # loaded by the run that kept it
-        result.init_output = reused_database_note(transport, cluster, kept)
+    with _timed(stages, "load"):
+        if kept is None:
+            watch.doing, watch.scale = f"loading scale {spec.init.scale} with pgbench -i", spec.init.scale
+            result.init_command, result.init_output = _load_databases(server, spec, cluster, observer, run_dir)
+        else:  # loaded by the run that kept it
+            result.init_output = reused_database_note(transport, cluster, kept)
     # The barrier's first half: every database is loaded before any client starts.
     result.loaded_epoch = float(transport.run(["date", "+%s.%N"]).stdout.strip())
 
     script_path = None
+    before_pgbench = time.monotonic()
     if spec.run.custom_script is not None:
         script_path = f"{run_dir}/custom.sql"  # root's directory: the user reads it, cannot swap it
         for bench in benches:
@@ -186,10 +210,11 @@ def _run_stages(
     watch.doing, watch.scale = "measuring", None
     before = pg_stats_snapshot(transport, cluster, spec.databases)
     device = iostat_device(transport, storage.device_node, storage.mountpoint)
+    stages["before pgbench"] = time.monotonic() - before_pgbench
     # A run with -t has no known length; its metrics stop after an hour at most.
     metrics_seconds = (spec.run.duration_s or 3600) + 600
     timeout = measure_timeout_s or (spec.run.duration_s or 3600) + 120
-    with os_metrics(transport, run_dir, device, metrics_seconds) as metrics:
+    with _timed(stages, "pgbench with metrics"), os_metrics(transport, run_dir, device, metrics_seconds) as metrics:
         if len(measuring) == 1:
             process = measure_one(server, measuring[0], spec, observer, cleanup, result, storage, cluster, before,
                                    device, timeout)  # fmt: skip
@@ -205,16 +230,19 @@ def _run_stages(
     observer.step(Step.COLLECTING)
     watch.doing = "collecting the results"
     result.os = metrics
-    if len(measuring) == 1:
-        pgbench_host = measuring[0].endpoint.transport
-        measured = Measured(transport, pgbench_host, cluster, spec.databases, before, process, spec.run, spec.warmup_s)
-        collect_results(result, measured)
-        one_client_result(result, measuring[0], process)
-    else:
-        collect_server_results(result, transport, cluster, spec.databases, before)
-        collect_several(result, measuring, processes, spec.run, spec.warmup_s)
+    with _timed(stages, "collect"):
+        if len(measuring) == 1:
+            pgbench_host = measuring[0].endpoint.transport
+            measured = Measured(transport, pgbench_host, cluster, spec.databases, before, process, spec.run,
+                                spec.warmup_s)  # fmt: skip
+            collect_results(result, measured)
+            one_client_result(result, measuring[0], process)
+        else:
+            collect_server_results(result, transport, cluster, spec.databases, before)
+            collect_several(result, measuring, processes, spec.run, spec.warmup_s)
     if keep and result.exit_status == 0:
-        result.kept = keep_setup(transport, storage, cluster, spec.database, spec.init.scale)
+        with _timed(stages, "keep"):
+            result.kept = keep_setup(transport, storage, cluster, spec.database, spec.init.scale)
     return result
 
 

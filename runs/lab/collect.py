@@ -72,6 +72,7 @@ class BenchmarkResult:
     pgbench_started_epoch: float | None = None  # when pgbench started (the first of several), by its host's clock
     failed_client: str = ""  # the client host whose pgbench failed, in a run with several
     failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
+    stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
 
 
 @dataclass(frozen=True)

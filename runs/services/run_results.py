@@ -127,6 +127,7 @@ def store_results(
             "start_skew_ms": result.start_skew_ms,
             "init_command": result.init_command,
             "reuse": observer.reuse,
+            "stages": {name: round(seconds, 3) for name, seconds in result.stages.items()},
         },
         drift,
     )

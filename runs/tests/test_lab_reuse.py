@@ -155,6 +155,10 @@ def test_a_kept_setup_is_reused_without_mkfs_or_loading_and_with_only_the_next_r
         assert a.exit_status == 0, a.stderr
         assert kept is not None
         assert not a.reused and a.reuse_refused == ""
+        # Where the run's time went, stage by stage (the campaign benchmark reports these).
+        assert set(a.stages) == {"hosts", "storage", "cluster", "load", "before pgbench", "pgbench with metrics",
+                                 "collect", "keep", "cleanup"}  # fmt: skip
+        assert all(seconds >= 0 for seconds in a.stages.values())
         assert (kept.mountpoint, kept.device_node, kept.mkfs_command) == (
             a.storage.mountpoint,
             a.storage.device_node,
@@ -174,6 +178,7 @@ def test_a_kept_setup_is_reused_without_mkfs_or_loading_and_with_only_the_next_r
 
         assert b.exit_status == 0, b.stderr
         assert b.reused and b.reuse_refused == "" and b.kept is None
+        assert "kept setup checked" in b.stages and "keep" not in b.stages
         assert watcher.formatted == []  # no mkfs
         assert b.init_command == "" and "reused the database bench (scale 1)" in b.init_output
         assert b.storage.mountpoint == kept.mountpoint and b.storage.mkfs_command == kept.mkfs_command

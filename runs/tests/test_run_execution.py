@@ -85,6 +85,9 @@ def test_a_queued_run_goes_through_every_state_and_stores_its_results(
     assert [s.warmup for s in samples[:2]] == [True, True] and not samples[-1].warmup
     assert run.tps and run.tps > 0 and run.steady_tps_mean and run.steady_tps_mean > 0
     assert run.summary["duration_s"] == 6  # warm-up and measured time in one pgbench run
+    stages = run.environment["stages"]  # where the run's time went
+    assert {"storage", "cluster", "load", "pgbench with metrics", "collect", "cleanup"} <= set(stages)
+    assert stages["pgbench with metrics"] >= 6 and stages["load"] > 0
     assert "noatime" in run.environment["filesystem"]["mount_options"].split(",")
     assert run.environment["postgresql"]["non_default_settings"]["shared_buffers"] == "4096"
     assert run.environment["host"]["hostname"] == "lab1"
