@@ -43,7 +43,58 @@ def _live_latency(data: dict[str, Any]) -> list[str]:
     ]
 
 
+def _sample_storage(data: dict[str, Any]) -> list[str]:
+    one, hundred = data["one_chart_ms"], data["hundred_charts_ms"]
+    ingest, size = data["ingest_samples_per_s"], data["size_mib"]
+    return [
+        f"{data['data_set']['runs']} runs × {data['data_set']['samples_each']} samples, one row per run and second "
+        "against one row per run holding arrays (medians of interleaved rounds):",
+        "",
+        "| measure | rows | arrays |",
+        "|---|---:|---:|",
+        f"| one chart, ms | {one['rows']:.2f} | {one['arrays']:.2f} |",
+        f"| 100 charts, Python builds the JSON, ms | {hundred['rows']:.1f} | {hundred['arrays']:.1f} |",
+        f"| 100 charts, PostgreSQL builds the JSON, ms | {hundred['rows, JSON by PostgreSQL']:.1f} | "
+        f"{hundred['arrays, JSON by PostgreSQL']:.1f} |",
+        f"| live ingest, samples/s | {ingest['rows']:,.0f} | {ingest['arrays']:,.0f} |",
+        f"| size on disk, MiB | {size['rows']:.1f} | {size['arrays']:.1f} |",
+    ]
+
+
+# The lab layer's stages in the order a run goes through them (runs/lab/benchmark.py).
+STAGES = ("hosts", "kept setup checked", "storage", "cluster", "load", "before pgbench", "pgbench with metrics",
+          "collect", "keep", "cleanup")  # fmt: skip
+
+
+def _campaign_efficiency(data: dict[str, Any]) -> list[str]:
+    reusing, fresh, hdd = data["reusing"], data["fresh_database"], data["hdd"]
+    meets = reusing["efficiency"] >= 0.8 and not reusing["failed"]
+    lines = [
+        f"{reusing['configurations']} configurations × {reusing['repetitions']} repetitions × "
+        f"{reusing['seconds_each']} s on the virtual lab's RAM disk (scale {reusing['scale']}), storage and database "
+        f"reused ({reusing['reused']} of {reusing['runs']} runs): {reusing['measured_s']} s measured in "
+        f"{reusing['wall_s']:.0f} s, efficiency **{reusing['efficiency']:.2f}** (target ≥ 0.8: "
+        f"{'meets' if meets else '**misses**'}), {reusing['per_run_overhead_s']:.1f} s overhead a run.",
+        "",
+        f"For contrast, one round each: a fresh database per run, efficiency {fresh['efficiency']:.2f} "
+        f"({fresh['per_run_overhead_s']:.1f} s overhead a run); reusing on the HDD-like disk, {hdd['efficiency']:.2f} "
+        f"({hdd['per_run_overhead_s']:.1f} s a run; its first run makes the filesystem and loads the database).",
+        "",
+        "| where a run's time goes (median s) | RAM, reusing | RAM, fresh database | HDD-like, reusing |",
+        "|---|---:|---:|---:|",
+    ]
+    campaigns = (reusing, fresh, hdd)
+    for stage in STAGES:
+        shown = [f"{c['stages'][stage]['median_s']:.2f}" if stage in c["stages"] else "–" for c in campaigns]
+        lines.append(f"| {stage} | {' | '.join(shown)} |")
+    outside = " | ".join(f"{c['outside_the_lab_layer_s'] / max(c['runs'], 1):.2f}" for c in campaigns)
+    lines.append(f"| outside the lab layer (dispatch, SSH connect, probes, storing; mean) | {outside} |")
+    return lines
+
+
 SECTIONS: dict[str, tuple[str, Section]] = {
+    "sample_storage": ("How per-second samples are stored", _sample_storage),
+    "campaign_efficiency": ("Campaign efficiency (measured seconds / wall time)", _campaign_efficiency),
     "page_speed": ("Page speed (server time, 100 runs × 1,000 samples; 10,000 runs; a 1-hour run)", _page_speed),
     "live_viewers": ("Live viewers", _live_viewers),
     "live_latency": ("Live latency, end to end", _live_latency),

@@ -27,6 +27,7 @@ from typing import Any
 
 import django
 
+from benchmarks.machine import write_result
 from benchmarks.throwaway import in_throwaway_database
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
@@ -274,6 +275,15 @@ def report(args: argparse.Namespace) -> int:
     print(f"\none chart through run_chart_data (ORM, rows): {one['rows via selector'] * 1e3:.2f} ms")
     for name in ("rows via update_or_create", "rows via sample_upsert"):
         print(f"live ingest, {name} (ORM): {n / ingest[name]:.0f} samples/s")
+    results = {
+        "data_set": {"runs": args.runs, "samples_each": args.seconds},
+        "one_chart_ms": {name: seconds * 1e3 for name, seconds in one.items()},
+        "hundred_charts_ms": {name: seconds * 1e3 for name, seconds in hundred.items()},
+        "ingest_samples_per_s": {name: n / seconds for name, seconds in ingest.items()},
+        "size_mib": {name: size / 2**20 for name, size in sizes.items()},
+    }
+    write_result("sample_storage", results, f"rows stay: a comparison of {per_page} runs, JSON built by PostgreSQL, in "
+                 f"{hundred['rows, JSON by PostgreSQL'] * 1e3:.0f} ms")  # fmt: skip
     return 0
 
 

@@ -1,0 +1,82 @@
+"""`make bench`'s report and the campaign benchmark's arithmetic, on hand-made figures: a report
+that no longer renders, or a breakdown that adds up wrong, is found by the suite."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import campaign_efficiency, report
+from runs.models import Run
+
+
+def campaign(efficiency: float, stages: dict[str, float], runs: int = 15) -> dict[str, Any]:
+    return {
+        "configurations": 3, "repetitions": runs // 3, "seconds_each": 30, "scale": 5, "runs": runs, "failed": [],
+        "reused": runs - 1, "measured_s": 30 * runs, "wall_s": 30 * runs / efficiency, "efficiency": efficiency,
+        "per_run_overhead_s": 30 / efficiency - 30, "outside_the_lab_layer_s": 0.5 * runs,
+        "stages": {name: {"median_s": s, "total_s": s * runs, "runs": runs} for name, s in stages.items()},
+    }  # fmt: skip
+
+
+def test_the_campaign_breakdown_takes_the_median_of_each_stage_over_the_runs_that_had_it() -> None:
+    runs = [
+        Run(environment={"stages": {"storage": 0.3, "load": 1.0, "pgbench with metrics": 30.5}}),
+        Run(environment={"stages": {"storage": 0.0, "keep": 6.0, "pgbench with metrics": 30.2}}),
+        Run(environment={"stages": {"storage": 0.0, "keep": 8.0, "pgbench with metrics": 30.4}}),
+        Run(environment={}),  # failed before its stages were recorded
+    ]
+    stages = campaign_efficiency.stage_seconds(runs)
+
+    assert stages["storage"] == {"median_s": 0.0, "total_s": 0.3, "runs": 3}
+    assert stages["keep"] == {"median_s": 7.0, "total_s": 14.0, "runs": 2}
+    assert stages["load"]["runs"] == 1 and stages["pgbench with metrics"]["median_s"] == 30.4
+
+
+HUNDRED_CHARTS_MS = {
+    "rows": 204.0,
+    "arrays": 155.0,
+    "rows, JSON by PostgreSQL": 69.0,
+    "arrays, JSON by PostgreSQL": 33.0,
+}
+
+
+def test_the_report_says_each_figure_against_its_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    where = {"machine": {"when": "2026-11-24T18:00:00+00:00", "revision": "abc1234", "machine": "Linux", "cpus": 2,
+                         "python": "3.11.7"}}  # fmt: skip
+    figures = {
+        "campaign_efficiency": {
+            "reusing": campaign(0.93, {"storage": 0.0, "keep": 0.25, "pgbench with metrics": 30.4}),
+            "fresh_database": campaign(0.87, {"storage": 0.29, "load": 1.1}, runs=3),
+            "hdd": campaign(0.62, {"keep": 6.5}, runs=3),
+        },
+        "sample_storage": {
+            "data_set": {"runs": 480, "samples_each": 1000},
+            "one_chart_ms": {"rows": 1.9, "arrays": 1.6},
+            "hundred_charts_ms": HUNDRED_CHARTS_MS,
+            "ingest_samples_per_s": {"rows": 11700.0, "arrays": 7700.0},
+            "size_mib": {"rows": 68.5, "arrays": 16.3},
+        },
+    }
+    for name, data in figures.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps(where | data))
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+
+    page = report.report()
+
+    assert "efficiency **0.93** (target ≥ 0.8: meets)" in page
+    assert "| keep | 0.25 | – | 6.50 |" in page  # each stage in each campaign, a dash where it had none
+    assert "| outside the lab layer (dispatch, SSH connect, probes, storing; mean) | 0.50 | 0.50 | 0.50 |" in page
+    assert "| 100 charts, PostgreSQL builds the JSON, ms | 69.0 | 33.0 |" in page
+    assert page.count("_Measured 2026-11-24T18:00:00+00:00 at revision abc1234") == 2
+    assert "Live viewers" not in page  # no figures, no section
+
+
+def test_a_campaign_below_the_target_is_reported_as_missing_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = {"reusing": campaign(0.7, {}), "fresh_database": campaign(0.5, {}), "hdd": campaign(0.3, {})}
+    where = {"machine": {"when": "now", "revision": "abc1234", "machine": "Linux", "cpus": 2, "python": "3.11"}}
+    (tmp_path / "campaign_efficiency.json").write_text(json.dumps(where | slow))
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+
+    assert "efficiency **0.70** (target ≥ 0.8: **misses**)" in report.report()
