@@ -22,14 +22,19 @@ def _page_speed(data: dict[str, Any]) -> list[str]:
 
 def _live_viewers(data: dict[str, Any]) -> list[str]:
     latency, web = data["latency_ms"], data["web_process"]
-    meets = data["missed_total"] == 0 and latency["p95"] < 250
+    extra_threads = web["threads_serving"] - web["threads_idle"]
+    meets = data["missed_total"] == 0 and latency["p95"] < 250 and extra_threads < 5
     return [
         f"{data['viewers']} viewers of one run, {data['samples']} samples at {data['rate_per_s']:g}/s: "
         f"{data['missed_total']} missed; publish → received p50 {latency['p50']:.1f} ms, p95 {latency['p95']:.1f} ms, "
-        f"p99 {latency['p99']:.1f} ms (target p95 < 250 ms, none missed: {'meets' if meets else '**misses**'}).",
+        f"p99 {latency['p99']:.1f} ms; {extra_threads:+.0f} threads serving against idle (target p95 < 250 ms, none "
+        f"missed, fewer than 5 more threads: {'meets' if meets else '**misses**'}).",
         "",
         f"Web process while serving: {web['cpu_pct_of_one_core']:.1f} % of one core, {web['rss_mib']:.0f} MiB "
-        f"resident, {web['threads_serving']:.0f} threads ({web['threads_idle']:.0f} idle).",
+        f"resident ({web['rss_mib_idle']:.0f} idle), {web['threads_serving']:.0f} threads "
+        f"({web['threads_idle']:.0f} idle), {web['redis_connections_serving']:.0f} Redis connections (one a viewer) "
+        f"and {web['database_connections_serving']:.0f} to PostgreSQL; once the viewers left, "
+        f"{web['redis_connections_after']:.0f} Redis connections.",
     ]
 
 

@@ -5,6 +5,7 @@ Stream ids are the event ids: a browser that reconnects sends the last id it saw
 (Last-Event-ID) and gets exactly the events after it, none twice.
 """
 
+import asyncio
 import json
 import logging
 from dataclasses import dataclass
@@ -112,7 +113,8 @@ def events_after(stream: str, after: str = "0-0", count: int = 10_000) -> list[L
 class StreamReader:
     """One viewer's own connection to Redis, read without a thread of its own: the event
     stream (views.live) waits on Redis in the web server's event loop, so fifty viewers cost
-    fifty sockets, not fifty threads (`make bench` measures it)."""
+    fifty sockets, not fifty threads (`make bench` measures it). A viewer who leaves cancels
+    the stream's task; every command ends by honouring that (see _stop_if_cancelled)."""
 
     def __init__(self) -> None:
         self._redis = redis.asyncio.Redis.from_url(settings.REDIS_URL)
@@ -124,15 +126,31 @@ class StreamReader:
         await self._redis.aclose()
 
     async def last_event_id(self, stream: str) -> str:
-        return _newest_id(await self._redis.xrevrange(stream, count=1))
+        newest = await self._redis.xrevrange(stream, count=1)
+        _stop_if_cancelled()
+        return _newest_id(newest)
 
     async def events_after(self, stream: str, after: str, count: int = 10_000) -> list[LiveEvent]:
-        return _decode(await self._redis.xrange(stream, min=_range_start(after), count=count))
+        entries = await self._redis.xrange(stream, min=_range_start(after), count=count)
+        _stop_if_cancelled()
+        return _decode(entries)
 
     async def wait(self, stream: str, after: str, block_ms: int) -> list[LiveEvent]:
         """The events after `after`, waiting up to block_ms for the first; [] if none came."""
         answer = await self._redis.xread({stream: after}, block=block_ms, count=10_000)
+        _stop_if_cancelled()
         return _decode(answer[0][1]) if answer else []  # type: ignore[index]
+
+
+def _stop_if_cancelled() -> None:
+    """Raise the cancellation a Redis command lost. redis-py writes each command under
+    asyncio.wait_for, which on Python 3.11 drops a cancel that arrives as the write completes
+    (CPython gh-86296, fixed in 3.12): a viewer who closed the page within a millisecond of
+    connecting left its stream polling Redis for as long as the server ran, and uvicorn could
+    not stop gracefully. The task still counts the request, so the stream ends as it should."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 # ---- PostgreSQL builds (services.builds): a stream per build, the same event shape ----

@@ -43,9 +43,9 @@ HUNDRED_CHARTS_MS = {
 
 
 def test_the_report_says_each_figure_against_its_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    where = {"machine": {"when": "2026-11-24T18:00:00+00:00", "revision": "abc1234", "machine": "Linux", "cpus": 2,
-                         "python": "3.11.7"}}  # fmt: skip
-    figures = {
+    machine = {"when": "2026-11-24T18:00:00+00:00", "revision": "abc1234", "machine": "Linux", "cpus": 2}
+    where: dict[str, Any] = {"machine": machine | {"python": "3.11.7"}}
+    figures: dict[str, dict[str, Any]] = {
         "campaign_efficiency": {
             "reusing": campaign(0.93, {"storage": 0.0, "keep": 0.25, "pgbench with metrics": 30.4}),
             "fresh_database": campaign(0.87, {"storage": 0.29, "load": 1.1}, runs=3),

@@ -2,8 +2,6 @@
 real Celery worker, running on the virtual lab. Screenshots go to test-artifacts/."""
 
 import os
-import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,19 +17,14 @@ from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, RunState
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.virtual_lab import VirtualLab
-from runs.tests.workers import CeleryWorker, database_url_for_tests
+from runs.tests.web_server import uvicorn
+from runs.tests.workers import CeleryWorker
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 ROOT = Path(settings.BASE_DIR)
 ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = "/usr/bin/chromium"
 PASSWORD = "a-long-browser-password"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.fixture
@@ -45,28 +38,8 @@ def web_server(celery_worker: CeleryWorker) -> Iterator[str]:
 def serving(queue: str, **environment: str) -> Iterator[str]:
     """uvicorn (scripts/web) on the test database, sending tasks to `queue`, with `environment`
     added to its own; its address."""
-    port = free_port()
-    env = os.environ | {
-        "DATABASE_URL": database_url_for_tests(),
-        "BENCHLAB_BIND": f"127.0.0.1:{port}",
-        "BENCHLAB_QUEUE": queue,
-        **environment,
-    }
-    process = subprocess.Popen(["scripts/web"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "uvicorn did not start"
-                time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
+    with uvicorn(BENCHLAB_QUEUE=queue, **environment) as server:
+        yield server.address
 
 
 @contextmanager

@@ -10,19 +10,25 @@ does not change what the next role sees.
 """
 
 import copy
+import http.client
+import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http.cookies import SimpleCookie
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth.models import Group, User
 from django.contrib.contenttypes.models import ContentType
 from django.db import transaction
+from django.http.response import HttpResponseBase
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from knox.models import AuthToken
 
+from benchlab.asgi_handler import is_long_lived
 from runs.comparison_query import ComparisonQuery
 from runs.models import (
     AuditAction,
@@ -42,6 +48,7 @@ from runs.models import (
 from runs.services.shares import share_create
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.web_server import WebServer, uvicorn
 
 LOGIN, FORBIDDEN, NOT_FOUND, NOT_ALLOWED, ALLOWED = "login", "forbidden", "not found", "not allowed", "allowed"
 UNAUTHORIZED = "unauthorized"  # the API answers 401 instead of redirecting to the login page
@@ -356,13 +363,16 @@ def outcome(client: Client, method: str, url: str, query: dict[str, str] | None)
         response = getattr(client, method)(url + (f"?{_encode(query)}" if query else ""), follow=True)
     if response.redirect_chain and response.request["PATH_INFO"] == reverse("login"):
         return LOGIN
-    status = response.status_code
+    return outcome_of_status(response.status_code, f"{method.upper()} {url}")
+
+
+def outcome_of_status(status: int, request: str) -> str:
     named = {401: UNAUTHORIZED, 403: FORBIDDEN, 404: NOT_FOUND, 405: NOT_ALLOWED}
     if status in named:
         return named[status]
     # 400 is an answer to the role: it got through and its (empty) input was refused. Health
     # pages answer 503 when a component is down; that is still an answer to the user.
-    assert status in (200, 400, 503), f"{method.upper()} {url}: unexpected status {status}"
+    assert status in (200, 400, 503), f"{request}: unexpected status {status}"
     return ALLOWED
 
 
@@ -448,6 +458,89 @@ def test_each_role_and_method_gets_what_the_matrix_says(url_name: str, client_fo
 
     wrong = {key: f"got {got[key]}, expected {expected[key]}" for key in got if got[key] != expected[key]}
     assert not wrong, f"{url_name} ({url}): {wrong}"
+
+
+# ---- the event streams, on the real web server ----
+# Their requests take a way of their own through benchlab's ASGI handler (benchlab/asgi_handler.py),
+# which the test client does not go through: their rows are sent again to uvicorn.
+
+CSRF_SECRET = "a" * 32  # the test client skips the CSRF check; a real request must pass it
+ADDED = {"date", "server", "transfer-encoding"}  # by uvicorn
+
+
+def served_outcome(server: WebServer, method: str, url: str, cookies: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """What uvicorn answers (an outcome of the matrix) and its headers; a stream is left once
+    its headers came."""
+    response, headers = served(server, method, url, cookies)
+    if response.status == 302 and urlsplit(headers["location"]).path == reverse("login"):
+        return LOGIN, headers
+    return outcome_of_status(response.status, f"{method.upper()} {url} on uvicorn"), headers
+
+
+def served(
+    server: WebServer, method: str, url: str, cookies: dict[str, str]
+) -> tuple[http.client.HTTPResponse, dict[str, str]]:
+    cookie = "; ".join(f"{name}={value}" for name, value in (cookies | {"csrftoken": CSRF_SECRET}).items())
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
+    try:
+        connection.request(method.upper(), url, headers={"Cookie": cookie, "X-CSRFToken": CSRF_SECRET})
+        response = connection.getresponse()
+        headers = comparable(dict(response.getheaders()))
+    finally:
+        connection.close()
+    return response, headers
+
+
+def cookies_set_by(server: WebServer, url: str) -> dict[str, str]:
+    response = served(server, "get", url, {})[0]
+    jar = SimpleCookie()
+    for set_cookie in response.headers.get_all("Set-Cookie") or []:
+        jar.load(set_cookie)
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_web_server_answers_event_streams_to_each_role_and_method_as_the_matrix_says(
+    client_for: ClientFactory,
+) -> None:
+    client_for.users["root"] = User.objects.create_superuser("root", password=None)
+    objects = make_objects(client_for.users)
+    urls = {name: reverse(name, args=row.args(objects)) for name, row in MATRIX.items() if row.kind == "page"}
+    streams = {name: url for name, url in urls.items() if is_long_lived(url)}
+    clients = {role: client_for(None if role == "anonymous" else role) for role in ROLES}
+
+    wrong = {}
+    with uvicorn() as server:
+        for (name, url), role, method in itertools.product(streams.items(), ROLES, METHODS):
+            cookies = {"sessionid": clients[role].cookies["sessionid"].value} if role != "anonymous" else {}
+            got, headers = served_outcome(server, method, url, cookies)
+            expected = MATRIX[name].expected(role, method)
+            if got != expected:
+                wrong[name, role, method] = f"got {got}, expected {expected}"
+            # The headers the browser's script gets: the middleware's, as the test client sees them.
+            if method == "get" and headers != (middleware_headers := headers_of(clients[role].get(url))):
+                wrong[name, role, "headers"] = f"got {headers}, expected {middleware_headers}"
+        # A share link opens its shared page, which follows no stream: it opens none either.
+        holder = cookies_set_by(server, reverse("shared", args=[objects.share_tokens[ShareKind.RUN]]))
+        for name, url in streams.items():
+            if (got := served_outcome(server, "get", url, holder)[0]) != LOGIN:
+                wrong[name, "share link holder", "get"] = f"got {got}, expected {LOGIN}"
+
+    assert set(streams) == {"runs-events", "run-events", "build-events", "baseline-events"}
+    assert not wrong, wrong
+
+
+def headers_of(response: HttpResponseBase) -> dict[str, str]:
+    return comparable(dict(response.headers.items()))
+
+
+def comparable(headers: dict[str, str]) -> dict[str, str]:
+    """Without what uvicorn adds; the policy's directives in one order (django-csp's order
+    differs from one process to the next)."""
+    found = {header.lower(): value for header, value in headers.items() if header.lower() not in ADDED}
+    if policy := found.get("content-security-policy"):
+        found["content-security-policy"] = "; ".join(sorted(policy.split("; ")))
+    return found
 
 
 @pytest.mark.django_db

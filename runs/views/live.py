@@ -2,17 +2,18 @@
 PostgreSQL build's and a fio baseline's, the same way.
 
 Replayable by id: the browser's EventSource sends Last-Event-ID when it reconnects, and a
-page opened mid-run asks from the start, so every point arrives, none twice.
+page opened mid-run asks from the start, so every point arrives, none twice. Each view is
+`long_lived` (benchlab/asgi_handler.py): a viewer costs a socket to Redis, not a thread.
 """
 
 import json
 from collections.abc import AsyncIterator, Collection
 
-from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, HttpResponseForbidden, HttpResponseNotFound, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
+from benchlab.asgi_handler import long_lived
 from runs import live
 from runs.baseline_live import baseline_stream
 from runs.models import ENDED_BASELINE_STATES, ENDED_BUILD_STATES, FINAL_STATES, DeviceBaseline, PgBuild, Run
@@ -25,7 +26,7 @@ KEEPALIVE_EVERY = 15  # blocks without events before a comment line keeps proxie
 async def _forbidden_unless_viewer(request: HttpRequest) -> HttpResponse | None:
     # Answered, not raised: a PermissionDenied is logged with a traceback, and browsers retry streams.
     user = await request.auser()
-    if not await sync_to_async(user.has_perm)("runs.view_host"):
+    if not await user.ahas_perm("runs.view_host"):
         return HttpResponseForbidden("You need the viewer role to follow runs.", content_type="text/plain")
     return None
 
@@ -106,6 +107,7 @@ async def _job_events(
     return _event_stream(_stream(stream, after, final_states, finished=finished))
 
 
+@long_lived
 @require_GET
 async def run_events(request: HttpRequest, run_id: int) -> HttpResponseBase:
     if refused := await _forbidden_unless_viewer(request):
@@ -114,6 +116,7 @@ async def run_events(request: HttpRequest, run_id: int) -> HttpResponseBase:
     return await _job_events(request, state, f"run {run_id}", live.run_stream(run_id), FINAL_STATES)
 
 
+@long_lived
 @require_GET
 async def runs_events(request: HttpRequest) -> HttpResponseBase:
     if refused := await _forbidden_unless_viewer(request):
@@ -127,6 +130,7 @@ async def runs_events(request: HttpRequest) -> HttpResponseBase:
     return _event_stream(_stream(live.run_list_stream(), after))
 
 
+@long_lived
 @require_GET
 async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
     """A PostgreSQL build's events (states, steps, make's progress, log lines), as a run's."""
@@ -136,6 +140,7 @@ async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
     return await _job_events(request, state, f"build {build_id}", live.build_stream(build_id), ENDED_BUILD_STATES)
 
 
+@long_lived
 @require_GET
 async def baseline_events(request: HttpRequest, baseline_id: int) -> HttpResponseBase:
     """A fio baseline's events (states, which job by the clock, progress, log lines), as a build's."""
