@@ -274,7 +274,7 @@ def report(args: argparse.Namespace) -> int:
           f"{sizes['arrays'] / sizes['rows']:>13.2f}")  # fmt: skip
     print(f"\none chart through run_chart_data (ORM, rows): {one['rows via selector'] * 1e3:.2f} ms")
     for name in ("rows via update_or_create", "rows via sample_upsert"):
-        print(f"live ingest, {name} (ORM): {n / ingest[name]:.0f} samples/s")
+        print(f"live ingest, {name}: {n / ingest[name]:.0f} samples/s")
     results = {
         "data_set": {"runs": args.runs, "samples_each": args.seconds},
         "one_chart_ms": {name: seconds * 1e3 for name, seconds in one.items()},
