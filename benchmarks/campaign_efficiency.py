@@ -19,11 +19,8 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from io import StringIO
 from itertools import pairwise
 from typing import Any
 
@@ -36,30 +33,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
 django.setup()
 
 from django.contrib.auth.models import User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 
-from runs.management.commands.lab_register import lab_host_name  # noqa: E402
+from benchmarks.lab_bench import bench_user, lab_worker, own_virtual_lab, registered_hosts  # noqa: E402
 from runs.models import Campaign, Host, Run, RunState, RunTransition  # noqa: E402
 from runs.services.campaigns import CampaignPlan, campaign_create  # noqa: E402
 from runs.specs import RunSpec  # noqa: E402
 from runs.sweep import Variable  # noqa: E402
-from runs.tests.virtual_lab import PG_BIN, start_lab, stop_lab  # noqa: E402
-from runs.tests.workers import start_celery_worker, tasks_sent_to  # noqa: E402
+from runs.tests.virtual_lab import PG_BIN  # noqa: E402
 
 TARGET = 0.8
 FINAL = {RunState.DONE, RunState.FAILED, RunState.CANCELLED}
-
-
-@contextmanager
-def lab_for_benchmark() -> Iterator[int]:
-    """A virtual lab of the benchmark's own, registered: its id. Down afterwards, leftovers said."""
-    lab = start_lab()
-    try:
-        call_command("lab_register", "--id", str(lab.lab_id), stdout=StringIO())
-        yield lab.lab_id
-    finally:
-        if left := stop_lab(lab):
-            print(f"the virtual lab left things behind: {left}", file=sys.stderr)
 
 
 def campaign_plan(host: Host, args: argparse.Namespace, device: str = "ram") -> CampaignPlan:
@@ -110,15 +93,14 @@ def stage_seconds(runs: list[Run]) -> dict[str, dict[str, float]]:
 
 
 def measure(args: argparse.Namespace) -> int:
-    with lab_for_benchmark() as lab_id:
-        host = Host.objects.get(name=lab_host_name(lab_id, "lab1"))
-        user = User.objects.create_superuser("bench", password=None)
+    with own_virtual_lab() as lab:
+        (host,) = registered_hosts(lab, ["lab1"])
+        user = bench_user()
         plan = campaign_plan(host, args)
         if refused := [f"{cell.label}: {dict(cell.errors)}" for cell in plan.cells() if not cell.valid]:
             print("configurations refused:", *refused, sep="\n  ", file=sys.stderr)
             return 2
-        worker = start_celery_worker(pool="prefork", concurrency=2)
-        with tasks_sent_to(worker):
+        with lab_worker(concurrency=2):
             reusing = campaign_figures(plan, user)
             # For contrast: what reuse saves (a fresh database per run), and what a slow disk's
             # write-back costs between runs (the HDD-like disk).

@@ -18,12 +18,10 @@ import json
 import os
 import sys
 import time
-from io import StringIO
 from typing import Any
 
 import django
 
-from benchmarks.live_viewers import web_process
 from benchmarks.machine import latency_summary, write_result
 from benchmarks.throwaway import in_throwaway_database
 
@@ -32,14 +30,13 @@ django.setup()
 
 from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
-from django.core.management import call_command  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from runs.management.commands.lab_register import lab_host_name  # noqa: E402
+from benchmarks.lab_bench import bench_user, lab_worker, own_virtual_lab, registered_hosts  # noqa: E402
 from runs.models import Host, Run, RunState  # noqa: E402 - needs django.setup()
 from runs.services.runs import run_enqueue  # noqa: E402
-from runs.tests.virtual_lab import PG_BIN, start_lab, stop_lab  # noqa: E402
-from runs.tests.workers import start_celery_worker, tasks_sent_to  # noqa: E402
+from runs.tests.virtual_lab import PG_BIN, VirtualLab  # noqa: E402
+from runs.tests.web_server import uvicorn  # noqa: E402
 
 TARGET_P95_MS = 250.0
 HOSTS = ("lab1", "lab2", "lab3")
@@ -78,27 +75,20 @@ async def follow_all(port: int, run_ids: list[int], cookie: str) -> list[dict[in
 
 
 def measure(args: argparse.Namespace) -> int:
-    lab = start_lab()
-    try:
-        return measure_on(lab.lab_id, args)
-    finally:
-        left = stop_lab(lab)
-        if left:
-            print(f"the virtual lab left things behind: {left}", file=sys.stderr)
+    with own_virtual_lab() as lab:
+        return measure_on(lab, args)
 
 
-def measure_on(lab_id: int, args: argparse.Namespace) -> int:
-    call_command("lab_register", "--id", str(lab_id), stdout=StringIO())
-    hosts = [Host.objects.get(name=lab_host_name(lab_id, name)) for name in HOSTS[: args.runs]]
+def measure_on(lab: VirtualLab, args: argparse.Namespace) -> int:
+    hosts = registered_hosts(lab, HOSTS[: args.runs])
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-    user = User.objects.create_superuser("bench", password=None)
+    user = bench_user()
     client = Client()
     client.force_login(user)
     cookie = client.cookies["sessionid"].value
-    worker = start_celery_worker(pool="prefork", concurrency=len(hosts))
-    with tasks_sent_to(worker), web_process() as (port, _pid):
+    with lab_worker(concurrency=len(hosts)), uvicorn() as server:
         runs = [run_enqueue(run=bench_run(host, user, args.seconds)) for host in hosts]
-        arrivals = asyncio.run(follow_all(port, [run.pk for run in runs], cookie))
+        arrivals = asyncio.run(follow_all(server.port, [run.pk for run in runs], cookie))
     latencies = []
     for run, arrived in zip(runs, arrivals, strict=True):
         run.refresh_from_db()
