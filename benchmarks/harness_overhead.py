@@ -7,19 +7,23 @@ published each second), every transaction logged (the default sampling rate, 1).
 (direct_pgbench.py): the same device formatted by the same mkfs command and mounted with the
 same options, a cluster with the same settings, `pgbench -i` and pgbench with the command lines
 the benchlab run recorded (only the socket and log directories are its own), pgbench in the
-foreground of one ssh session, nothing else. Both start from a freshly made filesystem and a
-freshly loaded database, with no warm-up cut off; each side's figure is pgbench's own summary
-tps for its whole run (Run.tps on benchlab's side), so both cover the same window by the same
-clock.
+foreground of one ssh session, nothing else, started as long after the end of `pgbench -i` as
+the benchlab run's pgbench was (both measured the same way, from the processes' start times).
+Both start from a freshly made filesystem and a freshly loaded database, with no warm-up cut
+off; each side's figure is pgbench's own summary tps for its whole run (Run.tps on benchlab's
+side), so both cover the same window by the same clock. One benchlab run per disk goes first
+and does not count (a fresh lab's first run is slower).
 
 Pairs alternate which side goes first (benchlab first in pair 1: the direct side takes its
 command lines from the latest benchlab run). Reported per disk: each pair's tps both ways, the
 median ratio benchlab / direct with its spread (min to max, interquartile range), target ≥ 0.99;
 and the CPU time of every process around each measurement while pgbench ran (process_cpu.py):
 on the lab host pgbench, PostgreSQL, sshd, tail, iostat, vmstat and the rest; on this machine
-the worker, benchlab's database backends and Redis. This machine has 2 cores shared by the lab
-hosts and benchlab: on the RAM disk pgbench is CPU-bound, and what benchlab spends is taken
-from it.
+the worker, benchlab's database backends, Redis, and the busiest of everything else (other labs
+and test runs share this machine: the pairs are interleaved because of them), with the disk's
+I/O. This machine has 2 cores shared by the lab hosts and benchlab: on the RAM disk pgbench is
+CPU-bound, and what benchlab spends is taken from it; the HDD-like disk's speed depends on how
+soon its FUSE daemon gets a core after each delay.
 
 Run with `make bench` (as root: it brings up a virtual lab of its own and takes it down), or
 `.venv/bin/python -m benchmarks.harness_overhead --help`.
@@ -84,12 +88,12 @@ class Bench:
     """One lab host's pairs, both sides watched alike. The direct side repeats what the latest
     benchlab run recorded: its command lines, and how long after the load its pgbench started."""
 
-    def __init__(self, lab: VirtualLab, host: Host, user: User, worker: CeleryWorker, known_hosts_file: str) -> None:
+    def __init__(
+        self, lab: VirtualLab, host: Host, user: User, worker: CeleryWorker, ssh: SshHost, known_hosts_file: str
+    ) -> None:
         self.lab, self.host, self.user, self.worker = lab, host, user, worker
-        lab_host = lab.host(HOST)
-        self.ssh = SshHost(lab_host["address"], lab_host["host_key_pub"], lab.state["client_key"])
-        self.known_hosts_file = known_hosts_file
-        self.namespace_pid = int(lab_host["sshd_pid"])
+        self.ssh, self.known_hosts_file = ssh, known_hosts_file
+        self.namespace_pid = int(lab.host(HOST)["sshd_pid"])  # its children are the host's processes
         with connection.cursor() as cursor:  # this process's own backend is not benchlab's
             cursor.execute("SELECT pg_backend_pid()")
             self.own_backend = int(cursor.fetchone()[0])
@@ -198,9 +202,9 @@ def measure(args: argparse.Namespace) -> int:
         host = registered_hosts(lab, [HOST])[0]
         user = bench_user()
         lab_host = lab.host(HOST)
-        ssh_host = SshHost(lab_host["address"], lab_host["host_key_pub"], lab.state["client_key"])
-        with lab_worker(concurrency=WORKER_CONCURRENCY) as worker, known_hosts(ssh_host) as known_hosts_file:
-            bench = Bench(lab, host, user, worker, known_hosts_file)
+        ssh = SshHost(lab_host["address"], lab_host["host_key_pub"], lab.state["client_key"])
+        with lab_worker(concurrency=WORKER_CONCURRENCY) as worker, known_hosts(ssh) as known_hosts_file:
+            bench = Bench(lab, host, user, worker, ssh, known_hosts_file)
             disks = {disk: measure_disk(bench, disk, args) for disk in args.disks}
     results: dict[str, Any] = {
         "configuration": {
