@@ -47,6 +47,46 @@ def _ingest(data: dict[str, Any]) -> list[str]:
     ]
 
 
+# What benchlab's processes are, and the rest, in the order the CPU table shows them.
+HARNESS_CPU_ROWS = ("worker", "benchlab database", "lab sshd", "lab tail", "lab iostat", "lab vmstat", "lab other",
+                    "lab pgbench", "lab postgres", "machine, everything else")  # fmt: skip
+
+
+def _harness_overhead(data: dict[str, Any]) -> list[str]:
+    config, disks = data["configuration"], data["disks"]
+    lines = [
+        f"pgbench {config['workload']}, scale {config['scale']}, {config['clients']} clients, {config['threads']} "
+        f"threads, {config['duration_s']} s on fresh {config['filesystem']} and a freshly loaded database each time: "
+        "through benchlab (iostat and vmstat on, progress followed live, every transaction logged) and the same "
+        "command by hand over plain ssh, in interleaved pairs; pgbench's own tps, benchlab / direct "
+        f"(target: median ≥ {data['target_ratio']}).",
+        "",
+        "| disk | pairs | benchlab tps | direct tps | median ratio | min – max | IQR | benchlab's CPU, % of a core "
+        "| target |",
+        "|---|---:|---:|---:|---:|---|---|---:|---|",
+    ]
+    for name, d in disks.items():
+        verdict = "meets" if d["meets"] and d["pairs"] >= 5 else "**misses**"
+        lines.append(
+            f"| {name} | {d['pairs']} | {d['tps_median']['benchlab']:.1f} | {d['tps_median']['direct']:.1f} | "
+            f"{d['median_ratio']:.3f} | {d['min_ratio']:.3f} – {d['max_ratio']:.3f} | {d['q1_ratio']:.3f} – "
+            f"{d['q3_ratio']:.3f} | {d['harness_cpu_pct']:.1f} | {verdict} |"
+        )
+    sides = [(name, side) for name in disks for side in ("benchlab", "direct")]
+    lines += [
+        "",
+        'CPU while pgbench ran, % of one core (medians over the pairs); "lab" is the lab host, "machine, '
+        'everything else" what else ran on this machine meanwhile (other labs and tests, the kernel):',
+        "",
+        "| process | " + " | ".join(f"{name} {side}" for name, side in sides) + " |",
+        "|---|" + "---:|" * len(sides),
+    ]
+    for row in HARNESS_CPU_ROWS:
+        shown = [f"{disks[name]['cpu_pct_median'][side].get(row, 0.0):.1f}" for name, side in sides]
+        lines.append(f"| {row} | {' | '.join(shown)} |")
+    return lines
+
+
 def _live_viewers(data: dict[str, Any]) -> list[str]:
     latency, web = data["latency_ms"], data["web_process"]
     extra_threads = web["threads_serving"] - web["threads_idle"]
@@ -128,6 +168,7 @@ SECTIONS: dict[str, tuple[str, Section]] = {
     "sample_storage": ("How per-second samples are stored", _sample_storage),
     "campaign_efficiency": ("Campaign efficiency (measured seconds / wall time)", _campaign_efficiency),
     "page_speed": ("Page speed (server time, 100 runs × 1,000 samples; 10,000 runs; a 1-hour run)", _page_speed),
+    "harness_overhead": ("Harness overhead (benchlab / direct over ssh)", _harness_overhead),
     "ingest": ("Ingest: samples stored and forwarded", _ingest),
     "live_viewers": ("Live viewers", _live_viewers),
     "live_latency": ("Live latency, end to end", _live_latency),
