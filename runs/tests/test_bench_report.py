@@ -80,3 +80,25 @@ def test_a_campaign_below_the_target_is_reported_as_missing_it(tmp_path: Path, m
     monkeypatch.setattr(report, "RESULTS", tmp_path)
 
     assert "efficiency **0.70** (target ≥ 0.8: **misses**)" in report.report()
+
+
+def test_harness_overhead_is_said_per_disk_against_the_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def disk(ratio: float, pairs: int) -> dict[str, Any]:
+        cpu = {"benchlab": {"worker": 0.6, "lab tail": 0.0}, "direct": {"worker": 0.1}}
+        return {
+            "pairs": pairs, "median_ratio": ratio, "min_ratio": ratio - 0.02, "max_ratio": ratio + 0.03,
+            "q1_ratio": ratio - 0.01, "q3_ratio": ratio + 0.01, "meets": ratio >= 0.99, "harness_cpu_pct": 0.5,
+            "tps_median": {"benchlab": 990.0, "direct": 1000.0}, "cpu_pct_median": cpu,
+        }  # fmt: skip
+
+    config = {"workload": "tpcb-like", "scale": 5, "clients": 4, "threads": 2, "duration_s": 20, "filesystem": "ext4"}
+    where = {"machine": {"when": "now", "revision": "abc1234", "machine": "Linux", "cpus": 2, "python": "3.11"}}
+    data = {"configuration": config, "target_ratio": 0.99, "disks": {"ram": disk(0.995, 5), "hdd": disk(0.995, 3)}}
+    (tmp_path / "harness_overhead.json").write_text(json.dumps(where | data))
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+
+    page = report.report()
+
+    assert "| ram | 5 | 990.0 | 1000.0 | 0.995 | 0.975 – 1.025 | 0.985 – 1.005 | 0.5 | meets |" in page
+    assert "| hdd | 3 |" in page and page.count("**misses**") == 1  # too few pairs for a verdict
+    assert "| worker | 0.6 | 0.1 | 0.6 | 0.1 |" in page and "| lab vmstat | 0.0 | 0.0 | 0.0 | 0.0 |" in page
