@@ -70,6 +70,39 @@ def test_it_misses_when_the_median_pair_is_below_the_target() -> None:
 
     # Six pairs: nearest rank takes the lower middle, 0.985.
     assert summary["median_ratio"] == 0.985 and summary["meets"] is False
+    assert "order_balanced_ratio" not in summary  # not told the order: the median decides
+
+
+def test_the_verdict_takes_out_the_advantage_of_going_first_in_a_pair() -> None:
+    # The RAM disk's 7 pairs of 24 Nov 2026: whichever side went first was about 2 % faster.
+    ratios = [1.062, 0.975, 1.007, 0.985, 0.986, 0.964, 1.011]
+    firsts = ["benchlab", "direct"] * 3 + ["benchlab"]
+
+    summary = ratio_summary(ratios, target=0.99, firsts=firsts)
+
+    # Benchlab first: 0.986, 1.007, 1.011, 1.062 -> lower middle 1.007; direct first: 0.964,
+    # 0.975, 0.985 -> 0.975; sqrt(1.007 * 0.975) = 0.99087.
+    assert summary["median_ratio_by_first"] == {"benchlab": 1.007, "direct": 0.975}
+    assert summary["order_balanced_ratio"] == pytest.approx(0.99087, abs=1e-5)
+    assert summary["median_ratio"] == 0.986  # the plain median falls on one order's edge
+    assert summary["verdict_ratio"] == summary["order_balanced_ratio"] and summary["meets"] is True
+
+
+def test_an_order_effect_does_not_hide_a_real_overhead() -> None:
+    # benchlab 3 % slower, and going first in a pair worth 2 %: 0.97 * 1.02 with benchlab first,
+    # 0.97 / 1.02 with the direct side first.
+    ratios = [0.97 * 1.02, 0.97 / 1.02] * 3
+    firsts = ["benchlab", "direct"] * 3
+
+    summary = ratio_summary(ratios, target=0.99, firsts=firsts)
+
+    assert summary["order_balanced_ratio"] == pytest.approx(0.97)
+    assert summary["meets"] is False
+
+
+def test_the_order_of_every_pair_or_of_none() -> None:
+    with pytest.raises(ValueError, match="every pair"):
+        ratio_summary([1.0, 0.99, 1.01], target=0.99, firsts=["benchlab", "direct"])
 
 
 def test_benchlabs_cpu_is_its_processes_less_what_the_same_groups_spend_by_hand() -> None:
