@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test bench lint format setup system-packages pg-sources services local-state assets lock clean-venv
+.PHONY: run test test-fast bench lint format setup system-packages pg-sources services local-state assets lock clean-venv
 
 # A lab to try at once: the virtual lab, and runs allowed on this machine too (unless overridden).
 run: setup pg-sources
@@ -17,6 +17,11 @@ test: setup pg-sources $(VENV)/.dev-deps
 	$(MAKE) --no-print-directory lint
 	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(VENV)/bin/pytest
+
+# What needs no virtual lab, Celery worker, uvicorn nor browser (conftest marks those from the
+# code): the tier to run while editing, under a minute.
+test-fast: setup $(VENV)/.dev-deps
+	$(VENV)/bin/pytest -m "not lab and not worker and not browser"
 
 # Measurements, not tests: side by side in one run, medians of interleaved repeats.
 # Every benchmark runs even when an earlier one misses its target; make fails at the end if any did.

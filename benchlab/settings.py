@@ -12,6 +12,7 @@ from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from benchlab.env import env_bool, env_list, env_optional_secret, env_seconds, env_secret, env_str, env_url
+from benchlab.redis_keys import redis_prefix
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Untracked local state: generated secrets, the database password file, collected static files.
@@ -211,7 +212,7 @@ CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
-        "KEY_PREFIX": f"benchlab:{DATABASES['default']['NAME']}:cache",
+        "KEY_PREFIX": f"{redis_prefix(DATABASES['default']['NAME'])}:cache",
     }
 }
 

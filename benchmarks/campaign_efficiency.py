@@ -35,6 +35,7 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 
 from benchmarks.lab_bench import bench_user, lab_worker, own_virtual_lab, registered_hosts  # noqa: E402
+from runs.lab.waiting import wait_until  # noqa: E402
 from runs.models import Campaign, Host, Run, RunState, RunTransition  # noqa: E402
 from runs.services.campaigns import CampaignPlan, campaign_create  # noqa: E402
 from runs.specs import RunSpec  # noqa: E402
@@ -57,11 +58,9 @@ def campaign_plan(host: Host, args: argparse.Namespace, device: str = "ram") -> 
 
 
 def wait_for(campaign: Campaign, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while Run.objects.filter(campaign=campaign).exclude(state__in=FINAL).exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"the campaign did not finish within {timeout_s:.0f} s")
-        time.sleep(0.5)
+    unfinished = Run.objects.filter(campaign=campaign).exclude(state__in=FINAL)
+    if not wait_until(lambda: not unfinished.exists(), timeout_s, 0.5):
+        raise TimeoutError(f"the campaign did not finish within {timeout_s:.0f} s")
 
 
 def seconds_between(start: datetime, end: datetime) -> float:

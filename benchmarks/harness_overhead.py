@@ -41,7 +41,8 @@ from typing import Any
 
 import django
 
-from benchmarks.direct_pgbench import Place, Recorded, SshHost, direct_run, known_hosts
+from benchmarks.direct_pgbench import SshHost, direct_run, known_hosts
+from benchmarks.direct_scripts import Place, Recorded
 from benchmarks.machine import write_result
 from benchmarks.pairs import cpu_medians, harness_cpu_pct, pair_order, ratio_summary
 from benchmarks.process_cpu import CpuWatch, Window
@@ -61,7 +62,7 @@ from benchmarks.lab_bench import (  # noqa: E402
     registered_hosts,
     wait_until_finished,
 )
-from runs.lab.parse_pgbench import parse_init_done, parse_summary  # noqa: E402
+from runs.lab.parse_pgbench_summary import parse_init_done, parse_summary  # noqa: E402
 from runs.models import Host, Run, RunState  # noqa: E402 - needs django.setup()
 from runs.services.runs import run_enqueue  # noqa: E402
 from runs.tests.virtual_lab import PG_BIN, VirtualLab  # noqa: E402

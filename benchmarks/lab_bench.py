@@ -5,7 +5,6 @@ Import after django.setup() (the benchmarks' modules do that first).
 """
 
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from io import StringIO
@@ -13,6 +12,7 @@ from io import StringIO
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
+from runs.lab.waiting import wait_until
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import FINAL_STATES, Host, Run
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
@@ -46,8 +46,7 @@ def bench_user() -> User:
 def lab_worker(concurrency: int) -> Iterator[CeleryWorker]:
     """A real Celery worker (prefork, as `scripts/worker` runs one) that gets every task this
     process sends until the block ends; stopped then."""
-    worker = start_celery_worker(pool="prefork", concurrency=concurrency)
-    with tasks_sent_to(worker):
+    with tasks_sent_to(start_celery_worker(concurrency=concurrency)) as worker:
         yield worker
 
 
@@ -55,12 +54,8 @@ def wait_until_finished(run: Run, timeout_s: float, poll_s: float = 1.0) -> Run:
     """The run once it has ended (done, failed or cancelled), read again from the database.
     Meanwhile only its state is read: a benchmark that watches the run must not load this
     machine more than it has to."""
-    deadline = time.monotonic() + timeout_s
     state = Run.objects.filter(pk=run.pk).values_list("state", flat=True)
-    while True:
-        if state.get() in FINAL_STATES:
-            run.refresh_from_db()
-            return run
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"run {run.pk} still {run.state} after {timeout_s:g} s")
-        time.sleep(poll_s)
+    if not wait_until(lambda: state.get() in FINAL_STATES, timeout_s, poll_s):
+        raise TimeoutError(f"run {run.pk} still {state.get()} after {timeout_s:g} s")
+    run.refresh_from_db()
+    return run

@@ -22,6 +22,7 @@ from typing import Any
 
 import django
 
+from benchmarks.event_stream import run_events
 from benchmarks.machine import latency_summary, write_result
 from benchmarks.throwaway import in_throwaway_database
 
@@ -53,20 +54,10 @@ def bench_run(host: Host, user: User, seconds: int) -> Run:
 
 async def follow(port: int, run_id: int, cookie: str) -> dict[int, float]:
     """One run's event stream to its end: when each second's sample arrived (epoch seconds)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        f"GET /runs/{run_id}/events HTTP/1.0\r\nHost: 127.0.0.1\r\nCookie: sessionid={cookie}\r\n\r\n".encode()
-    )
-    await writer.drain()
     arrived: dict[int, float] = {}
-    kind = ""
-    while line := await reader.readline():
-        text = line.decode().rstrip("\r\n")
-        if text.startswith("event: "):
-            kind = text[7:]
-        elif text.startswith("data: ") and kind == "sample":
-            arrived.setdefault(json.loads(text[6:])["second"], time.time())
-    writer.close()
+    async for kind, data in run_events(port, run_id, cookie):
+        if kind == "sample":
+            arrived.setdefault(json.loads(data)["second"], time.time())
     return arrived
 
 

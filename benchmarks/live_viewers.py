@@ -21,11 +21,13 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
 import django
 
+from benchmarks.event_stream import run_events
 from benchmarks.machine import latency_summary, write_result
 from benchmarks.throwaway import in_throwaway_database
 
@@ -71,24 +73,14 @@ def children(pid: int) -> list[int]:
 
 async def viewer(port: int, run_id: int, cookie: str, latencies: list[float], seen: set[int]) -> None:
     """One browser's EventSource, as plain HTTP/1.0 (no chunking): every sample's delay."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(
-        f"GET /runs/{run_id}/events HTTP/1.0\r\nHost: 127.0.0.1\r\nCookie: sessionid={cookie}\r\n"
-        "Accept: text/event-stream\r\n\r\n".encode()
-    )
-    await writer.drain()
-    kind = ""
-    while line := await reader.readline():
-        text = line.decode().rstrip("\r\n")
-        if text.startswith("event: "):
-            kind = text[7:]
-        elif text.startswith("data: ") and kind == "sample":
-            data = json.loads(text[6:])
-            latencies.append((time.time() - data["sent_at"]) * 1000)
-            seen.add(data["second"])
-        elif text.startswith("data: ") and kind == "state" and json.loads(text[6:])["state"] == "done":
-            break
-    writer.close()
+    async with aclosing(run_events(port, run_id, cookie)) as events:  # closed at once when done
+        async for kind, data in events:
+            if kind == "sample":
+                sample = json.loads(data)
+                latencies.append((time.time() - sample["sent_at"]) * 1000)
+                seen.add(sample["second"])
+            elif kind == "state" and json.loads(data)["state"] == "done":
+                break
 
 
 async def watch(

@@ -24,8 +24,6 @@ from runs.models import BuildSourceKind, Host, PgInstall
 
 # Where Debian installs a packaged PostgreSQL: /usr/lib/postgresql/<major>/bin.
 _DEBIAN_BIN_DIR = re.compile(r"/usr/lib/postgresql/(?P<major>[1-9][0-9]*)/bin")
-OPTION_FIELDS = ("version", "package", "package_version", "tarball_path", "sha256", "block_size_kb",
-                 "wal_block_size_kb", "segment_size_gb", "configure_flags")  # fmt: skip
 
 
 def _size_field(label: str, sizes: tuple[int, ...], unit: str, help_text: str) -> forms.TypedChoiceField:

@@ -9,7 +9,7 @@ the others are compared with, `show` the runs whose per-second tps is overlaid.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
@@ -88,10 +88,6 @@ class ComparisonQuery:
             "show": ",".join(map(str, self.show)),
         }
         return {key: value for key, value in params.items() if value}
-
-    def with_runs(self, run_ids: tuple[int, ...]) -> "ComparisonQuery":
-        """The same comparison over these runs: what a share link keeps of a campaign's comparison."""
-        return replace(self, run_ids=run_ids, campaign_id=None)
 
     def options(self) -> dict[str, Any]:
         """What a share link stores besides the runs."""

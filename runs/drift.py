@@ -115,11 +115,3 @@ def spanned(changes: Sequence[Change], times: Sequence[datetime]) -> list[tuple[
         if before and after:
             found.append((change, before, after))
     return found
-
-
-def latest_values(observations: Sequence[Observation]) -> dict[str, str]:
-    """Each fact's last recorded value."""
-    values: dict[str, str] = {}
-    for observation in observations:
-        values.update({fact: value for fact, value in observation.facts.items() if value})
-    return values

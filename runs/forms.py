@@ -2,7 +2,7 @@
 serializer) reads it.
 
 Its fields parse what was typed; whether that run may be queued is decided by
-runs.specs.spec_errors, the one validation path the page, the API and campaigns share, so a
+runs.spec_checks.spec_errors, the one validation path the page, the API and campaigns share, so a
 mistake shows beside its field instead of failing on the lab host minutes later."""
 
 import json
@@ -17,7 +17,8 @@ from django.db.models import Q
 from runs.lab.scale_room import BYTES_PER_SCALE, MIB
 from runs.models import MAX_CLIENT_HOSTS, Device, Host, PgInstall, Run
 from runs.models.run_clients import client_pgbench_install
-from runs.specs import FORM_FIELDS, NUMBER_FIELDS, Inventory, RunSpec, field_limits, spec_errors
+from runs.spec_checks import Inventory, spec_errors
+from runs.specs import FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
 from runs.templatetags.units import binary_size
 
 # The page's order of the spec's fields (runs/specs.py has them all, by their own names).

@@ -16,6 +16,7 @@ import redis
 import redis.asyncio
 from django.conf import settings
 
+from benchlab.redis_keys import redis_prefix
 from runs.models import FINAL_STATES
 
 log = logging.getLogger(__name__)
@@ -25,28 +26,53 @@ log = logging.getLogger(__name__)
 # draws from the database.
 MAX_EVENTS_PER_RUN = 1_000_000
 FINISHED_RUN_STREAM_TTL_S = 24 * 3600
+RUN_LIST_EVENTS = 10_000  # state changes for the run list page: it only needs the recent ones
 
 
 def stream_prefix() -> str:
-    # Per database: the test suite's runs (test_benchlab) never mix with a real benchlab's.
-    return f"benchlab:{settings.DATABASES['default']['NAME']}"
+    return redis_prefix(settings.DATABASES["default"]["NAME"])
 
 
 def run_list_stream() -> str:
     return f"{stream_prefix()}:runs"
 
 
+def job_stream(kind: str, job_id: int) -> str:
+    """The stream of one job's events; kind is run, build or baseline."""
+    return f"{stream_prefix()}:{kind}:{job_id}"
+
+
+def reset_stream(stream: str, what: str) -> None:
+    """A new job starts with an empty stream (ids restart when a database is recreated); with
+    Redis away there is nothing to empty, and queueing goes on."""
+    try:
+        client().delete(stream)
+    except redis.RedisError as exc:
+        log.warning("stream of %s not reset: %s", what, exc)
+
+
+def publish_to(stream: str, kind: str, data: dict[str, Any], max_events: int, ended: bool, what: str) -> str:
+    """Add an event to a job's stream (kept for a day once the job has `ended`); its id, or ""
+    when Redis could not take it. Best effort on purpose: what a job measures goes to
+    PostgreSQL first, a Redis restart must not fail it, and a page that missed events reads
+    them from the database."""
+    payload: dict[Any, Any] = {"kind": kind, "data": json.dumps(data)}
+    try:
+        event_id = client().xadd(stream, payload, maxlen=max_events, approximate=True)
+        if ended:
+            client().expire(stream, FINISHED_RUN_STREAM_TTL_S)
+    except redis.RedisError as exc:
+        log.warning("live event of %s not published (%s): %s", what, kind, exc)
+        return ""
+    return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
+
+
 def run_stream(run_id: int) -> str:
-    return f"{stream_prefix()}:run:{run_id}"
+    return job_stream("run", run_id)
 
 
 def reset_run_stream(run_id: int) -> None:
-    """A new run starts with an empty stream (ids restart when a database is recreated); with
-    Redis away there is nothing to empty, and queueing goes on."""
-    try:
-        client().delete(run_stream(run_id))
-    except redis.RedisError as exc:
-        log.warning("stream of run %s not reset: %s", run_id, exc)
+    reset_stream(run_stream(run_id), f"run {run_id}")
 
 
 @dataclass(frozen=True)
@@ -66,22 +92,13 @@ def client() -> redis.Redis:
 
 
 def publish(run_id: int, kind: str, data: dict[str, Any]) -> str:
-    """Add an event to the run's stream; its id, or "" when Redis could not take it.
-
-    Best-effort on purpose: what a run measures goes to PostgreSQL first, and a Redis restart
-    must not fail a run. A page that missed events fills the gap from the database."""
-    payload: dict[Any, Any] = {"kind": kind, "data": json.dumps(data)}
-    try:
-        event_id = client().xadd(run_stream(run_id), payload, maxlen=MAX_EVENTS_PER_RUN, approximate=True)
-        if kind == "state":
-            summary: dict[Any, Any] = {"kind": kind, "data": json.dumps(data | {"run": run_id})}
-            client().xadd(run_list_stream(), summary, maxlen=10_000)
-            if data.get("state") in FINAL_STATES:
-                client().expire(run_stream(run_id), FINISHED_RUN_STREAM_TTL_S)
-    except redis.RedisError as exc:
-        log.warning("live event of run %s not published (%s): %s", run_id, kind, exc)
-        return ""
-    return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
+    """Add an event to the run's stream, and a state change also to the run list's; the
+    event's id, or "" when Redis could not take it (publish_to says why that is fine)."""
+    ended = kind == "state" and data.get("state") in FINAL_STATES
+    event_id = publish_to(run_stream(run_id), kind, data, MAX_EVENTS_PER_RUN, ended, f"run {run_id}")
+    if kind == "state":
+        publish_to(run_list_stream(), kind, data | {"run": run_id}, RUN_LIST_EVENTS, False, "the run list")
+    return event_id
 
 
 def _decode(entries: Any) -> list[LiveEvent]:
@@ -162,27 +179,15 @@ MAX_EVENTS_PER_BUILD = 200_000  # a build's log is long (make prints a line a fi
 
 
 def build_stream(build_id: int) -> str:
-    return f"{stream_prefix()}:build:{build_id}"
+    return job_stream("build", build_id)
 
 
 def reset_build_stream(build_id: int) -> None:
-    """A new build starts with an empty stream (ids restart when a database is recreated)."""
-    try:
-        client().delete(build_stream(build_id))
-    except redis.RedisError as exc:
-        log.warning("stream of build %s not reset: %s", build_id, exc)
+    reset_stream(build_stream(build_id), f"build {build_id}")
 
 
 def publish_build(build_id: int, kind: str, data: dict[str, Any]) -> str:
-    """Add an event to the build's stream; its id, or "" when Redis could not take it (best
-    effort, as for runs: the build's record is in PostgreSQL, and its page reads it from there)."""
-    payload: dict[Any, Any] = {"kind": kind, "data": json.dumps(data)}
-    try:
-        stream = build_stream(build_id)
-        event_id = client().xadd(stream, payload, maxlen=MAX_EVENTS_PER_BUILD, approximate=True)
-        if kind == "state" and data.get("state") in FINAL_STATES:
-            client().expire(stream, FINISHED_RUN_STREAM_TTL_S)
-    except redis.RedisError as exc:
-        log.warning("live event of build %s not published (%s): %s", build_id, kind, exc)
-        return ""
-    return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
+    """Add an event to the build's stream (best effort, as for runs: the build's record is in
+    PostgreSQL, and its page reads it from there)."""
+    ended = kind == "state" and data.get("state") in FINAL_STATES
+    return publish_to(build_stream(build_id), kind, data, MAX_EVENTS_PER_BUILD, ended, f"build {build_id}")

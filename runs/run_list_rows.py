@@ -5,7 +5,7 @@ words ("scale 10 · 8 clients · 2 threads · 20 s").
 
 For a whole page at once and in a fixed number of queries, whatever its size: the newest sample
 second comes with the page's own query (annotate_progress), the queue in three more queries and
-only when queued runs are on the page. services.queue.run_wait says the same for one run, at
+only when queued runs are on the page. queue_waits.run_wait says the same for one run, at
 more length, on its page.
 """
 

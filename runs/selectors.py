@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from runs.client_queries import run_client_series
 from runs.models import Device, Host, OsSource, PgInstall, Run, RunArtifact, RunOsSeries, RunSample, RunState
-from runs.services.queue import HostWait, run_wait
+from runs.queue_waits import HostWait, run_wait
 
 
 def inventory_hosts() -> QuerySet[Host]:
@@ -93,7 +93,7 @@ def run_outputs(run: Run) -> list[StoredOutput]:
 
 # What the live log showed while the run ran comes from these outputs (the lab layer's lines of
 # pgbench -i and of pgbench's stderr), in this order; a finished page shows their last lines.
-LOG_NAME = "log.txt"  # the live log itself, kept for a run that ended before its results (services.run_results)
+LOG_NAME = RunArtifact.LOG_NAME
 LOG_OUTPUTS = {
     LOG_NAME: "the live log, as the run ended",
     "pgbench-init.txt": "pgbench -i (loading the database)",
@@ -149,18 +149,7 @@ class Wait:
 
 
 def _wait(wait: HostWait) -> Wait:
-    if wait.disabled:
-        state = "is disabled (an admin enables it in the inventory)"
-    elif wait.cleanup_pending_for is not None:
-        state = f"waits to be cleaned up after run {wait.cleanup_pending_for} (it could not be reached)"
-    elif wait.busy_with is not None:
-        state = f"busy with run {wait.busy_with}"
-    elif wait.busy_with_build is not None:
-        state = f"busy with build {wait.busy_with_build}"
-    elif wait.busy_with_baseline is not None:
-        state = f"busy with fio baseline {wait.busy_with_baseline}"
-    else:
-        state = "free"
+    state = wait.host_state
     if wait.ahead or wait.builds_ahead or wait.baselines_ahead:
         ahead = [f"{count} {noun}{'s' if count != 1 else ''}" for count, noun in
                  ((wait.ahead, "run"), (wait.builds_ahead, "build"), (wait.baselines_ahead, "fio baseline"))

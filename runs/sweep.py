@@ -1,5 +1,5 @@
 """A campaign's matrix: the base specification crossed with the variables' values, each combination
-validated by the one path every run takes (specs.spec_errors), and the order its runs are
+validated by the one path every run takes (spec_checks.spec_errors), and the order its runs are
 queued in. Nothing here writes to the database or touches a machine.
 
 A variable is a spec field and a list of values, given as a person types them ("8/2" for 8
@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.specs import FIELD_LABELS, Inventory, RunSpec, spec_errors
+from runs.spec_checks import Inventory, spec_errors
+from runs.specs import RunSpec
 
 NONE_SHOWN = "(none)"
 
@@ -233,11 +234,6 @@ def run_order(configurations: int, repetitions: int, seed: int | None = None) ->
             shuffler.shuffle(indices)
         order.extend((index, repetition) for index in indices)
     return order
-
-
-def describe_changes(spec: RunSpec, base: RunSpec) -> list[str]:
-    """The fields a configuration changes from the base, by their labels."""
-    return [FIELD_LABELS[name] for name in spec.differences(base)]
 
 
 def variables_from_json(data: Any) -> list[Variable]:

@@ -2,6 +2,7 @@
 
 import os
 import socket
+from collections.abc import Callable
 from typing import TypedDict
 
 from celery import Task, shared_task
@@ -34,42 +35,37 @@ def worker_self_check() -> WorkerSelfCheck:
     return {"hostname": socket.gethostname(), "pid": os.getpid(), "database": row[0] if row else None}
 
 
+def _settled(task: Task, outcome: str, sweep: Callable[[], object]) -> str:
+    """A job's outcome as its worker says it: "running" elsewhere is looked at again once a
+    heartbeat could have gone stale; "abandoned" (that worker died) is swept now."""
+    if outcome == "running":
+        raise task.retry(countdown=stale_after_s())
+    if outcome == "abandoned":
+        sweep()
+    return outcome
+
+
 @shared_task(bind=True, name="runs.execute_run", max_retries=None, acks_late=True)
 def execute_run(self: Task, run_id: int) -> str:
     """Run a queued run whose hosts the dispatcher claimed for it (services.queue).
 
     A second delivery of a run that another worker is running watches it instead: it looks
     again after a heartbeat could have gone stale, and ends the run if its worker died."""
-    outcome = run_execute(run_id=run_id)
-    if outcome == "running":
-        raise self.retry(countdown=stale_after_s())
-    if outcome == "abandoned":
-        sweep_run(run_id)
-    return outcome
+    return _settled(self, run_execute(run_id=run_id), lambda: sweep_run(run_id))
 
 
 @shared_task(bind=True, name="runs.execute_build", max_retries=None, acks_late=True)
 def execute_build(self: Task, build_id: int) -> str:
     """Build PostgreSQL for a queued build whose host the dispatcher claimed for it
     (services.build_execute). A second delivery watches it as execute_run does a run's."""
-    outcome = build_execute(build_id=build_id)
-    if outcome == "running":
-        raise self.retry(countdown=stale_after_s())
-    if outcome == "abandoned":
-        sweep_build(build_id)
-    return outcome
+    return _settled(self, build_execute(build_id=build_id), lambda: sweep_build(build_id))
 
 
 @shared_task(bind=True, name="runs.execute_baseline", max_retries=None, acks_late=True)
 def execute_baseline(self: Task, baseline_id: int) -> str:
     """Measure a device with fio for a queued baseline whose host the dispatcher claimed for it
     (services.baseline_execute). A second delivery watches it as execute_run does a run's."""
-    outcome = baseline_execute(baseline_id=baseline_id)
-    if outcome == "running":
-        raise self.retry(countdown=stale_after_s())
-    if outcome == "abandoned":
-        sweep_baseline(baseline_id)
-    return outcome
+    return _settled(self, baseline_execute(baseline_id=baseline_id), lambda: sweep_baseline(baseline_id))
 
 
 @shared_task(name="runs.reattach_run", acks_late=False)

@@ -17,7 +17,7 @@ from django.views.decorators.debug import sensitive_post_parameters
 from runs.admin.audited import AuditedAdmin
 from runs.admin.forms import HostAdminForm
 from runs.lab.errors import LabError
-from runs.lab.transport import fetch_host_key
+from runs.lab.ssh_transport import fetch_host_key
 from runs.models import Device, Host, PgInstall, RunState
 from runs.services.inventory import host_pin_key, inventory_set_flag
 from runs.services.probe import host_probe

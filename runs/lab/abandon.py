@@ -14,16 +14,11 @@ from dataclasses import dataclass, field
 from runs.lab.benchmark import remove_run_dir, run_dir_for
 from runs.lab.errors import LabError
 from runs.lab.metrics import COLLECTORS
+from runs.lab.mounts import is_mounted, unmount_reliably
 from runs.lab.pgbench import Detached, cancel
 from runs.lab.run_user import stop_run_user_processes
-from runs.lab.storage import (
-    DeviceIdentity,
-    directory_for,
-    is_mounted,
-    mountpoint_for,
-    resolved_device_directory,
-    unmount_reliably,
-)
+from runs.lab.storage import directory_for, mountpoint_for
+from runs.lab.storage_checks import DeviceIdentity, resolved_device_directory
 from runs.lab.transport import Transport
 
 

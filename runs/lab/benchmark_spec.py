@@ -14,7 +14,8 @@ from typing import Protocol
 from runs.lab.options import InitOptions, RunOptions
 from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached
-from runs.lab.storage import DeviceIdentity, FilesystemSpec
+from runs.lab.storage import FilesystemSpec
+from runs.lab.storage_checks import DeviceIdentity
 from runs.lab.transport import Transport
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from runs.lab.parse_pgbench import PgbenchSummary, ProgressSample
+from runs.lab.parse_pgbench import ProgressSample
+from runs.lab.parse_pgbench_summary import PgbenchSummary
 
 
 def _weighted_mean(pairs: Sequence[tuple[float | None, float]]) -> float | None:

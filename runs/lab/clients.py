@@ -17,7 +17,7 @@ import queue
 import shlex
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from runs.lab.client_totals import ProgressTotals, total_summary
@@ -31,14 +31,9 @@ from runs.lab.latency import (
     transaction_latency_percentiles,
 )
 from runs.lab.options import RunOptions
-from runs.lab.parse_pgbench import (
-    PgbenchSummary,
-    ProgressSample,
-    merge_aggregate_intervals,
-    parse_aggregate_log,
-    parse_progress_line,
-    parse_summary,
-)
+from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
+from runs.lab.parse_pgbench_logs import merge_aggregate_intervals, parse_aggregate_log
+from runs.lab.parse_pgbench_summary import PgbenchSummary, parse_summary
 from runs.lab.pgbench import LOG_PREFIX, Detached, cancel, start_detached, wait_for_exit
 from runs.lab.run_user import RUN_USER, read_as_run_user, run_as_run_user
 from runs.lab.transport import Transport
@@ -62,7 +57,6 @@ class ClientResult:
     rtt_ms: float | None = None  # median TCP connect time to the server's port
     started_epoch: float | None = None  # when its pgbench started, by the client's clock
     exit_status: int | None = None
-    progress: list[ProgressSample] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
     summary: PgbenchSummary | None = None
@@ -234,7 +228,6 @@ def _client_line(
     sample = parse_progress_line(text)
     if sample is None:
         return
-    bench.result.progress.append(sample)
     observer.client_progress(bench.name, sample)
     for total in totals.add(index, sample):
         on_total(total)

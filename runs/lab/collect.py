@@ -15,17 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from runs.lab.kept import KeptSetup
 from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
-from runs.lab.metrics import COLLECTORS, OsMetrics, PgStatsDelta, PgStatsSnapshot, pg_stats_delta, pg_stats_snapshot
+from runs.lab.metrics import OsMetrics, PgStatsDelta, PgStatsSnapshot, collectors_for, pg_stats_delta, pg_stats_snapshot
 from runs.lab.options import RunOptions
-from runs.lab.parse_pgbench import (
-    AggregateInterval,
-    PgbenchSummary,
-    ProgressSample,
-    merge_aggregate_intervals,
-    parse_aggregate_log,
-    parse_progress_line,
-    parse_summary,
-)
+from runs.lab.parse_pgbench import parse_progress_line
+from runs.lab.parse_pgbench_logs import AggregateInterval, merge_aggregate_intervals, parse_aggregate_log
+from runs.lab.parse_pgbench_summary import PgbenchSummary, parse_summary
 from runs.lab.pgbench import LOG_PREFIX, Detached
 from runs.lab.postgres import Cluster, server_page_sizes
 from runs.lab.run_user import read_as_run_user, run_as_run_user
@@ -53,7 +47,6 @@ class BenchmarkResult:
     command: str = ""
     pgbench_version: str = ""  # of the binary that ran, on the host it ran on
     exit_status: int | None = None
-    progress: list[ProgressSample] = field(default_factory=list)
     stdout: str = ""
     stderr: str = ""
     summary: PgbenchSummary | None = None
@@ -145,8 +138,7 @@ def resume_record(
         reuse_refused=result.reuse_refused,
         pg_stats_before=before,
         iostat_device=iostat_device,
-        # As metrics.os_metrics starts them: iostat only for a device it knows.
-        collectors=COLLECTORS if iostat_device is not None else tuple(c for c in COLLECTORS if c != "iostat"),
+        collectors=collectors_for(iostat_device),
     )
 
 
@@ -163,7 +155,6 @@ def progress_reader(observer: "Observer", result: BenchmarkResult) -> Callable[[
         observer.line("pgbench", text)
         sample = parse_progress_line(text)
         if sample is not None:
-            result.progress.append(sample)
             observer.progress(sample)
 
     return on_stderr

@@ -5,7 +5,7 @@ another disk after a reboot, and formatting the wrong disk cannot be undone. A d
 device holds the run's data in a subdirectory; it must not be the root, a system directory,
 or a directory that holds benchlab's own data. Paths are taken only in normal form
 (`/dev/disk/by-id/../../sda` is /dev/sda and is refused as such); on the host, symlinks are
-resolved before these rules and the safety checks are applied (storage.py).
+resolved before these rules and the safety checks are applied (storage_checks.py).
 """
 
 import posixpath

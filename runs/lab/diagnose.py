@@ -20,17 +20,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from runs.lab.errors import CommandFailed, CommandTimeout, ConnectionLost, LabError, StorageFailed
+from runs.lab.mounts import dmesg_message, is_mounted, kernel_log_since, mounted_options
 from runs.lab.postgres import Cluster
 from runs.lab.run_user import run_as_run_user
 from runs.lab.scale_room import BYTES_PER_SCALE
-from runs.lab.storage import (
-    DeviceIdentity,
-    PreparedStorage,
-    dmesg_message,
-    is_mounted,
-    kernel_log_since,
-    mounted_options,
-)
+from runs.lab.storage import PreparedStorage
+from runs.lab.storage_checks import DeviceIdentity
 from runs.lab.transport import Transport
 
 NO_SPACE = "No space left on device"

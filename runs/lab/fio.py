@@ -2,7 +2,7 @@
 
 Where fio writes follows from the device (`fio_target`):
 - a block device is measured raw, and only if the inventory allows wiping it and every
-  safety check of storage.py holds (the same checks as before mkfs: identity, not a system
+  safety check of storage_checks.py holds (the same checks as before mkfs: identity, not a system
   disk, not in fstab, not mounted or held). Otherwise it is refused before anything runs:
   there is no filesystem of benchlab's on it to put a file in, and writing a disk the
   inventory protects is what those checks exist to prevent;
@@ -28,7 +28,7 @@ from runs.lab.fio_plan import FioPlan, FioSettings, fio_command
 from runs.lab.follow import run_followed
 from runs.lab.parse_fio import FioJobResult, parse_fio_json
 from runs.lab.pgbench import Detached, cancel, exit_status, is_running
-from runs.lab.storage import DeviceIdentity, device_assert_wipeable, resolved_device_directory
+from runs.lab.storage_checks import DeviceIdentity, device_assert_wipeable, resolved_device_directory
 from runs.lab.transport import Transport
 
 PROCESS_NAME = "fio"

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 
 from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused, LabError
-from runs.lab.pgbench import Detached, cancel, exit_status, start_detached, wait_for_exit
+from runs.lab.pgbench import Detached, exit_status, start_detached, wait_for_exit
 from runs.lab.transport import Transport, clean_text
 
 log = logging.getLogger(__name__)
@@ -34,7 +34,6 @@ class Follower:
         self.on_line = on_line
         self.offset = offset  # bytes of complete lines delivered so far
         self.max_reconnect_s = max_reconnect_s
-        self.reconnects = 0
         self.transport: Transport | None = None
         self.on_offset = on_offset  # told the offset after each line: where another follower would go on
 
@@ -59,14 +58,6 @@ class Follower:
                 log.warning("reconnecting to follow %s: %s", self.path, exc)
                 time.sleep(pause)
                 pause = min(pause * 2, 5.0)
-
-    def cancel(self) -> None:
-        """Stop the followed command (its whole session); `follow` then returns once it has exited."""
-        transport = self._reconnect()
-        try:
-            cancel(transport, self.process)
-        finally:
-            transport.close()
 
     def follow(self, timeout_s: float | None = None) -> int:
         """Deliver every line until the command has exited; return the final offset.
@@ -98,7 +89,6 @@ class Follower:
                     ) from exc
                 except ConnectionLost as exc:
                     log.warning("lost the connection while following %s at byte %d: %s", self.path, self.offset, exc)
-                    self.reconnects += 1
                     self.transport.close()
                     self.transport = None
         finally:
@@ -121,7 +111,7 @@ def run_followed(
     stderr to the end across lost connections; its whole output, or CommandFailed.
 
     Unlike a command run on the connection, it survives a network blip, and it can be stopped at
-    once: on_started gets it, and cancel() ends its whole session."""
+    once: on_started gets it, and pgbench.cancel() ends its whole session."""
     process = start_detached(transport, argv, place.run_dir, place.name, user=place.user)
     on_started(process)
     Follower(connect, process, "stderr", on_line, max_reconnect_s=max_reconnect_s).follow(timeout_s)

@@ -24,20 +24,13 @@ from typing import Any
 
 from runs.lab.device_paths import check_directory_device_path, normal_form
 from runs.lab.errors import CommandFailed, InvalidOption, LabError
+from runs.lab.mounts import MOUNT_ROOT, unmount_reliably
 from runs.lab.options import FILESYSTEMS, InitOptions
 from runs.lab.pgbench import DATABASE_NAME
 from runs.lab.postgres import Cluster, psql, stop, stop_fast
 from runs.lab.run_user import run_as_run_user
-from runs.lab.storage import (
-    MKFS_COMMAND,
-    MOUNT_ROOT,
-    DeviceIdentity,
-    FilesystemSpec,
-    PreparedStorage,
-    released_unless_kept,
-    resolved_device_directory,
-    unmount_reliably,
-)
+from runs.lab.storage import MKFS_COMMAND, FilesystemSpec, PreparedStorage, released_unless_kept
+from runs.lab.storage_checks import DeviceIdentity, resolved_device_directory
 from runs.lab.transport import Transport
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,6 @@ from runs.lab.clients import (
 from runs.lab.collect import BenchmarkResult, progress_reader, resume_record, write_resume_record
 from runs.lab.follow import Follower
 from runs.lab.metrics import PgStatsSnapshot
-from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Connection, Detached, cancel, run_command, start_detached, wait_for_exit
 from runs.lab.postgres import BENCH_ROLE, Cluster
 from runs.lab.run_user import RUN_USER
@@ -90,7 +89,7 @@ def one_client_result(result: BenchmarkResult, bench: ClientBench, process: Deta
     if not bench.name:
         return
     client = bench.result
-    client.exit_status, client.progress, client.summary = result.exit_status, result.progress, result.summary
+    client.exit_status, client.summary = result.exit_status, result.summary
     client.latency, client.started_epoch = result.latency, result.pgbench_started_epoch
 
 
@@ -112,12 +111,8 @@ def measure_several(
     epochs = [m.result.started_epoch for m in measuring if m.result.started_epoch is not None]
     result.pgbench_started_epoch = min(epochs, default=None)
 
-    def total(sample: ProgressSample) -> None:
-        result.progress.append(sample)
-        observer.progress(sample)
-
     try:
-        follow_together(measuring, processes, observer, total, timeout, spec.unreachable_limit_s)
+        follow_together(measuring, processes, observer, observer.progress, timeout, spec.unreachable_limit_s)
         result.exit_status = 0
     except ClientFailed as failed:
         result.failed_client = failed.client

@@ -41,6 +41,11 @@ def iostat_device(transport: Transport, device_node: str | None, mountpoint: str
 COLLECTORS = ("iostat", "vmstat")
 
 
+def collectors_for(device: str | None) -> tuple[str, ...]:
+    """The collectors os_metrics starts: iostat only for a device it knows by name."""
+    return COLLECTORS if device is not None else tuple(name for name in COLLECTORS if name != "iostat")
+
+
 @contextmanager
 def os_metrics(transport: Transport, run_dir: str, device: str | None, max_seconds: int) -> Iterator[OsMetrics]:
     """iostat and vmstat every second while the block runs; parsed when it ends.

@@ -10,7 +10,6 @@ exists half-written: BuildFailed (or the observer's own exception) propagates.
 """
 
 import logging
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from runs.lab.pg_build_verify import verify_install
 from runs.lab.pgbench import cancel
 from runs.lab.run_user import RUN_USER, ensure_run_user, signal_as_run_user
 from runs.lab.transport import Transport
+from runs.lab.waiting import wait_until
 
 __all__ = [
     "BuildFailed",
@@ -56,13 +56,15 @@ def _job_pids(transport: Transport, paths: BuildPaths) -> list[str]:
 
 def _stop_job_processes(transport: Transport, paths: BuildPaths) -> None:
     """SIGKILL every process of the job, by PID, until none is left (make may start more)."""
-    deadline = time.monotonic() + 30
-    while pids := _job_pids(transport, paths):
-        if time.monotonic() > deadline:
-            raise LabError(f"processes {' '.join(pids)} of {paths.work_dir} on {transport.label} survived SIGKILL")
-        for pid in pids:
+
+    def none_left() -> bool:
+        for pid in (pids := _job_pids(transport, paths)):
             signal_as_run_user(transport, pid, "KILL")
-        time.sleep(0.2)
+        return not pids
+
+    if not wait_until(none_left, 30, 0.2):
+        pids = " ".join(_job_pids(transport, paths))
+        raise LabError(f"processes {pids} of {paths.work_dir} on {transport.label} survived SIGKILL")
 
 
 def clean_build_leftovers(transport: Transport, job_name: str) -> None:

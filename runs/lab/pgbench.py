@@ -7,7 +7,6 @@ follows those files by byte offset (see follow.py) and can cancel the run by its
 
 import re
 import shlex
-import time
 from dataclasses import dataclass
 
 from runs.lab.errors import InvalidOption, LabError
@@ -15,7 +14,9 @@ from runs.lab.options import BUILTIN_SCRIPTS as BUILTIN_SCRIPTS  # re-exported: 
 from runs.lab.options import QUERY_MODES as QUERY_MODES
 from runs.lab.options import InitOptions as InitOptions
 from runs.lab.options import RunOptions as RunOptions
+from runs.lab.run_user import process_alive
 from runs.lab.transport import Transport, as_user
+from runs.lab.waiting import wait_until
 
 DATABASE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 LOG_PREFIX = "pgbench_log"  # pgbench adds .<pid>[.<thread>]
@@ -44,14 +45,7 @@ def create_database_command(bin_dir: str, connection: Connection, owner: str) ->
 
 def init_command(bin_dir: str, connection: Connection, options: InitOptions) -> list[str]:
     options.validate()
-    argv = [f"{bin_dir}/pgbench", "-i", "-s", str(options.scale), *connection.args()]
-    if options.init_steps:
-        argv += ["-I", options.init_steps]
-    if options.foreign_keys:
-        argv.append("--foreign-keys")
-    if options.unlogged_tables:
-        argv.append("--unlogged-tables")
-    return [*argv, connection.database]
+    return [f"{bin_dir}/pgbench", "-i", "-s", str(options.scale), *connection.args(), connection.database]
 
 
 def run_command(
@@ -67,17 +61,12 @@ def run_command(
             raise InvalidOption("a custom script needs its path on the host")
         argv += ["-f", script_path]
     argv += ["-c", str(options.clients), "-j", str(options.threads), "-M", options.query_mode]
-    if options.duration_s is not None:
-        argv += ["-T", str(options.duration_s)]
-    else:
-        argv += ["-t", str(options.transactions)]
+    argv += ["-T", str(options.duration_s)]
     if options.rate_tps is not None:
         argv += ["-R", f"{options.rate_tps:g}"]
-    if options.latency_limit_ms is not None:
-        argv += [f"--latency-limit={options.latency_limit_ms:g}"]
-    argv.append(f"--progress={options.progress_interval_s}")
+    argv.append("--progress=1")
     if options.log_sampling_rate is None:
-        argv.append(f"--aggregate-interval={options.aggregate_interval_s}")
+        argv.append("--aggregate-interval=1")
     elif options.log_sampling_rate < 1:
         argv.append(f"--sampling-rate={options.log_sampling_rate:g}")
     argv += ["-l", f"--log-prefix={run_dir}/{LOG_PREFIX}"]
@@ -128,17 +117,20 @@ def start_detached(
     )
     starting = Detached(run_dir=run_dir, name=name, pid=0, user=user)
     transport.run(starting.command(["setsid", "-f", "sh", "-c", script]), cwd=run_dir)
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
+
+    def started() -> Detached | None:
         found = transport.run(starting.command(["cat", f"{prefix}.pid"]), check=False)
         if found.exit_status == 0 and found.stdout.strip().isdigit():
             return Detached(run_dir=run_dir, name=name, pid=int(found.stdout.strip()), user=user)
-        time.sleep(0.05)
-    raise LabError(f"{name} did not start on {transport.label} within {wait_s:g} s")
+        return None
+
+    if (process := wait_until(started, wait_s, 0.05)) is None:
+        raise LabError(f"{name} did not start on {transport.label} within {wait_s:g} s")
+    return process
 
 
 def is_running(transport: Transport, process: Detached) -> bool:
-    return transport.run(process.command(["kill", "-0", str(process.pid)]), check=False).exit_status == 0
+    return process_alive(transport, process.pid, as_root=process.user is None)
 
 
 def exit_status(transport: Transport, process: Detached) -> int | None:
@@ -153,11 +145,8 @@ def exit_status(transport: Transport, process: Detached) -> int | None:
 
 
 def wait_for_exit(transport: Transport, process: Detached, timeout_s: float, poll_s: float = 0.5) -> int:
-    deadline = time.monotonic() + timeout_s
-    while (status := exit_status(transport, process)) is None:
-        if time.monotonic() > deadline:
-            raise LabError(f"{process.name} (PID {process.pid}) still runs after {timeout_s:g} s")
-        time.sleep(poll_s)
+    if (status := wait_until(lambda: exit_status(transport, process), timeout_s, poll_s)) is None:
+        raise LabError(f"{process.name} (PID {process.pid}) still runs after {timeout_s:g} s")
     return status
 
 
@@ -165,15 +154,12 @@ def cancel(transport: Transport, process: Detached, grace_s: float = 10.0) -> No
     """SIGINT the whole session (pgbench prints what it has), then SIGKILL if it lingers."""
     group = f"-{process.pid}"
 
-    def signal(name: str) -> bool:
-        return transport.run(process.command(["kill", f"-{name}", "--", group]), check=False).exit_status == 0
+    def gone() -> bool:
+        return not process_alive(transport, group, as_root=process.user is None)
 
     for signal_name, wait in (("INT", grace_s), ("TERM", grace_s), ("KILL", 5.0)):
-        if not signal("0"):
+        if gone():
             return
-        signal(signal_name)
-        deadline = time.monotonic() + wait
-        while time.monotonic() < deadline:
-            if not signal("0"):
-                return
-            time.sleep(0.2)
+        transport.run(process.command(["kill", f"-{signal_name}", "--", group]), check=False)
+        if wait_until(gone, wait, 0.2):
+            return

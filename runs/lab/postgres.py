@@ -13,7 +13,6 @@ is made anew from initdb's own (kept aside) plus this run's clients.
 
 import json
 import re
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -27,12 +26,14 @@ from runs.lab.pg_settings import check_setting
 from runs.lab.run_user import (
     RUN_USER,
     append_as_run_user,
+    process_alive,
     read_as_run_user,
     run_as_run_user,
     signal_as_run_user,
     write_as_run_user,
 )
 from runs.lab.transport import Transport
+from runs.lab.waiting import wait_until
 
 SUPERUSER = "postgres"  # the cluster's superuser role (initdb -U), whatever OS user runs it
 # pgbench connects as this role, which owns the benchmark database and nothing else: a custom
@@ -187,11 +188,6 @@ def server_page_sizes(transport: Transport, cluster: Cluster) -> tuple[int, int]
     return int(block_size), int(wal_block_size)
 
 
-def pid_alive(transport: Transport, pid: int) -> bool:
-    """Whether the run user's process `pid` still runs (a PID from its files means nothing else)."""
-    return signal_as_run_user(transport, str(pid), "0")
-
-
 def _pg_ctl_stop(transport: Transport, cluster: Cluster, mode: str, timeout: int) -> None:
     ctl = [cluster.tool("pg_ctl"), "-D", cluster.data_dir, "-w", "-t", str(timeout), "-m", mode, "stop"]
     run_as_run_user(transport, ctl, check=False, timeout=timeout + 30)
@@ -201,10 +197,10 @@ def stop_fast(transport: Transport, cluster: Cluster) -> bool:
     """Only `pg_ctl stop -m fast` (it ends with a shutdown checkpoint, so the cluster starts
     again without recovery). True if the postmaster is gone (or was not running)."""
     pid = cluster.postmaster_pid or _postmaster_pid(transport, cluster)
-    if pid is None or not pid_alive(transport, pid):
+    if pid is None or not process_alive(transport, pid):
         return True
     _pg_ctl_stop(transport, cluster, "fast", STOP_TIMEOUT_S)
-    return not pid_alive(transport, pid)
+    return not process_alive(transport, pid)
 
 
 def stop(transport: Transport, cluster: Cluster) -> None:
@@ -214,19 +210,16 @@ def stop(transport: Transport, cluster: Cluster) -> None:
     postmaster.pid), or the reverse; only the PID tells the truth.
     """
     pid = cluster.postmaster_pid or _postmaster_pid(transport, cluster)
-    if pid is None or not pid_alive(transport, pid):
+    if pid is None or not process_alive(transport, pid):
         return
     for mode, timeout in (("fast", STOP_TIMEOUT_S), ("immediate", 60)):
         _pg_ctl_stop(transport, cluster, mode, timeout)
-        if not pid_alive(transport, pid):
+        if not process_alive(transport, pid):
             return
     # The PID came from a file the user writes: only the user's own process can be killed by it.
     signal_as_run_user(transport, str(pid), "KILL")
-    deadline = time.monotonic() + 30
-    while pid_alive(transport, pid):
-        if time.monotonic() > deadline:
-            raise LabError(f"postmaster {pid} survived SIGKILL")
-        time.sleep(0.2)
+    if not wait_until(lambda: not process_alive(transport, pid), 30, 0.2):
+        raise LabError(f"postmaster {pid} survived SIGKILL")
 
 
 @contextmanager

@@ -10,9 +10,10 @@ from dataclasses import asdict, dataclass, field
 
 from runs.lab.pg_build_options import BUILDS_ROOT
 from runs.lab.run_user import ensure_run_user, run_as_run_user
+from runs.lab.storage import MKFS_COMMAND
 from runs.lab.transport import Transport
 
-MKFS_PROGRAMS = ("mkfs.ext4", "mkfs.xfs", "mkfs.btrfs")
+MKFS_PROGRAMS = tuple(command[0] for command in MKFS_COMMAND.values())
 TOOLS = ("iostat", "vmstat", "fio", "pgbench")
 # Where PostgreSQL installs live on Debian/Ubuntu, where custom builds usually go, and benchlab's
 # own builds (pg_build.py; their work dirs are dot names, which the glob skips).

@@ -21,7 +21,6 @@ are detached and followed by offset (follow.py), never re-run.
 import logging
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 from runs.lab.errors import ConnectFailed, ConnectionLost, HostKeyRefused
@@ -44,7 +43,6 @@ class ReconnectingTransport:
         self.give_up_after_s = give_up_after_s
         self._current: Transport | None = connect()  # the first connection fails at once: nothing started yet
         self.label = self._current.label
-        self.reconnects = 0
         self.gave_up: str | None = None  # why, once the host stayed away too long
 
     def run(
@@ -64,17 +62,8 @@ class ReconnectingTransport:
             )
         )
 
-    def upload(self, local: Path, remote: str) -> None:
-        self._on_a_connection(lambda t: t.upload(local, remote))
-
-    def download(self, remote: str, local: Path) -> None:
-        self._on_a_connection(lambda t: t.download(remote, local))
-
     def write_file(self, remote: str, content: bytes, mode: int = 0o644) -> None:
         self._on_a_connection(lambda t: t.write_file(remote, content, mode))
-
-    def read_file(self, remote: str) -> bytes:
-        return self._on_a_connection(lambda t: t.read_file(remote))
 
     def close(self) -> None:
         if self._current is not None:
@@ -90,7 +79,6 @@ class ReconnectingTransport:
             try:
                 if self._current is None:
                     self._current = self.connect()
-                    self.reconnects += 1
                     log.warning("reconnected to %s", self.label)
                 return action(self._current)
             except HostKeyRefused:

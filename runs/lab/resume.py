@@ -42,17 +42,12 @@ from runs.lab.collect import (
 from runs.lab.errors import LabError
 from runs.lab.follow import Follower
 from runs.lab.kept import KeptSetup
-from runs.lab.metrics import PgStatsSnapshot, read_os_metrics
+from runs.lab.metrics import PgStatsSnapshot, collectors_for, read_os_metrics
 from runs.lab.pgbench import Detached, cancel, exit_status, is_running, wait_for_exit
 from runs.lab.postgres import PORT_RANGE, Cluster, stop
 from runs.lab.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
-from runs.lab.storage import (
-    PreparedStorage,
-    directory_for,
-    mountpoint_for,
-    release_storage,
-    resolved_device_directory,
-)
+from runs.lab.storage import PreparedStorage, directory_for, mountpoint_for, release_storage
+from runs.lab.storage_checks import resolved_device_directory
 from runs.lab.transport import Transport
 
 _KEYS = {
@@ -127,7 +122,7 @@ def _resume(
         reused=record.reused,
         reuse_refused=record.reuse_refused,
     )
-    timeout = (spec.run.duration_s or 3600) + 120  # from the start, which was earlier still
+    timeout = spec.run.duration_s + 120  # from the start, which was earlier still
     reader = progress_reader(observer, result)
     limit = spec.unreachable_limit_s
     follower = Follower(bench.connect, process, "stderr", reader, offset, limit, on_offset=observer.followed)
@@ -274,10 +269,10 @@ def _snapshot(data: object) -> PgStatsSnapshot:
 def _collectors(device: object, names: object) -> tuple[str | None, tuple[str, ...]]:
     if device is not None and not (isinstance(device, str) and _KERNEL_NAME.fullmatch(device)):
         raise ValueError(f"{device!r} is not a device's kernel name")
-    expected = ["iostat", "vmstat"] if device is not None else ["vmstat"]
-    if names != expected:
-        raise ValueError(f"the collectors {names!r} are not {expected}")
-    return device, tuple(expected)
+    expected = collectors_for(device)
+    if not isinstance(names, list) or tuple(names) != expected:
+        raise ValueError(f"the collectors {names!r} are not {list(expected)}")
+    return device, expected
 
 
 def _check_still_there(transport: Transport, process: Detached) -> None:

@@ -14,11 +14,12 @@ so a symlink or a forged PID cannot make root read, write or kill anything else.
 the user left running is stopped before and after each run (`stop_run_user_processes`).
 """
 
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from runs.lab.errors import LabError
-from runs.lab.transport import CommandResult, Transport, as_user
+from runs.lab.transport import CLEAN_ENVIRONMENT, CommandResult, Transport, as_user
 
 # A name PostgreSQL's peer authentication maps to no existing role (unlike "benchlab" or "postgres").
 RUN_USER = "benchlab-run"
@@ -50,7 +51,8 @@ echo "members $(getent group "$user" | cut -d: -f4)"
 _LIVE = '-r D,R,S,T,t,W -u "$1" --ns $$ --nslist pid'
 _STOP_ALL = (
     f"pids=$(pgrep {_LIVE}); "
-    '[ -z "$pids" ] || runuser -u "$1" -- kill -KILL $pids; '
+    # As every command run as the user: with a clean environment, not the caller's (transport.as_user).
+    f'[ -z "$pids" ] || runuser -u "$1" -- env -i {shlex.join(CLEAN_ENVIRONMENT)} kill -KILL $pids; '
     f"for _ in $(seq 50); do pgrep {_LIVE} >/dev/null || exit 0; sleep 0.1; done; exit 1"
 )
 
@@ -115,6 +117,17 @@ _REPLACE = (
 def write_as_run_user(transport: Transport, path: str, text: str) -> None:
     """Replace the user's file `path` with `text` (mode 0600), as the user."""
     run_as_run_user(transport, ["sh", "-c", _REPLACE, "sh", path], stdin=text.encode())
+
+
+def process_alive(transport: Transport, target: int | str, as_root: bool = False) -> bool:
+    """Whether the process `target` (a PID, or "-<PID>" for its process group) still runs: the
+    one `kill -0` of the lab layer. As the run user, who reaches only its own processes (a PID
+    read from a file the user writes must not tell about anybody else's); as root only for
+    root's own (the collectors). A zombie counts as running: its parent has not waited for it."""
+    argv = ["kill", "-0", "--", str(target)]
+    if as_root:
+        return transport.run(argv, check=False, cwd="/").exit_status == 0
+    return run_as_run_user(transport, argv, check=False).exit_status == 0
 
 
 def signal_as_run_user(transport: Transport, target: str, signal_name: str) -> bool:

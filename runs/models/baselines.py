@@ -27,6 +27,7 @@ from django.conf import settings
 from django.db import models
 
 from runs.models.inventory import Device, Host
+from runs.models.job_keys import host_job_key
 
 
 class BaselineState(models.TextChoices):
@@ -134,7 +135,7 @@ class DeviceBaseline(models.Model):
     @property
     def run_key(self) -> str:
         """Names its directories on the host (runs.lab.fio.run_fio's run_key)."""
-        return f"fio-{self.pk}-{self.job_key.hex[:12]}"
+        return host_job_key("fio", self.pk, self.job_key)
 
     @property
     def summary(self) -> str:

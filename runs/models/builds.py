@@ -16,6 +16,7 @@ from django.db import models
 from django.db.models import Q
 
 from runs.models.inventory import Host, PgInstall
+from runs.models.job_keys import host_job_key
 
 
 class BuildState(models.TextChoices):
@@ -126,7 +127,7 @@ class PgBuild(models.Model):
     @property
     def job_name(self) -> str:
         """Names its work directory on the host (pg_build.build_postgres), found again by the sweeper."""
-        return f"build-{self.pk}-{self.job_key.hex[:12]}"
+        return host_job_key("build", self.pk, self.job_key)
 
     @property
     def summary(self) -> str:

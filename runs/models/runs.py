@@ -14,6 +14,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from runs.models.inventory import Device, Host, PgInstall
+from runs.models.job_keys import host_job_key
 
 MAX_SECONDS = 7 * 24 * 3600  # the longest duration, and the longest warm-up, a run may ask for
 
@@ -184,6 +185,11 @@ class Run(models.Model):
         return f"run {self.pk} ({self.get_state_display()})"
 
     @property
+    def run_key(self) -> str:
+        """Names its directories and mount on the lab hosts (runs.lab.benchmark_spec.run_dir_for)."""
+        return host_job_key("run", self.pk, self.key)
+
+    @property
     def is_finished(self) -> bool:
         return self.state in FINAL_STATES
 
@@ -266,6 +272,9 @@ class RunOsSeries(models.Model):
 
 class RunArtifact(models.Model):
     """A raw output of the run, downloadable as it was (pgbench stdout/stderr, logs, iostat…)."""
+
+    # The live log itself, kept for a run that ended before its results (services.run_results).
+    LOG_NAME = "log.txt"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")
     name = models.CharField(max_length=100)

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from runs.lab.errors import CommandFailed, tail
 from runs.lab.fio import FioCancelled, FioResult, run_fio
-from runs.lab.storage import DeviceIdentity
+from runs.lab.storage_checks import DeviceIdentity
 from runs.models import BaselineState, Device, DeviceBaseline, Host
 from runs.models.inventory import benchlab_data_dirs
 from runs.services.baseline_observer import BaselineObserver, baseline_cancel_requested

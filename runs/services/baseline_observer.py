@@ -24,10 +24,6 @@ from runs.services.lab_access import host_connect
 LOG_LINES = 200
 
 
-class BaselineCancelled(Exception):
-    pass
-
-
 def baseline_cancel_requested(baseline_id: int) -> bool:
     """Has somebody asked the baseline to stop (or ended it while its worker was starting it)?"""
     requested, state = DeviceBaseline.objects.values_list("cancel_requested", "state").get(pk=baseline_id)

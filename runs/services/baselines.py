@@ -21,7 +21,7 @@ from runs.lab.errors import InvalidOption
 from runs.lab.fio_plan import FioSettings
 from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
 from runs.services.audit import audit_record
-from runs.services.db_retry import with_database_retry
+from runs.services.job_states import job_transition
 from runs.services.queue import baseline_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
@@ -129,25 +129,8 @@ def baseline_transition(
 ) -> bool:
     """Move the baseline to `state` unless it has ended (or, with from_state, unless it is not in
     that state); False if it did not move. Retried through a restart of benchlab's database."""
-    updates: dict[str, Any] = {"state": state, **fields}
-    if state in ENDED_BASELINE_STATES:
-        updates["finished_at"] = timezone.now()
-    rows = DeviceBaseline.objects.filter(pk=baseline.pk)
-    rows = rows.filter(state=from_state) if from_state is not None else rows.exclude(state__in=ENDED_BASELINE_STATES)
-    attempts = 0
-
-    def move() -> bool:
-        nonlocal attempts
-        attempts += 1
-        if rows.update(**updates):
-            return True
-        # A retried attempt: the one before may have committed, its answer lost with the connection.
-        return attempts > 1 and DeviceBaseline.objects.filter(pk=baseline.pk, state=state).exists()
-
-    if not with_database_retry(move, f"baseline {baseline.pk}: moving to {state}"):
+    if not job_transition(baseline, state, ENDED_BASELINE_STATES, from_state, fields):
         return False
-    for name, value in updates.items():
-        setattr(baseline, name, value)
     transaction.on_commit(lambda: publish_baseline_state(baseline, state))
     return True
 

@@ -27,7 +27,7 @@ from runs.lab.pg_build_options import (
 )
 from runs.models import ENDED_BUILD_STATES, LIVE_BUILD_STATES, AuditAction, BuildState, Host, PgBuild
 from runs.services.audit import audit_record
-from runs.services.db_retry import with_database_retry
+from runs.services.job_states import job_transition
 from runs.services.queue import build_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
@@ -128,25 +128,10 @@ def publish_build_state(build: PgBuild, state: BuildState) -> None:
 def build_transition(*, build: PgBuild, state: BuildState, from_state: BuildState | None = None, **fields: Any) -> bool:
     """Move the build to `state` unless it has ended (or, with from_state, unless it is not in
     that state); False if it did not move. Retried through a restart of benchlab's database."""
-    updates: dict[str, Any] = {"state": state, **fields}
-    if state in (BuildState.DONE, BuildState.FAILED, BuildState.CANCELLED):
-        updates["finished_at"] = timezone.now()
-    rows = PgBuild.objects.filter(pk=build.pk)
-    rows = rows.filter(state=from_state) if from_state is not None else rows.exclude(state__in=ENDED_BUILD_STATES)
-    attempts = 0
-
-    def move() -> bool:
-        nonlocal attempts
-        attempts += 1
-        if rows.update(**updates):
-            return True
-        # A retried attempt: the one before may have committed, its answer lost with the connection.
-        return attempts > 1 and PgBuild.objects.filter(pk=build.pk, state=state).exists()
-
-    if not with_database_retry(move, f"build {build.pk}: moving to {state}"):
+    # Removed later, a build keeps the time it finished.
+    finishing = (BuildState.DONE, BuildState.FAILED, BuildState.CANCELLED)
+    if not job_transition(build, state, ENDED_BUILD_STATES, from_state, fields, finishing):
         return False
-    for name, value in updates.items():
-        setattr(build, name, value)
     transaction.on_commit(lambda: publish_build_state(build, state))
     if state in ENDED_BUILD_STATES:
         transaction.on_commit(lambda: _after_end(build))

@@ -31,7 +31,8 @@ from runs.models import (
 from runs.services.audit import audit_record
 from runs.services.baselines import BaselineRefused, baseline_cancel, baseline_queue
 from runs.services.runs import CancelRefused, run_cancel, runs_enqueue
-from runs.specs import Inventory, RunSpec, spec_errors
+from runs.spec_checks import Inventory, spec_errors
+from runs.specs import RunSpec
 from runs.sweep import Cell, Variable, expand, run_order, variables_as_json
 
 MAX_RUNS = 5000  # one campaign; a week of 2-minute runs

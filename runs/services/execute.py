@@ -28,6 +28,7 @@ from runs.models import (
     Run,
     RunState,
 )
+from runs.queue_waits import run_holds_its_hosts
 from runs.services.adaptive import campaign_advance
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
@@ -36,7 +37,7 @@ from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
-from runs.services.queue import queue_dispatch, run_holds_its_hosts, run_release_hosts
+from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.run_observer import RunCancelled, RunObserver
 from runs.services.run_results import store_log, store_results

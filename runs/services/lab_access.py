@@ -2,8 +2,10 @@
 
 from django.conf import settings
 
+from runs.lab.local_transport import LocalTransport
 from runs.lab.reconnect import ReconnectingTransport
-from runs.lab.transport import LocalTransport, SSHTarget, SSHTransport, Transport
+from runs.lab.ssh_transport import SSHTarget, SSHTransport
+from runs.lab.transport import Transport
 from runs.models import Host
 from runs.ssh_keys import decrypt_private_key, parse_host_keys
 

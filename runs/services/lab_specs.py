@@ -3,9 +3,11 @@
 from django.conf import settings
 
 from runs.lab.benchmark import BenchmarkSpec, ClientSpec
+from runs.lab.options import parse_mkfs_options, parse_mount_options
 from runs.lab.pgbench import InitOptions, RunOptions
 from runs.lab.postgres import parse_settings
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, parse_mkfs_options, parse_mount_options
+from runs.lab.storage import FilesystemSpec
+from runs.lab.storage_checks import DeviceIdentity
 from runs.models import Run, Workload
 from runs.models.inventory import benchlab_data_dirs
 from runs.models.run_clients import client_database, client_pgbench_install
@@ -61,7 +63,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
             rate_tps=run.rate_limit_tps,
             log_sampling_rate=run.log_sampling_rate,
         ),
-        run_key=f"run-{run.pk}-{run.key.hex[:12]}",
+        run_key=run.run_key,
         clients=client_specs(run),
         warmup_s=run.warmup_s,
         unreachable_limit_s=settings.BENCHLAB_HOST_UNREACHABLE_S,

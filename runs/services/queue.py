@@ -20,12 +20,12 @@ between ending a run and dispatching.
 import heapq
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
 from runs.models import BaselineState, BuildState, DeviceBaseline, Host, PgBuild, Run, RunClient, RunState
 from runs.services.db_retry import with_database_retry
@@ -156,163 +156,12 @@ def _queued_baselines() -> Iterator[_Job]:
         yield _Job(queued_at, pk, BASELINE, frozenset({host}))
 
 
-def run_holds_its_hosts(run: Run) -> bool:
-    return Host.objects.filter(claimed_by=run).count() == len(run.hosts)
-
-
 def run_release_hosts(*, run: Run) -> int:
     """Free the run's hosts; retried through a restart of benchlab's database (a run whose
     hosts stay claimed blocks everything behind it). A conditional update: done twice, the
     second frees nothing more (and counts 0)."""
     release = Host.objects.filter(claimed_by=run)
     return with_database_retry(lambda: release.update(claimed_by=None), f"run {run.pk}: releasing its hosts")
-
-
-@dataclass(frozen=True)
-class HostWait:
-    """Why a queued run (or build) has not started on one of its hosts."""
-
-    host: str
-    disabled: bool
-    busy_with: int | None  # the run that has the host now (not this one)
-    ahead: int  # queued runs before this one that need this host
-    cleanup_pending_for: int | None = None  # a run that ended while the host was unreachable
-    busy_with_build: int | None = None  # the PostgreSQL build that has the host now (not this one)
-    builds_ahead: int = 0  # queued builds before this one on this host
-    first_ahead: int | None = None  # the first queued run ahead of this one on this host
-    first_ahead_waits_for: tuple[str, ...] = ()  # that run's other hosts, which keep it waiting
-    busy_with_baseline: int | None = None  # the fio baseline that has the host now (not this one)
-    baselines_ahead: int = 0  # queued fio baselines before this one on this host
-
-    def __str__(self) -> str:
-        if self.disabled:
-            state = f"{self.host} is disabled (an admin enables it in the inventory)"
-        elif self.cleanup_pending_for is not None:
-            state = f"{self.host} waits to be cleaned up after run {self.cleanup_pending_for} (unreachable)"
-        elif self.busy_with is not None:
-            state = f"{self.host} busy with run {self.busy_with}"
-        elif self.busy_with_build is not None:
-            state = f"{self.host} busy with build {self.busy_with_build}"
-        elif self.busy_with_baseline is not None:
-            state = f"{self.host} busy with fio baseline {self.busy_with_baseline}"
-        else:
-            state = f"{self.host} free"
-        if self.jobs_ahead:
-            return f"{state}; {self.jobs_ahead} ahead of it"
-        return state if self.busy else f"{state}; first in line"
-
-    @property
-    def jobs_ahead(self) -> int:
-        return self.ahead + self.builds_ahead + self.baselines_ahead
-
-    @property
-    def busy(self) -> bool:
-        """Taken now (by another job, a pending cleanup, or disabled): not first in line but next."""
-        taken = (self.busy_with, self.busy_with_build, self.busy_with_baseline, self.cleanup_pending_for)
-        return self.disabled or any(holder is not None for holder in taken)
-
-
-def run_wait(run: Run) -> list[HostWait]:
-    """For a queued run: each of its hosts, whether it is disabled or busy, and how many runs
-    and builds are ahead of this one there. Empty when the run holds its hosts (a worker is
-    starting it) or is not queued."""
-    if run.state != RunState.QUEUED or run_holds_its_hosts(run):
-        return []
-    waits = []
-    for host in Host.objects.filter(pk__in=[h.pk for h in run.hosts]).order_by("name"):
-        # The run that holds the host is "busy with", not ahead, even before its worker starts.
-        ahead_runs = _queued_on(host).filter(pk__lt=run.pk)
-        if host.claimed_by_id:
-            ahead_runs = ahead_runs.exclude(pk=host.claimed_by_id)
-        first = ahead_runs.order_by("pk").select_related("server_host").prefetch_related("run_clients__host").first()
-        busy_with = host.claimed_by_id if host.claimed_by_id != run.pk else None
-        builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=run.created_at))
-        baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(created_at__lt=run.created_at))
-        wait = _host_wait(host, busy_with, ahead_runs.count(), builds_ahead, baselines_ahead)
-        if first is not None:  # a free host with a run ahead: the run ahead waits for another host
-            wait = replace(wait, first_ahead=first.pk, first_ahead_waits_for=_waits_for(first, host))
-        waits.append(wait)
-    return waits
-
-
-def _waits_for(run: Run, free_host: Host) -> tuple[str, ...]:
-    """The hosts other than free_host that keep `run` from starting (taken, or others ahead there)."""
-    names = []
-    for other in run.hosts:
-        if other.pk == free_host.pk:
-            continue
-        taken = (
-            not other.enabled
-            or other.claimed_by_id
-            or other.claimed_by_build_id
-            or other.claimed_by_baseline_id
-            or other.cleanup_pending_for_id
-        )
-        earlier = _queued_on(other).filter(pk__lt=run.pk)
-        if taken or earlier.exists():  # (taken covers the run that holds it)
-            names.append(other.name)
-    return tuple(sorted(names))
-
-
-def build_wait(build: PgBuild) -> list[HostWait]:
-    """For a queued build: its host, whether it is disabled or busy, and how many runs and
-    builds are ahead of it there. Empty when it holds its host or is not queued."""
-    if build.state != BuildState.QUEUED:
-        return []
-    host = Host.objects.get(pk=build.host_id)
-    if host.claimed_by_build_id == build.pk:
-        return []
-    ahead_runs = _queued_on(host).filter(created_at__lt=build.created_at)
-    ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
-    builds_ahead = _builds_ahead(host, PgBuild.objects.filter(pk__lt=build.pk))
-    baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(created_at__lt=build.created_at))
-    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead, baselines_ahead)]
-
-
-def _queued_on(host: Host) -> QuerySet[Run]:
-    """Queued runs that need the host, as their server or one of their client hosts."""
-    uses_host = Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id"))
-    return Run.objects.filter(uses_host, state=RunState.QUEUED)
-
-
-def baseline_wait(baseline: DeviceBaseline) -> list[HostWait]:
-    """For a queued fio baseline: its host, whether it is disabled or busy, and how many jobs
-    are ahead of it there. Empty when it holds its host or is not queued."""
-    if baseline.state != BaselineState.QUEUED:
-        return []
-    host = Host.objects.get(pk=baseline.host_id)
-    if host.claimed_by_baseline_id == baseline.pk:
-        return []
-    ahead_runs = _queued_on(host).filter(created_at__lt=baseline.created_at)
-    ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
-    builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=baseline.created_at))
-    baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(pk__lt=baseline.pk))
-    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead, baselines_ahead)]
-
-
-def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int, baselines_ahead: int) -> HostWait:
-    return HostWait(
-        host=host.name,
-        disabled=not host.enabled,
-        busy_with=busy_with,
-        ahead=ahead,
-        cleanup_pending_for=host.cleanup_pending_for_id,
-        busy_with_build=host.claimed_by_build_id,
-        builds_ahead=builds_ahead,
-        busy_with_baseline=host.claimed_by_baseline_id,
-        baselines_ahead=baselines_ahead,
-    )
-
-
-def _builds_ahead(host: Host, earlier: QuerySet[PgBuild]) -> int:
-    queued = earlier.filter(host=host, state=BuildState.QUEUED)
-    return queued.exclude(pk=host.claimed_by_build_id).count() if host.claimed_by_build_id else queued.count()
-
-
-def _baselines_ahead(host: Host, earlier: QuerySet[DeviceBaseline]) -> int:
-    queued = earlier.filter(host=host, state=BaselineState.QUEUED)
-    holder = host.claimed_by_baseline_id
-    return queued.exclude(pk=holder).count() if holder else queued.count()
 
 
 def build_release_host(*, build: PgBuild) -> int:

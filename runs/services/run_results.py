@@ -5,10 +5,11 @@ import dataclasses
 import statistics
 from typing import Any
 
+from django.db.models import QuerySet
+
 from runs import live
 from runs.lab.benchmark import BenchmarkResult
 from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
-from runs.selectors import LOG_NAME
 from runs.services.db_retry import with_database_retry
 from runs.services.drift_facts import with_drift_facts
 from runs.services.os_series import os_series_store
@@ -52,6 +53,24 @@ def store_results(
     observer: RunObserver,
     drift: dict[str, Any] | None = None,
 ) -> None:
+    """A finished measurement's figures, the setup it ran on and its raw outputs, on the run.
+
+    Every read and write here is retried through a restart of benchlab's database (pgbench has
+    finished, its outputs are in hand: waiting loses nothing). All are safe to repeat: reads,
+    the series replaced in one transaction (os_series_store), the run's result fields saved
+    again, an artifact per name created or updated."""
+    _set_pgbench_figures(run, result)
+    _set_os_and_postgres_figures(run, result)
+    run.environment = with_drift_facts(_environment(run, result, host_facts, clients_facts, observer), drift)
+    # Only the result fields: state and cancel_requested belong to other writers.
+    with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
+    with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
+    _store_artifacts(run, _artifacts(result))
+    live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
+
+
+def _set_pgbench_figures(run: Run, result: BenchmarkResult) -> None:
+    """pgbench's summary, the steady state of the per-second samples, the latency percentiles."""
     summary = result.summary
     run.summary = dataclasses.asdict(summary) if summary else {}
     run.tps = summary.tps if summary else None
@@ -59,19 +78,20 @@ def store_results(
     run.latency_stddev_ms = summary.latency_stddev_ms if summary else None
     run.failed_transactions = summary.failed if summary else None
     run.skipped_transactions = summary.skipped if summary else None
-    # Every read and write here is retried through a restart of benchlab's database (pgbench has
-    # finished, its outputs are in hand: waiting loses nothing). All are safe to repeat: reads,
-    # the series replaced in one transaction (os_series_store), the run's result fields saved
-    # again, an artifact per name created or updated.
     steady = with_database_retry(lambda: _steady_state(run), f"run {run.pk}: reading its samples")
     run.steady_tps_mean, run.steady_tps_stddev = steady
     latency = result.latency
     run.latency_p50_ms = latency.p50_ms if latency else None
     run.latency_p95_ms = latency.p95_ms if latency else None
     run.latency_p99_ms = latency.p99_ms if latency else None
+    run.start_skew_ms = result.start_skew_ms
+
+
+def _set_os_and_postgres_figures(run: Run, result: BenchmarkResult) -> None:
+    """iostat's and vmstat's series and means, PostgreSQL's statistics, the aggregate log."""
     run.os_means = os_series_store(run, result.os)
     run.device_util_pct = run.os_means[OsSource.IOSTAT.value]["util_pct"]
-    stats = result.pg_stats
+    stats, latency = result.pg_stats, result.latency
     cache_hit_ratio = stats.cache_hit_ratio if stats else None
     run.cache_hit_pct = cache_hit_ratio * 100 if cache_hit_ratio is not None else None
     run.metrics = {
@@ -82,64 +102,72 @@ def store_results(
         "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
         "latency": dataclasses.asdict(latency) if latency else None,
     }
-    run.start_skew_ms = result.start_skew_ms
+
+
+def _environment(
+    run: Run,
+    result: BenchmarkResult,
+    host_facts: dict[str, Any],
+    clients_facts: list[dict[str, Any]],
+    observer: RunObserver,
+) -> dict[str, Any]:
+    """What the run ran on and with, as the hosts and the server said: what a comparison and
+    the drift check read."""
     clients = run.client_host_list
     clients_environment = [
         {"name": host.name, "address": host.address, **{k: v for k, v in facts.items() if k in CLIENT_FACTS}}
         for host, facts in zip(clients, clients_facts, strict=False)
     ]
     pg = run.pg_install
-    run.environment = with_drift_facts(
-        {
-            "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
-            "device": {
-                "name": run.device.name,
-                "kind": run.device.kind,
-                "path": run.device.path,
-                "node": result.storage.device_node,
-                "model": run.device.model,
-                "serial": run.device.serial,
-                "capacity_bytes": run.device.capacity_bytes,
-            },
-            "filesystem": {
-                "type": run.filesystem,
-                "mkfs_command": result.storage.mkfs_command,
-                "mount_options_requested": run.mount_options,
-                "mount_options": result.storage.mount_options,
-            },
-            "postgresql": {
-                "version": result.pg_version,
-                "bin_dir": pg.bin_dir,
-                # As the running server said; the inventory's only for a run that stopped before that.
-                "block_size": result.pg_block_size or pg.block_size,
-                "wal_block_size": result.pg_wal_block_size or pg.wal_block_size,
-                "page_sizes_from": "server" if result.pg_block_size else "inventory",
-                "non_default_settings": result.pg_non_default_settings,
-            },
-            "pgbench": {
-                "version": result.pgbench_version,
-                "host": ", ".join(host.name for host in clients) or run.server_host.name,
-                "command": result.command,
-                "started_epoch": result.pgbench_started_epoch,  # when its first progress second began
-            },
-            "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
-            "clients": clients_environment,
-            "start_skew_ms": result.start_skew_ms,
-            "init_command": result.init_command,
-            "reuse": observer.reuse,
-            "stages": {name: round(seconds, 3) for name, seconds in result.stages.items()},
+    return {
+        "host": {"name": run.server_host.name, "address": run.server_host.address, **host_facts},
+        "device": {
+            "name": run.device.name,
+            "kind": run.device.kind,
+            "path": run.device.path,
+            "node": result.storage.device_node,
+            "model": run.device.model,
+            "serial": run.device.serial,
+            "capacity_bytes": run.device.capacity_bytes,
         },
-        drift,
-    )
-    # Only the result fields: state and cancel_requested belong to other writers.
-    with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
-    with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
+        "filesystem": {
+            "type": run.filesystem,
+            "mkfs_command": result.storage.mkfs_command,
+            "mount_options_requested": run.mount_options,
+            "mount_options": result.storage.mount_options,
+        },
+        "postgresql": {
+            "version": result.pg_version,
+            "bin_dir": pg.bin_dir,
+            # As the running server said; the inventory's only for a run that stopped before that.
+            "block_size": result.pg_block_size or pg.block_size,
+            "wal_block_size": result.pg_wal_block_size or pg.wal_block_size,
+            "page_sizes_from": "server" if result.pg_block_size else "inventory",
+            "non_default_settings": result.pg_non_default_settings,
+        },
+        "pgbench": {
+            "version": result.pgbench_version,
+            "host": ", ".join(host.name for host in clients) or run.server_host.name,
+            "command": result.command,
+            "started_epoch": result.pgbench_started_epoch,  # when its first progress second began
+        },
+        "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
+        "clients": clients_environment,
+        "start_skew_ms": result.start_skew_ms,
+        "init_command": result.init_command,
+        "reuse": observer.reuse,
+        "stages": {name: round(seconds, 3) for name, seconds in result.stages.items()},
+    }
+
+
+def _artifacts(result: BenchmarkResult) -> dict[str, str]:
+    """The raw outputs kept with the run, by name: with several client hosts, each one's own."""
     artifacts = {
         "pgbench-init.txt": result.init_output,
         "iostat.txt": result.os.iostat_text,
         "vmstat.txt": result.os.vmstat_text,
     }
-    if len(result.clients) > 1:  # each client host's own outputs
+    if len(result.clients) > 1:
         for client in result.clients:
             artifacts |= {
                 f"pgbench.{client.name}.stdout.txt": client.stdout,
@@ -147,13 +175,23 @@ def store_results(
             }
     else:
         artifacts |= {"pgbench.stdout.txt": result.stdout, "pgbench.stderr.txt": result.stderr}
+    return artifacts
 
-    def store_artifacts() -> None:
+
+def _store_artifacts(run: Run, artifacts: dict[str, str]) -> None:
+    def store() -> None:
         for name, content in artifacts.items():
             RunArtifact.objects.update_or_create(run=run, name=name, defaults={"content": content})
 
-    with_database_retry(store_artifacts, f"run {run.pk}: storing its raw outputs")
-    live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
+    with_database_retry(store, f"run {run.pk}: storing its raw outputs")
+
+
+def _steady_tps(run: Run, row: RunClient, one_client: bool) -> "QuerySet[Any, float]":
+    """A client host's seconds after the warm-up. One client host's seconds are the run's own:
+    they are stored as the run's samples only."""
+    if one_client:
+        return RunSample.objects.filter(run=run, second__gt=run.warmup_s).values_list("tps", flat=True)
+    return RunClientSample.objects.filter(run_client=row, second__gt=run.warmup_s).values_list("tps", flat=True)
 
 
 def store_client_results(run: Run, result: BenchmarkResult) -> None:
@@ -164,8 +202,7 @@ def store_client_results(run: Run, result: BenchmarkResult) -> None:
         if row is None:
             continue
         summary, latency = client.summary, client.latency
-        steady = RunClientSample.objects.filter(run_client=row, second__gt=run.warmup_s).values_list("tps", flat=True)
-        steady_values = list(steady) or [s.tps for s in client.progress if round(s.elapsed_s) > run.warmup_s]
+        steady_values = list(_steady_tps(run, row, one_client=len(result.clients) == 1))
         row.pgbench_version, row.command = client.pgbench_version, client.command
         row.started_epoch, row.rtt_ms, row.exit_status = client.started_epoch, client.rtt_ms, client.exit_status
         row.tps = summary.comparable_tps if summary else None
@@ -188,6 +225,6 @@ def store_log(run: Run, observer: RunObserver, ending: str) -> None:
         return  # it never reached a host
     content = "\n".join([*observer.log_tail, f"== {ending} =="]) + "\n"
     with_database_retry(
-        lambda: RunArtifact.objects.update_or_create(run=run, name=LOG_NAME, defaults={"content": content}),
+        lambda: RunArtifact.objects.update_or_create(run=run, name=RunArtifact.LOG_NAME, defaults={"content": content}),
         f"run {run.pk}: storing its log",
     )

@@ -5,11 +5,14 @@ empties the tables afterwards, which would also delete the role groups made by t
 migration, so such tests also ask for serialized_rollback=True (the rows are restored).
 """
 
+import inspect
 import os
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +21,41 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 
+from benchlab.redis_keys import redis_prefix
 from runs import live
+from runs.lab.local_transport import LocalTransport
 from runs.lab.run_user import RUN_USER, ensure_run_user
-from runs.lab.transport import LocalTransport
+from runs.lab.ssh_transport import SSHTransport
 from runs.roles import ADMIN, OPERATOR, VIEWER
+from runs.tests.browser import serving
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
 from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+
+# What a test starts, told by the calls in its own code and in every fixture it uses: the
+# markers `make test-fast` leaves out (-m "not lab and not worker and not browser"). Found from
+# the code, so that a new test is sorted without anyone remembering to mark it.
+NEEDS = {
+    "lab": ("virtual_lab", "start_lab("),
+    "worker": ("celery_worker", "start_celery_worker(", "own_worker(", '"scripts/serve"'),
+    "browser": ("chromium(", "serving(", "uvicorn(", '"scripts/serve"'),
+}
+
+
+def _code_of(item: pytest.Item) -> str:
+    functions = [getattr(item, "function", None)]
+    definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+    functions += [definition.func for definitions_ in definitions.values() for definition in definitions_]
+    return "\n".join(inspect.getsource(function) for function in functions if function is not None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        code = _code_of(item)
+        for marker, calls in NEEDS.items():
+            if marker not in item.keywords and any(call in code for call in calls):
+                item.add_marker(marker)
+
 
 # The cast: every role, plus a user who has an account but no role at all.
 ROLE_OF = {"vera": VIEWER, "otto": OPERATOR, "ada": ADMIN, "nora": None}
@@ -45,7 +76,11 @@ os.environ["BENCHLAB_LOCAL_DEVICE_DIR"] = str(LOCAL_DEVICE_DIR)
 
 # The cache (API throttle counters) under the test database's prefix, set before any cache is
 # made: a test's requests never count against a real benchlab's users sharing this Redis.
-settings.CACHES["default"]["KEY_PREFIX"] = f"benchlab:{_test_database_name()}:cache"
+# Logging in checks a password: at benchlab's own cost (a million PBKDF2 rounds) the tests that log
+# in again and again spend most of their time hashing.
+settings.PASSWORD_HASHERS = ["runs.tests.factories.FastPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
+
+settings.CACHES["default"]["KEY_PREFIX"] = f"{redis_prefix(_test_database_name())}:cache"
 
 
 def _delete_keys(pattern: str) -> None:
@@ -129,7 +164,7 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
 def redis_keys_are_removed() -> Iterator[None]:
     """The test database's event streams and cache keys (throttle counters) neither come from an
     earlier session (ids restart with the test database) nor outlive this one."""
-    pattern = f"benchlab:{_test_database_name()}:*"
+    pattern = f"{redis_prefix(_test_database_name())}:*"
     _delete_keys(pattern)
     yield
     _delete_keys(pattern)
@@ -144,3 +179,32 @@ def virtual_lab() -> Iterator[VirtualLab]:
     finally:
         left = stop_lab(lab)
         assert not left, f"the virtual lab left things behind: {left}"
+
+
+@pytest.fixture
+def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
+    """A root connection to the virtual lab's lab1, closed after the test."""
+    with closing(virtual_lab.connect("lab1")) as transport:
+        yield transport
+
+
+@pytest.fixture
+def lab2(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
+    """A root connection to the virtual lab's lab2, closed after the test."""
+    with closing(virtual_lab.connect("lab2")) as transport:
+        yield transport
+
+
+@pytest.fixture
+def web_server(celery_worker: CeleryWorker) -> Iterator[str]:
+    """uvicorn on the test database, sending tasks to the test worker's queue; its address."""
+    with serving(celery_worker.queue) as address:
+        yield address
+
+
+@pytest.fixture
+def page_server() -> Iterator[str]:
+    """uvicorn on the test database for pages that queue nothing: its tasks would go to a queue
+    nobody reads. Its address."""
+    with serving(f"benchlab-test-unread-{uuid.uuid4().hex[:8]}") as address:
+        yield address

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Group, User
 
 from runs.models import Device, Host, PgInstall, Run, RunArtifact, RunClient, RunState
@@ -26,6 +27,14 @@ def make_device(host: Host, **fields: Any) -> Device:
 def make_pg_install(host: Host, **fields: Any) -> PgInstall:
     defaults: dict[str, Any] = {"bin_dir": "/usr/lib/postgresql/15/bin", "version": "15.19"}
     return PgInstall.objects.create(host=host, **(defaults | fields))
+
+
+class FastPBKDF2PasswordHasher(PBKDF2PasswordHasher):
+    """benchlab's password hashing with far fewer rounds, for the test process only (conftest):
+    a hash carries its round count, so the web server and the worker the tests start, which hash
+    as benchlab does, still check the passwords of the users made here."""
+
+    iterations = 1_000
 
 
 def make_user(username: str, role: str | None = None, password: str | None = None) -> User:

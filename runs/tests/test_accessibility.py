@@ -10,8 +10,6 @@ Screenshots and each page's axe report (axe-<page>.json) go to test-artifacts/."
 
 import json
 import re
-import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from typing import Any
@@ -39,9 +37,9 @@ from runs.services.audit import audit_record
 from runs.services.shares import share_create
 from runs.specs import RunSpec
 from runs.templatetags.vendor import VERSIONS
+from runs.tests.browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, wait_until
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, serving, wait_until
 from runs.tests.test_browser_compare import CHARTS_DRAWN, make_study
 from runs.tests.test_browser_shares import watch_errors
 
@@ -194,13 +192,6 @@ def pages() -> dict[str, Any]:
     }  # fmt: skip
 
 
-@pytest.fixture
-def quiet_server() -> Iterator[str]:
-    """uvicorn on the test database; its tasks would go to a queue nobody reads (these pages queue none)."""
-    with serving(f"benchlab-a11y-{uuid.uuid4().hex[:8]}") as address:
-        yield address
-
-
 # The main pages, by name: (path, how to know it is ready). The run page's charts draw when its
 # script has read the samples; the comparison's when the data has come.
 RUN_DRAWN = "!!(window.benchlabCharts && window.benchlabCharts.tps)"
@@ -233,7 +224,7 @@ def visit(page: Page, url: str, ready: str) -> None:
 
 
 @BROWSER_DB
-def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str, Any], quiet_server: str) -> None:
+def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str, Any], page_server: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     errors: list[str] = []
     reports: dict[str, list[dict[str, Any]]] = {}
@@ -241,25 +232,25 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
         # The login page, in a checking context made before logging in (so without a session).
         checker = axe_context(context)
         login = checker.new_page()
-        login.goto(f"{quiet_server}/accounts/login/")
+        login.goto(f"{page_server}/accounts/login/")
         reports["login"] = axe_report(login, "login")
         login.close()
 
         page = context.new_page()
         watch_errors(page, errors)
-        log_in(page, quiet_server, "ada")
+        log_in(page, page_server, "ada")
         checker.close()
         checker = axe_context(context)  # with ada's session now
         checked = checker.new_page()
         for name, (path, ready) in main_pages(pages).items():
-            visit(page, f"{quiet_server}{path}", ready)  # under the policy: its violations are asserted
+            visit(page, f"{page_server}{path}", ready)  # under the policy: its violations are asserted
             page.screenshot(path=str(ARTIFACTS / f"a11y-{name}.png"), full_page=True)
-            visit(checked, f"{quiet_server}{path}", ready)
+            visit(checked, f"{page_server}{path}", ready)
             reports[name] = axe_report(checked, name)
             if name == "run-page":
                 step_times = checked.locator("#steps time").count()
         # The comparison's charts with their numbers opened beside them.
-        visit(page, f"{quiet_server}{main_pages(pages)['comparison'][0]}", CHARTS_DRAWN)
+        visit(page, f"{page_server}{main_pages(pages)['comparison'][0]}", CHARTS_DRAWN)
         for summary in page.locator(".chart-summary > summary").all():
             summary.click()
         for section in ("series-section", "latency-section", "os-section"):
@@ -267,7 +258,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
         summaries = page.locator(".chart-summary-table").all_text_contents()
         # The queue form sent without a host: the server's error summary and the fields' errors (the
         # browser's own check of required fields is turned off, or it would stop the form first).
-        visit(checked, f"{quiet_server}/runs/new/", "")
+        visit(checked, f"{page_server}/runs/new/", "")
         checked.evaluate("document.querySelector('form.run-form').noValidate = true")
         checked.click("form.run-form button[type=submit]")
         checked.wait_for_load_state()
@@ -286,7 +277,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
             ".map((e) => getComputedStyle(e).borderTopColor)"
         )
         # The campaign form's preview: the matrix, and the errors of what cannot run.
-        visit(checked, f"{quiet_server}/campaigns/new/?preset=ssd-vs-hdd", "")
+        visit(checked, f"{page_server}/campaigns/new/?preset=ssd-vs-hdd", "")
         checked.click("#preview")
         checked.wait_for_load_state()
         checked.screenshot(path=str(ARTIFACTS / "a11y-campaign-preview.png"), full_page=True)
@@ -298,7 +289,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
         )
         canary = {violation["id"] for violation in axe_report(checked, "canary") if violation["impact"] in SERIOUS}
         # ... and the step times' old grey (4.24:1 on the steps' background) would be found.
-        visit(checked, f"{quiet_server}/runs/{pages['run']}/", RUN_DRAWN)
+        visit(checked, f"{page_server}/runs/{pages['run']}/", RUN_DRAWN)
         checked.add_style_tag(content=".steps time { color: #6a7380; }")
         old_grey = [v for v in axe_report(checked, "canary-steps") if v["id"] == "color-contrast"]
         checker.close()
@@ -324,12 +315,12 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
 
 
 @BROWSER_DB
-def test_the_keyboard_focus_is_visible_and_skips_to_the_content(pages: dict[str, Any], quiet_server: str) -> None:
+def test_the_keyboard_focus_is_visible_and_skips_to_the_content(pages: dict[str, Any], page_server: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium(height=700) as (context, violations):
         page = context.new_page()
-        log_in(page, quiet_server, "ada")
-        page.goto(f"{quiet_server}/")
+        log_in(page, page_server, "ada")
+        page.goto(f"{page_server}/")
         page.keyboard.press("Tab")
         skip = page.evaluate(
             "(() => { const e = document.activeElement; const r = e.getBoundingClientRect();"

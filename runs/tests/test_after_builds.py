@@ -15,14 +15,12 @@ from runs.models.studies import StudyAfterBuilds, StudyWaitState
 from runs.presets import page_size_study
 from runs.services import after_builds
 from runs.services.after_builds import StudyRefused, studies_after_build_ended, study_after_builds_queue
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in
 
 pytestmark = pytest.mark.django_db
 PACKAGE_VERSION = "15.20-0+deb12u1"
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 
 class NoConnection:

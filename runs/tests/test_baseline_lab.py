@@ -5,7 +5,6 @@ The ranking margin (>= 10x on QD1 random read IOPS and p50) is the one test_fio_
 on this machine (240x and 350x apart at the closest of five repeats)."""
 
 import time
-from collections.abc import Callable, Iterator
 
 import pytest
 from django.test import Client
@@ -13,36 +12,19 @@ from django.urls import reverse
 
 from runs.baseline_live import baseline_stream
 from runs.lab.fio_plan import FioSettings, MiB
-from runs.lab.transport import SSHTransport
+from runs.lab.ssh_transport import SSHTransport
 from runs.live import events_after
 from runs.models import BaselineState, DeviceBaseline, Host
 from runs.services.baselines import baseline_cancel, baseline_queue
 from runs.tests.factories import make_user
 from runs.tests.test_fio_lab import fio_processes
 from runs.tests.test_run_execution import lab_inventory
-from runs.tests.virtual_lab import VirtualLab
+from runs.tests.waits import refreshed_until
 from runs.tests.workers import CeleryWorker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 RUNS_ROOT = "/var/lib/benchlab/runs"
-
-
-@pytest.fixture
-def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
-    transport = virtual_lab.connect("lab1")
-    yield transport
-    transport.close()
-
-
-def wait_for(baseline: DeviceBaseline, done: Callable[[DeviceBaseline], bool], timeout: float) -> DeviceBaseline:
-    deadline = time.monotonic() + timeout
-    while True:
-        baseline.refresh_from_db()
-        if done(baseline):
-            return baseline
-        assert time.monotonic() < deadline, f"baseline {baseline.pk}: {baseline.state} after {timeout} s"
-        time.sleep(0.3)
 
 
 def nothing_left(lab1: SSHTransport, baseline: DeviceBaseline) -> bool:
@@ -58,7 +40,7 @@ def test_a_worker_measures_the_ram_disk_far_above_the_hdd_on_random_iops_and_lat
     ram = baseline_queue(device=host.devices.get(name="ram"), settings=settings, by=otto)
     hdd = baseline_queue(device=host.devices.get(name="hdd"), settings=settings, by=otto)
 
-    ram, hdd = (wait_for(b, lambda b: b.is_finished, 180) for b in (ram, hdd))
+    ram, hdd = (refreshed_until(b, lambda b: b.is_finished, 180, "finished") for b in (ram, hdd))
 
     assert ram.state == hdd.state == BaselineState.DONE, (ram.error, hdd.error)
     assert ram.target_mode == hdd.target_mode == "raw"
@@ -88,11 +70,13 @@ def test_a_baseline_cancelled_while_fio_runs_stops_fio_and_leaves_nothing(
     otto = make_user("otto", "operator")
     settings = FioSettings(size_bytes=32 * MiB, runtime_s=120, ramp_s=0, jobs=("rand-write-qd1",))
     baseline = baseline_queue(device=host.devices.get(name="hdd"), settings=settings, by=otto)
-    baseline = wait_for(baseline, lambda b: b.state == BaselineState.RUNNING and "fio started" in b.log, 60)
+    baseline = refreshed_until(
+        baseline, lambda b: b.state == BaselineState.RUNNING and "fio started" in b.log, 60, "running fio"
+    )
     time.sleep(2)
     asked = time.monotonic()
     baseline_cancel(baseline=baseline, by=otto)
-    baseline = wait_for(baseline, lambda b: b.is_finished, 60)
+    baseline = refreshed_until(baseline, lambda b: b.is_finished, 60, "finished")
 
     assert baseline.state == BaselineState.CANCELLED, (baseline.error, baseline.failed_output)
     assert time.monotonic() - asked < 30

@@ -9,7 +9,6 @@ test_browser_baselines.py.
 
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -28,17 +27,19 @@ from runs.lab.fio import FioCancelled, FioResult, FioTarget
 from runs.lab.fio_plan import FioSettings, MiB
 from runs.lab.parse_fio import parse_fio_json
 from runs.models import AuditEvent, BaselineState, Device, DeviceBaseline, Host, Run, RunState
+from runs.queue_waits import baseline_wait
 from runs.services import baseline_execute, baseline_sweeper
 from runs.services.baseline_execute import baseline_execute as execute
 from runs.services.baselines import baseline_cancel, baseline_queue
 from runs.services.heartbeat import stale_after_s
-from runs.services.queue import baseline_wait, queue_dispatch_jobs, run_release_hosts
+from runs.services.queue import queue_dispatch_jobs, run_release_hosts
+from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.test_builds import make_build
 
 pytestmark = pytest.mark.django_db
-FIXTURE = (Path(__file__).parent / "fixtures" / "fio-3.33-file-all-jobs.json").read_text()
+FIXTURE = captured("fio-3.33-file-all-jobs.json")
 SHORT = FioSettings(size_bytes=64 * MiB, runtime_s=2, ramp_s=0)
 
 

@@ -10,18 +10,16 @@ from typing import Any
 
 import pytest
 
-from benchmarks.direct_pgbench import (
+from benchmarks.direct_pgbench import parse_setup_output, settings_difference, started_epoch
+from benchmarks.direct_scripts import (
     PAUSE,
     PGBENCH_FOLLOWS,
     Place,
     Recorded,
     cleanup_argv,
-    parse_setup_output,
     retargeted,
     run_script,
-    settings_difference,
     setup_script,
-    started_epoch,
 )
 from benchmarks.pairs import cpu_medians, harness_cpu_pct, pair_order, ratio_summary
 from benchmarks.process_cpu import CLOCK_TICKS, Sample, machine_ticks, parse_stat, window_between

@@ -1,89 +1,19 @@
 """End to end in a real browser: Debian's chromium driven by Playwright, against uvicorn and a
 real Celery worker, running on the virtual lab. Screenshots go to test-artifacts/."""
 
-import os
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from io import StringIO
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.core.management import call_command
-from playwright.sync_api import BrowserContext, Page, sync_playwright
 
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, RunState
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.virtual_lab import VirtualLab
-from runs.tests.web_server import uvicorn
 from runs.tests.workers import CeleryWorker
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-ROOT = Path(settings.BASE_DIR)
-ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = "/usr/bin/chromium"
-PASSWORD = "a-long-browser-password"
-
-
-@pytest.fixture
-def web_server(celery_worker: CeleryWorker) -> Iterator[str]:
-    """uvicorn on the test database, sending tasks to the test worker's queue."""
-    with serving(celery_worker.queue) as address:
-        yield address
-
-
-@contextmanager
-def serving(queue: str, **environment: str) -> Iterator[str]:
-    """uvicorn (scripts/web) on the test database, sending tasks to `queue`, with `environment`
-    added to its own; its address."""
-    with uvicorn(BENCHLAB_QUEUE=queue, **environment) as server:
-        yield server.address
-
-
-@contextmanager
-def chromium(height: int) -> Iterator[tuple[BrowserContext, list[str]]]:
-    """Debian's chromium under Playwright, and what the Content-Security-Policy blocked on any of
-    its pages (Chromium reports that on the console). Playwright's sync API runs an event loop
-    in this thread: no ORM calls inside the block."""
-    violations: list[str] = []
-    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(
-                executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-            )
-            context = browser.new_context(viewport={"width": 1280, "height": height})
-            context.on("console", lambda message: _keep_violation(message.text, violations))
-            try:
-                yield context, violations
-            finally:
-                browser.close()
-    finally:
-        del os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"]
-
-
-def _keep_violation(text: str, violations: list[str]) -> None:
-    if "Content Security Policy" in text:
-        violations.append(text)
-
-
-def wait_until(page: Page, expression: str, timeout_ms: int) -> None:
-    """Poll a JavaScript expression until it is true. (Playwright's wait_for_function compiles
-    its predicate with eval, which the pages' Content-Security-Policy rightly refuses.)"""
-    deadline = time.monotonic() + timeout_ms / 1000
-    while not page.evaluate(expression):
-        assert time.monotonic() < deadline, f"not true within {timeout_ms} ms: {expression}"
-        time.sleep(0.2)
-
-
-def log_in(page: Page, server: str, username: str, password: str = PASSWORD) -> None:
-    page.goto(f"{server}/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
-    page.wait_for_load_state()
 
 
 def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(

@@ -14,15 +14,13 @@ from runs.baseline_live import publish_baseline
 from runs.lab.fio_plan import MiB
 from runs.models import BaselineState, Device, DeviceBaseline
 from runs.services.baseline_execute import result_fields
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.test_baselines import SHORT, fio_result
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_browser_builds import BROWSER
 from runs.tests.test_browser_run_page import in_another_thread, text
 from runs.tests.test_browser_shares import watch_errors
 
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 CELL_TEXTS = "cells => cells.map(c => c.textContent.trim())"
 JOBS = ["seq-write", "seq-read", "rand-read-qd1", "rand-read-qd32", "rand-write-qd1", "rand-write-qd32"]
 

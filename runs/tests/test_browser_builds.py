@@ -15,14 +15,11 @@ from runs import live
 from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
 from runs.models import BuildState, Host, PgBuild, PgInstall
 from runs.services.builds import build_fields
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_host, make_pg_install, make_user
 from runs.tests.test_accessibility import axe_context, axe_report, serious
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_browser_run_page import in_another_thread, text
 from runs.tests.test_browser_shares import watch_errors
-
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 LOG_LINES = "document.getElementById('log').textContent.trimEnd().split('\\n').length"

@@ -2,24 +2,15 @@
 and client hosts swept one at a time, previewed (nothing queued). Screenshots go to
 test-artifacts/."""
 
-from collections.abc import Iterator
-
 import pytest
 
 from runs.models import Campaign, Run
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, serving
-
-
-@pytest.fixture
-def web_server() -> Iterator[str]:
-    """uvicorn on the test database; nothing is queued, so no worker."""
-    with serving("benchlab-campaign-form-test-nothing-queued") as address:
-        yield address
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_base_run_with_two_client_hosts_and_client_hosts_swept_are_previewed(web_server: str) -> None:
+def test_a_base_run_with_two_client_hosts_and_client_hosts_swept_are_previewed(page_server: str) -> None:
     server = make_host(name="lab1")
     make_device(server, name="ssd0", capacity_bytes=2**31, wipe_allowed=True)
     make_pg_install(server)
@@ -32,8 +23,8 @@ def test_a_base_run_with_two_client_hosts_and_client_hosts_swept_are_previewed(w
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium(height=2400) as (context, violations):
         page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/campaigns/new/")
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/campaigns/new/")
         page.fill("#id_name", "two clients")
         page.select_option("#id_base-server_host", label="lab1")
         page.select_option("#id_base-device", label="lab1:ssd0")

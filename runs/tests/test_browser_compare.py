@@ -10,13 +10,10 @@ from typing import Any
 import pytest
 
 from runs.models import Device, RunSample
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_browser_shares import watch_errors
 from runs.tests.test_comparison import environment
-
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

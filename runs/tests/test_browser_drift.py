@@ -2,25 +2,17 @@
 kernel changed between two runs shows it on its page (badge, warning, "Changes seen"), and the
 comparison of runs from both sides says so in its warnings. Screenshots go to test-artifacts/."""
 
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
 
 from runs.models import Device, Run
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, serving
 from runs.tests.test_browser_shares import watch_errors
 from runs.tests.test_drift_pages import PG_BIN, START, before_this_feature, recorded
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
-
-
-@pytest.fixture
-def drift_server() -> Iterator[str]:
-    # These pages queue nothing: no worker needed.
-    with serving("benchlab-drift-test-unused") as address:
-        yield address
 
 
 def make_history() -> tuple[int, list[int]]:
@@ -47,7 +39,7 @@ def make_history() -> tuple[int, list[int]]:
     return host.pk, ids
 
 
-def test_a_kernel_change_on_the_host_page_and_on_a_comparison(drift_server: str) -> None:
+def test_a_kernel_change_on_the_host_page_and_on_a_comparison(page_server: str) -> None:
     host_id, ids = make_history()
     ssd_runs = list(Run.objects.filter(pk__in=ids, device__name="ssd").values_list("pk", flat=True))
     make_user("vera", "viewer", password=PASSWORD)
@@ -56,9 +48,9 @@ def test_a_kernel_change_on_the_host_page_and_on_a_comparison(drift_server: str)
     with chromium(height=1100) as (context, violations):
         page = context.new_page()
         watch_errors(page, errors)
-        log_in(page, drift_server, "vera")
+        log_in(page, page_server, "vera")
 
-        page.goto(f"{drift_server}/hosts/{host_id}/")
+        page.goto(f"{page_server}/hosts/{host_id}/")
         page.screenshot(path=str(ARTIFACTS / "host-drift.png"), full_page=True)
         badge = page.locator("#drift-badge").text_content() or ""
         warning = page.locator("#drift-warning").text_content() or ""
@@ -70,7 +62,7 @@ def test_a_kernel_change_on_the_host_page_and_on_a_comparison(drift_server: str)
         page.wait_for_load_state()
         run_page = page.url
 
-        page.goto(f"{drift_server}/compare/?runs={','.join(map(str, ssd_runs))}")
+        page.goto(f"{page_server}/compare/?runs={','.join(map(str, ssd_runs))}")
         page.screenshot(path=str(ARTIFACTS / "compare-drift.png"), full_page=True)
         banner = page.locator("#drift-banner").text_content() or ""
         drift = page.locator("#drift-warnings li").all_text_contents()

@@ -9,13 +9,11 @@ import pytest
 
 from runs import live
 from runs.models import Run, RunClient, RunClientSample, RunSample, RunState
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_browser_run_page import hover_chart, in_another_thread, text
 from runs.tests.test_browser_shares import watch_errors
 
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 CLIENT_TPS = {"lab2": 400.0, "lab3": 600.0}
 

@@ -6,7 +6,6 @@ test-artifacts/."""
 
 import json
 import re
-from collections.abc import Iterator
 from html.parser import HTMLParser
 
 import pytest
@@ -18,11 +17,12 @@ from django.utils.html import escape
 from playwright.sync_api import Page
 
 from runs.models import Device, Host, PgInstall, Run
-from runs.specs import NUMBER_FIELDS, Inventory, RunSpec
+from runs.spec_checks import Inventory
+from runs.specs import NUMBER_FIELDS, RunSpec
 from runs.sweep import Variable, expand
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user, run_form_fields
 from runs.tests.test_api import api_client
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, serving
 
 MIB = 2**20
 TOO_BIG = (
@@ -219,13 +219,6 @@ def test_the_options_say_whose_they_are_and_what_a_client_would_run() -> None:
 # ---- in the browser ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def web_server() -> Iterator[str]:
-    """uvicorn on the test database; nothing is queued, so no worker."""
-    with serving("benchlab-run-form-test-nothing-queued") as address:
-        yield address
-
-
 def visible_options(page: Page, select: str) -> list[str]:
     script = f"[...document.querySelectorAll('{select} option')].filter((o) => !o.hidden && o.value)"
     return list(page.evaluate(f"{script}.map((o) => o.textContent.trim())"))
@@ -236,7 +229,7 @@ def note(page: Page, selector: str) -> str:
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_refused(web_server: str) -> None:
+def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_refused(page_server: str) -> None:
     lab1 = make_host(name="lab1")
     make_device(lab1, name="ssd0", capacity_bytes=2**31, wipe_allowed=True)
     make_device(lab1, name="hdd0", kind=Device.Kind.HDD, path="/dev/disk/by-id/ata-TEST_HDD_1")
@@ -250,8 +243,8 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium(height=1500) as (context, violations):
         page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/new/")
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/runs/new/")
         before = (visible_options(page, "#id_device"), note(page, "#device-note"))
 
         page.select_option("#id_server_host", label=server_name)
@@ -317,7 +310,7 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_two_client_hosts_are_numbered_share_a_database_on_request_and_come_back_after_a_refusal(
-    web_server: str,
+    page_server: str,
 ) -> None:
     server = lab2()
     clients = [make_host(name=name, address=f"10.200.0.{n}", serves_postgres=False) for name, n in
@@ -330,8 +323,8 @@ def test_two_client_hosts_are_numbered_share_a_database_on_request_and_come_back
     ARTIFACTS.mkdir(exist_ok=True)
     with chromium(height=1700) as (context, violations):
         page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/new/")
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/runs/new/")
         page.select_option("#id_server_host", label=server.name)
         page.select_option("#id_pg_install", label="PostgreSQL 15.19 (8 kB pages) on lab2")
         page.check(lab4)

@@ -10,12 +10,9 @@ from playwright.sync_api import Page
 
 from runs import live
 from runs.models import Device, Host, Run, RunSample, RunState, RunTransition
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_run_list import make_runs_on
-
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 SELECTED = "JSON.parse(sessionStorage.getItem('benchlab.runList.selected') || '[]').length"

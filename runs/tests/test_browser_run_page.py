@@ -19,13 +19,10 @@ from playwright.sync_api import Page
 
 from runs import live
 from runs.models import Host, Run, RunArtifact, RunOsSeries, RunSample, RunState, RunTransition
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_browser_shares import watch_errors
-
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 START = datetime(2025, 4, 1, 14, 3, 20, tzinfo=UTC)

@@ -4,11 +4,9 @@ leaves it, made in the database."""
 
 import pytest
 
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in
 
-web_server = test_browser.web_server
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 

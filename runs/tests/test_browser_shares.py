@@ -9,12 +9,9 @@ import pytest
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Response
 
 from runs.models import RunSample
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.test_shares import environment
-
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

@@ -11,35 +11,25 @@ key, verifies it and registers it without compiling.
 """
 
 import time
-from collections.abc import Callable
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
 from runs.lab.pg_build_options import BuildOptions
-from runs.lab.transport import SSHTransport
-from runs.models import BuildState, Host, PgBuild, Run, RunState
+from runs.lab.ssh_transport import SSHTransport
+from runs.models import BuildState, Host, Run, RunState
 from runs.services.builds import build_cancel, build_queue
 from runs.services.runs import run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.test_pg_build_lab import assert_nothing_left, lab1, real_build_source
-from runs.tests.test_run_execution import lab_inventory, wait_until_finished
+from runs.tests.test_run_execution import lab_inventory
+from runs.tests.waits import refreshed_until, wait_until_finished
 from runs.tests.workers import CeleryWorker
 
 __all__ = ["lab1", "lab_inventory"]  # fixtures, used by name
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 FIRST_BUILD_S = 1500  # a first compile on a slow machine; a cached one takes seconds
-
-
-def wait_for(build: PgBuild, done: Callable[[PgBuild], bool], timeout: float, what: str) -> PgBuild:
-    deadline = time.monotonic() + timeout
-    while True:
-        build.refresh_from_db()
-        if done(build):
-            return build
-        assert time.monotonic() < deadline, f"build {build.pk} not {what} after {timeout} s: {build.state} {build.step}"
-        time.sleep(0.5)
 
 
 def test_a_4k_build_is_built_by_a_worker_registered_and_used_by_a_run(
@@ -51,7 +41,7 @@ def test_a_4k_build_is_built_by_a_worker_registered_and_used_by_a_run(
     options = BuildOptions(version=version, source=source, block_size_kb=4)
 
     build, queued = build_queue(host=host, options=options, by=otto)
-    build = wait_for(build, lambda b: b.is_finished, FIRST_BUILD_S, "finished")
+    build = refreshed_until(build, lambda b: b.is_finished, FIRST_BUILD_S, "finished", interval=0.5)
     print(f"\nbuild {build.pk}: {build.state}, reused={build.reused}, from {build.started_at} to {build.finished_at}")
 
     assert queued and build.state == BuildState.DONE, (build.error, build.failed_step, build.failed_output)
@@ -99,11 +89,11 @@ def test_a_build_cancelled_a_few_seconds_in_ends_cancelled_with_its_host_free_an
     options = BuildOptions(version=version, source=source, block_size_kb=16, wal_block_size_kb=32)
 
     build, _ = build_queue(host=host, options=options, by=otto)
-    build = wait_for(build, lambda b: b.step in ("configure", "make"), 300, "configuring")
+    build = refreshed_until(build, lambda b: b.step in ("configure", "make"), 300, "configuring", interval=0.5)
     time.sleep(3)
     cancelled_at = time.monotonic()
     build_cancel(build=build, by=otto)
-    build = wait_for(build, lambda b: b.is_finished, 120, "finished")
+    build = refreshed_until(build, lambda b: b.is_finished, 120, "finished", interval=0.5)
 
     assert build.state == BuildState.CANCELLED, (build.error, build.failed_output)
     assert time.monotonic() - cancelled_at < 60

@@ -27,12 +27,13 @@ from runs.lab.errors import LabError
 from runs.lab.pg_build import BuildFailed, BuildStep, BuiltInstall
 from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
 from runs.models import AuditAction, AuditEvent, BuildState, Host, PgBuild, PgInstall, Run, RunState
+from runs.queue_waits import run_wait
 from runs.services import build_execute, build_remove, build_sweeper
 from runs.services.build_execute import build_execute as execute
 from runs.services.build_remove import BuildRemoveFailed
 from runs.services.builds import BuildRefused, build_cancel, build_fields, build_queue
 from runs.services.heartbeat import stale_after_s
-from runs.services.queue import queue_dispatch, queue_dispatch_jobs, run_release_hosts, run_wait
+from runs.services.queue import queue_dispatch, queue_dispatch_jobs, run_release_hosts
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 

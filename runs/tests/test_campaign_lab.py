@@ -16,8 +16,8 @@ from runs.services.campaigns import CampaignPlan, campaign_create
 from runs.specs import RunSpec
 from runs.stats import ALPHA
 from runs.sweep import Variable
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.factories import make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, web_server  # noqa: F401 - a fixture
 from runs.tests.test_campaigns import place
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
 from runs.tests.workers import CeleryWorker
@@ -25,7 +25,7 @@ from runs.tests.workers import CeleryWorker
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
-def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, web_server: str) -> None:  # noqa: F811
+def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, web_server: str) -> None:
     call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
     make_user("otto", "operator", password=PASSWORD)
     lab1 = lab_host_name(virtual_lab.lab_id, "lab1")
@@ -151,4 +151,4 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database(
     assert Device.objects.get(pk=base.device_id).kept_setup is None
     with closing(virtual_lab.connect("lab1")) as lab1:
         mounts = lab1.run(["findmnt", "-rn", "-o", "TARGET"]).stdout
-    assert not [r.pk for r in runs if f"run-{r.pk}-{r.key.hex[:12]}" in mounts]
+    assert not [r.pk for r in runs if r.run_key in mounts]

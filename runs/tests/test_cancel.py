@@ -8,14 +8,16 @@ from datetime import timedelta
 
 import pytest
 
+from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState, RunTransition
 from runs.services import execute
 from runs.services.cancel_watch import CancelWatch
 from runs.services.execute import run_execute
 from runs.services.runs import run_cancel
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
+from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.test_worker_death import left_on_host
+from runs.tests.waits import wait_for_state, wait_until_finished
 from runs.tests.workers import CeleryWorker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
@@ -55,9 +57,7 @@ def test_the_cancel_watch_acts_once_when_the_flag_is_set_and_not_before() -> Non
         time.sleep(0.2)
         before = list(calls)
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)
-        deadline = time.monotonic() + 10
-        while not calls and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_until(lambda: bool(calls), 10, 0.01)
         time.sleep(0.2)  # and it does not act again
 
     assert before == [] and calls == [True]

@@ -6,7 +6,8 @@ import pytest
 
 from runs.lab.client_totals import ProgressTotals, total_progress, total_summary
 from runs.lab.latency import LatencyHistogram, merged_percentiles, parse_histogram_output
-from runs.lab.parse_pgbench import PgbenchSummary, ProgressSample
+from runs.lab.parse_pgbench import ProgressSample
+from runs.lab.parse_pgbench_summary import PgbenchSummary
 
 
 def test_a_seconds_total_sums_throughput_and_weights_latency_by_it() -> None:

@@ -21,9 +21,10 @@ from django.template.loader import render_to_string
 from django.templatetags.static import static
 from playwright.sync_api import Page
 
-from runs.tests.test_browser import ARTIFACTS, chromium, wait_until
+from runs.tests.browser import ARTIFACTS, chromium, wait_until
+from runs.tests.captured import captured
 
-FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "comparison_data.json").read_text())
+FIXTURE = json.loads(captured("comparison_data.json"))
 TYPES = {"json": "application/json", "js": "text/javascript", "css": "text/css", "html": "text/html; charset=utf-8"}
 
 

@@ -8,22 +8,24 @@ from collections import defaultdict
 from collections.abc import Iterator
 
 import pytest
+from django.conf import LazySettings
 from django.contrib.auth.models import User
 
 from runs.models import Host, Run, RunState
 from runs.services.runs import runs_enqueue
 from runs.tests.factories import make_user
-from runs.tests.test_run_execution import lab_inventory, wait_until_finished
+from runs.tests.test_run_execution import lab_inventory
 from runs.tests.virtual_lab import PG_BIN
-from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+from runs.tests.waits import wait_until_finished
+from runs.tests.workers import CeleryWorker, own_worker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
 
 
 @pytest.fixture
-def four_workers() -> Iterator[CeleryWorker]:
-    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=4)) as worker:
+def four_workers(settings: LazySettings) -> Iterator[CeleryWorker]:
+    with own_worker(settings, concurrency=4) as worker:
         yield worker
 
 

@@ -15,8 +15,9 @@ from django.utils import timezone
 
 from runs.models import Host, Run, RunState
 from runs.tests.factories import make_user
-from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
-from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+from runs.tests.test_run_execution import lab_inventory, new_run
+from runs.tests.waits import wait_for_samples, wait_for_state, wait_until_finished
+from runs.tests.workers import CeleryWorker, own_worker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -28,9 +29,7 @@ RETRY_WARNING = "benchlab's database is unreachable"
 def prefork_worker(settings: LazySettings) -> Iterator[CeleryWorker]:
     """A prefork worker of one pool process (as in production), beating every second so that
     its heartbeat meets the restart too."""
-    settings.BENCHLAB_HEARTBEAT_EVERY_S = 1.0
-    env = {"BENCHLAB_HEARTBEAT_EVERY_S": "1"}
-    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1, env=env)) as worker:
+    with own_worker(settings, BENCHLAB_HEARTBEAT_EVERY_S=1.0) as worker:
         yield worker
 
 
@@ -62,13 +61,6 @@ def end_every_other_session() -> int:
         )
         (ended,) = cursor.fetchone()
     return int(ended)
-
-
-def wait_for_samples(run: Run, count: int, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while run.samples.count() < count:
-        assert time.monotonic() < deadline, f"run {run.pk} stored fewer than {count} samples"
-        time.sleep(0.2)
 
 
 def test_a_run_goes_through_a_restart_of_benchlabs_database_with_every_sample(

@@ -5,7 +5,6 @@ The parsers against text captured on the virtual lab (PostgreSQL 15, kernel 6.18
 through a real Celery worker, with the HDD-like disk's fault switch and a small disk of the
 test's own."""
 
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,9 +17,10 @@ from runs.lab.diagnose import StorageFault, human_size, kernel_device_lines, pos
 from runs.lab.errors import StorageFailed
 from runs.models import Device, Host, Run, RunState
 from runs.tests.factories import make_user
-from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
+from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.test_worker_death import left_on_host
 from runs.tests.virtual_lab import VirtualLab, scratch_disk
+from runs.tests.waits import wait_for_samples, wait_for_state, wait_until_finished
 from runs.tests.workers import CeleryWorker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
@@ -175,14 +175,6 @@ def small_disk(lab_inventory: dict[str, Host]) -> Iterator[Device]:
         )  # fmt: skip
 
 
-def wait_for_samples(run: Run, count: int, timeout: float = 60) -> None:
-    wait_for_state(run, RunState.MEASURING)
-    deadline = time.monotonic() + timeout
-    while run.samples.count() < count:
-        assert time.monotonic() < deadline, f"run {run.pk}: fewer than {count} samples"
-        time.sleep(0.2)
-
-
 def run_page(run: Run, user: User) -> str:
     browser = Client()
     browser.force_login(user)
@@ -206,6 +198,7 @@ def test_a_disk_failing_mid_measurement_fails_the_run_with_the_reason_and_the_ho
     lab1, otto = lab_inventory["lab1"], make_user("otto", "operator")
     hdd = lab1.devices.get(name="hdd")
     run = new_run(lab1, otto, device=hdd, filesystem=filesystem, duration_s=30, warmup_s=0)
+    wait_for_state(run, RunState.MEASURING)
     wait_for_samples(run, 2)
     with virtual_lab.hdd_failing("lab1"):
         run = wait_until_finished(run, timeout=120)

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from runs.drift import Observation, changes_of, latest_values, spanned
+from runs.drift import Observation, changes_of, spanned
 from runs.lab.probe import DeviceFacts, device_facts_from
 from runs.services.drift_facts import with_drift_facts
 
@@ -75,7 +75,6 @@ def test_a_fact_that_applies_to_some_runs_only_is_followed_over_those() -> None:
 def test_a_change_and_back_are_two_changes() -> None:
     history = changes_of([seen(1, 1, ram="24 GiB"), seen(2, 2, ram="16 GiB"), seen(3, 3, ram="24 GiB")])
     assert [(c.old, c.new) for c in history.changes] == [("24 GiB", "16 GiB"), ("16 GiB", "24 GiB")]
-    assert latest_values([seen(1, 1, ram="24 GiB", fw=None), seen(2, 2, ram="16 GiB")]) == {"ram": "16 GiB"}
 
 
 def test_only_changes_with_compared_runs_on_both_sides_are_spanned() -> None:

@@ -14,22 +14,16 @@ import pytest
 
 from runs.lab.fio import FILE_NAME, FioCancelled, RawWriteRefused, fio_cancel, run_fio
 from runs.lab.fio_plan import JOB_NAMES, FioSettings, MiB
+from runs.lab.mounts import is_mounted
 from runs.lab.pgbench import Detached
-from runs.lab.storage import DeviceIdentity, is_mounted
-from runs.lab.transport import SSHTransport
+from runs.lab.ssh_transport import SSHTransport
+from runs.lab.storage_checks import DeviceIdentity
 from runs.tests.virtual_lab import VirtualLab
 
 pytestmark = pytest.mark.lab
 
 RUNS_ROOT = "/var/lib/benchlab/runs"
 KEY = f"fio-{os.getpid()}"  # run keys of this session: the lab hosts share /var/lib/benchlab
-
-
-@pytest.fixture
-def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
-    transport = virtual_lab.connect("lab1")
-    yield transport
-    transport.close()
 
 
 @pytest.fixture

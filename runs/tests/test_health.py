@@ -1,17 +1,10 @@
-import socket
-
 import pytest
 from django.test import override_settings
 
 from runs.services import health
 from runs.tests.conftest import ClientFactory
+from runs.tests.web_server import free_port
 from runs.tests.workers import CeleryWorker
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def component(report: health.HealthReport, name: str) -> health.ComponentHealth:
@@ -30,7 +23,7 @@ def test_it_finds_the_database_and_redis_up() -> None:
 
 @pytest.mark.django_db
 def test_it_reports_redis_down_when_nothing_listens() -> None:
-    with override_settings(REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0"):
+    with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):
         report = health.health_report(["database", "redis"])
 
     assert not component(report, "redis").ok
@@ -63,7 +56,7 @@ def test_the_json_endpoint_says_ok_with_a_worker_running(
 @pytest.mark.django_db
 def test_the_page_and_json_say_503_when_redis_is_down(client_for: ClientFactory) -> None:
     client = client_for("vera")
-    with override_settings(REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0"):
+    with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):
         page = client.get("/health/")
         data = client.get("/health.json")
 

@@ -2,6 +2,7 @@
 directory storage; unmounting a busy mount; PostgreSQL's own complaints; client hosts."""
 
 import ast
+import hashlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from runs.lab.errors import CommandFailed, CommandTimeout, ConnectFailed, InvalidOption
+from runs.lab.mounts import is_mounted
 from runs.lab.postgres import BENCH_ROLE, parse_settings, psql, throwaway_cluster
 from runs.lab.run_user import ensure_run_user, run_as_run_user
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted, prepared_storage
-from runs.lab.transport import SSHTransport
+from runs.lab.ssh_transport import SSHTransport
+from runs.lab.storage import FilesystemSpec, prepared_storage
+from runs.lab.storage_checks import DeviceIdentity
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
 
 pytestmark = pytest.mark.lab
@@ -21,7 +24,7 @@ HOSTILE = ["a b", "it's", '"quoted"', "$(touch /tmp/pwned)", "`id`", "x; rm -rf 
 
 @pytest.fixture
 def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
-    """lab1, with benchlab's run user there (as every run makes sure)."""
+    """lab1, with benchlab's run user there (as every run makes sure): conftest's lab1, and more."""
     transport = virtual_lab.connect("lab1")
     ensure_run_user(transport)
     yield transport
@@ -40,15 +43,17 @@ def test_a_remote_command_runs_in_the_given_directory_and_reads_stdin(lab1: SSHT
     assert lab1.run(["tr", "a-z", "A-Z"], stdin=b"pgbench\n").stdout == "PGBENCH\n"
 
 
-def test_files_go_up_and_come_back_over_sftp(lab1: SSHTransport, tmp_path: Path) -> None:
-    local = tmp_path / "up.bin"
-    local.write_bytes(bytes(range(256)) * 100)
+def test_a_file_is_written_over_sftp_whole_and_with_its_mode(lab1: SSHTransport) -> None:
+    content = bytes(range(256)) * 100  # every byte value: nothing is decoded on the way
 
-    lab1.upload(local, "/tmp/benchlab-sftp-test")
-    lab1.download("/tmp/benchlab-sftp-test", tmp_path / "down.bin")
-    lab1.run(["rm", "/tmp/benchlab-sftp-test"])
+    lab1.write_file("/tmp/benchlab-sftp-test", content, mode=0o600)
+    try:
+        mode = lab1.run(["stat", "-c", "%a", "/tmp/benchlab-sftp-test"]).stdout.strip()
+        digest = lab1.run(["sha256sum", "/tmp/benchlab-sftp-test"]).stdout.split()[0]
+    finally:
+        lab1.run(["rm", "/tmp/benchlab-sftp-test"])
 
-    assert (tmp_path / "down.bin").read_bytes() == local.read_bytes()
+    assert (mode, digest) == ("600", hashlib.sha256(content).hexdigest())
 
 
 def test_connecting_where_nothing_listens_fails_within_the_timeout(virtual_lab: VirtualLab) -> None:

@@ -21,20 +21,17 @@ from runs.lab.benchmark import (
     run_benchmark,
 )
 from runs.lab.errors import CommandFailed
+from runs.lab.local_transport import LocalTransport
+from runs.lab.mounts import is_mounted
 from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached, InitOptions, RunOptions
 from runs.lab.postgres import SUPERUSER
 from runs.lab.run_user import RUN_USER, run_as_run_user, write_as_run_user
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted
-from runs.lab.transport import LocalTransport, SSHTransport, Transport
+from runs.lab.ssh_transport import SSHTransport
+from runs.lab.storage import FilesystemSpec
+from runs.lab.storage_checks import DeviceIdentity
+from runs.lab.transport import Transport
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
-
-
-@pytest.fixture
-def lab1(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
-    transport = virtual_lab.connect("lab1")
-    yield transport
-    transport.close()
 
 
 def ram_spec(

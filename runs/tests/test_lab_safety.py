@@ -7,30 +7,25 @@ label must still be there: the device was not formatted.
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from contextlib import closing
 from typing import Any
 
 import pytest
 
 from runs.lab.benchmark import BenchmarkSpec, remove_run_dir, run_benchmark
 from runs.lab.errors import CommandFailed, SafetyCheckFailed
-from runs.lab.follow import Follower
+from runs.lab.mounts import is_mounted
 from runs.lab.parse_pgbench import ProgressSample
-from runs.lab.pgbench import Detached, InitOptions, RunOptions, is_running
+from runs.lab.pgbench import Detached, InitOptions, RunOptions, cancel, is_running
 from runs.lab.probe import probe_host
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, is_mounted, prepared_storage
-from runs.lab.transport import SSHTransport
+from runs.lab.ssh_transport import SSHTransport
+from runs.lab.storage import FilesystemSpec, prepared_storage
+from runs.lab.storage_checks import DeviceIdentity
+from runs.lab.waiting import wait_until
 from runs.tests.virtual_lab import PG_BIN, VirtualLab, lab_command
 
 pytestmark = pytest.mark.lab
 EXT4 = FilesystemSpec("ext4")
-
-
-@pytest.fixture
-def lab2(virtual_lab: VirtualLab) -> Iterator[SSHTransport]:
-    transport = virtual_lab.connect("lab2")
-    yield transport
-    transport.close()
 
 
 @pytest.fixture
@@ -171,11 +166,11 @@ def test_cancel_stops_pgbench_and_the_run_still_cleans_up(virtual_lab: VirtualLa
         def followed(self, offset: int) -> None: ...
 
     def canceller() -> None:
-        while len(samples) < 2:
-            time.sleep(0.1)
-        # A second follower of the same run, as a worker that reattached would have.
+        wait_until(lambda: len(samples) >= 2, 120, 0.1)  # else the run ends uncancelled: asserted below
+        # On a connection of its own, as the worker's cancel watch does (RunObserver.cancel_now).
         pgbench = next(p for p in started if p.name == "pgbench")  # not pgbench -i, started first
-        Follower(lambda: virtual_lab.connect("lab2"), pgbench, "stderr", lambda _: None).cancel()
+        with closing(virtual_lab.connect("lab2")) as connection:
+            cancel(connection, pgbench)
 
     thread = threading.Thread(target=canceller, daemon=True)
     thread.start()

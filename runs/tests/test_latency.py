@@ -10,7 +10,7 @@ import pytest
 
 from runs.lab.errors import LabError
 from runs.lab.latency import parse_percentile_output, transaction_latency_percentiles
-from runs.lab.transport import LocalTransport
+from runs.lab.local_transport import LocalTransport
 
 START = 1_795_321_405.25  # pgbench's start, epoch seconds
 

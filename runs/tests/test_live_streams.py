@@ -5,13 +5,13 @@ and a viewer who leaves, at any moment, takes its Redis connection with it."""
 import asyncio
 import http.client
 import os
-import time
 from collections.abc import Callable
 
 import pytest
 from django.test import Client
 
 from runs import live
+from runs.lab.waiting import wait_until
 from runs.models import RunState
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.web_server import WebServer, connections_to, redis_port, uvicorn
@@ -38,10 +38,7 @@ def open_stream(server: WebServer, path: str, session: str) -> http.client.HTTPC
 
 
 def eventually(condition: Callable[[], bool], what: str, timeout_s: float = 15) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, f"not within {timeout_s:.0f} s: {what}"
-        time.sleep(0.1)
+    assert wait_until(condition, timeout_s, 0.1), f"not within {timeout_s:.0f} s: {what}"
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)

@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from runs.lab.benchmark import BenchmarkResult, BenchmarkSpec, ClientSpec, Endpoint, SilentObserver, run_benchmark
+from runs.lab.mounts import MOUNT_ROOT
 from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached, InitOptions, RunOptions
-from runs.lab.storage import MOUNT_ROOT, FilesystemSpec
-from runs.lab.transport import SSHTransport
+from runs.lab.ssh_transport import SSHTransport
+from runs.lab.storage import FilesystemSpec
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
 
 pytestmark = pytest.mark.lab
@@ -152,11 +153,12 @@ def test_a_client_whose_pgbench_dies_fails_the_run_naming_it_and_stops_the_other
     virtual_lab: VirtualLab, hosts: dict[str, SSHTransport]
 ) -> None:
     spec = two_client_spec(virtual_lab, "multi-fail", duration_s=30)
-    result = run_two(virtual_lab, hosts, spec, Recorder(virtual_lab, kill_on="lab3"))
+    recorder = Recorder(virtual_lab, kill_on="lab3")
+    result = run_two(virtual_lab, hosts, spec, recorder)
 
     assert result.exit_status not in (0, None)
     assert result.failed_client == "lab3" and result.failure.startswith("pgbench on lab3 failed")
     lab2 = result.clients[0]
     # lab2 was stopped (SIGINT: it prints what it measured) long before its 30 s were up.
     assert lab2.summary is not None and (lab2.summary.duration_s or 30) <= 30
-    assert len(result.progress) < 20
+    assert len(recorder.totals) < 20

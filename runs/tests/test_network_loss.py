@@ -12,14 +12,16 @@ from contextlib import contextmanager
 import pytest
 from django.conf import LazySettings
 
-from runs.models import Host, Run, RunState
+from runs.models import Host, RunState
+from runs.queue_waits import run_wait
 from runs.services.pending_cleanup import retry_pending_cleanups
-from runs.services.queue import queue_dispatch, run_wait
+from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_user
-from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
+from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.test_worker_death import left_on_host
 from runs.tests.virtual_lab import VirtualLab
-from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+from runs.tests.waits import wait_for_samples, wait_for_state, wait_until_finished
+from runs.tests.workers import CeleryWorker, own_worker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -37,25 +39,16 @@ def link_down(lab: VirtualLab, host: str) -> Iterator[None]:
         subprocess.run(["ip", "link", "set", veth, "up"], check=True)
 
 
-def wait_for_samples(run: Run, count: int) -> None:
-    deadline = time.monotonic() + 60
-    while run.samples.count() < count:
-        assert time.monotonic() < deadline, f"run {run.pk}: fewer than {count} samples"
-        time.sleep(0.2)
-
-
 @pytest.fixture
-def worker() -> Iterator[CeleryWorker]:
-    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1)) as worker:
+def worker(settings: LazySettings) -> Iterator[CeleryWorker]:
+    with own_worker(settings) as worker:
         yield worker
 
 
 @pytest.fixture
 def impatient_worker(settings: LazySettings) -> Iterator[CeleryWorker]:
     """A worker that waits only a few seconds for a host that stopped answering."""
-    settings.BENCHLAB_HOST_UNREACHABLE_S = float(GIVE_UP_AFTER_S)
-    env = {"BENCHLAB_HOST_UNREACHABLE_S": str(GIVE_UP_AFTER_S)}
-    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1, env=env)) as worker:
+    with own_worker(settings, BENCHLAB_HOST_UNREACHABLE_S=float(GIVE_UP_AFTER_S)) as worker:
         yield worker
 
 
@@ -101,7 +94,7 @@ def test_a_host_away_past_the_limit_fails_the_run_and_is_cleaned_up_when_it_answ
     assert f"was unreachable for more than {GIVE_UP_AFTER_S} s" in run.error, run.error
     assert f"cleanup pending on {lab1.name}" in run.error
     assert (host.cleanup_pending_for_id, host.claimed_by_id) == (run.pk, None)
-    assert waiting_for == [f"{lab1.name} waits to be cleaned up after run {run.pk} (unreachable)"]
+    assert waiting_for == [f"{lab1.name} waits to be cleaned up after run {run.pk} (it could not be reached)"]
     assert still_away == [] and left_after_the_failure["mounted"]
     assert freed == [lab1.pk] and Host.objects.get(pk=lab1.pk).cleanup_pending_for_id is None
     assert f"cleaned up on {lab1.name}" in run.error and "unmounted" in run.error

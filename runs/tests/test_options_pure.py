@@ -1,6 +1,6 @@
 """The option checks run without a machine: importing them reaches no transport, no run user and
 no Django (runs/lab/options.py), and the run specification's validation reaches no lab module
-that acts on a host (runs/specs.py). Each import is made in a fresh interpreter, so what this
+that acts on a host (runs/specs.py, runs/spec_checks.py). Each import is made in a fresh interpreter, so what this
 test process has already imported cannot hide an import."""
 
 import json
@@ -12,8 +12,12 @@ from django.conf import settings
 # What runs a command on a host, or needs a configured Django, and what imports those.
 MACHINE_MODULES = (
     "runs.lab.transport",
+    "runs.lab.ssh_transport",
+    "runs.lab.local_transport",
     "runs.lab.run_user",
     "runs.lab.storage",
+    "runs.lab.storage_checks",
+    "runs.lab.mounts",
     "runs.lab.postgres",
     "runs.lab.pgbench",
     "runs.services",
@@ -26,6 +30,7 @@ PURE_LAB_MODULES = {
     "runs.lab.pg_settings",
     "runs.lab.pg_setting_values",
     "runs.lab.pgbench_script",
+    "runs.lab.pgbench_lexer",
     "runs.lab.device_paths",
 }
 # Enough Django for the models, and none of benchlab's settings: the real INSTALLED_APPS bring
@@ -71,7 +76,7 @@ def test_the_option_checks_import_only_the_standard_library_and_pure_lab_modules
 def test_the_run_specification_reaches_no_lab_module_that_acts_on_a_host() -> None:
     # paramiko is not on the list: runs.models.inventory imports runs.ssh_keys, which uses it to
     # read pinned host keys, so every importer of the models has it (it connects nowhere by itself).
-    imported = modules_after("import runs.specs", setup=MINIMAL_DJANGO)
+    imported = modules_after("import runs.spec_checks", setup=MINIMAL_DJANGO)
 
-    assert "runs.specs" in imported and "runs.lab.options" in imported
+    assert {"runs.specs", "runs.spec_checks", "runs.lab.options"} <= imported
     assert within(imported, MACHINE_MODULES) == []

@@ -11,27 +11,21 @@ Expected values were read off the fixture text by eye.
 import copy
 import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from runs.lab.parse_fio import FioOutputInvalid, parse_fio_json
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text()
+from runs.tests.captured import captured
 
 
 def all_jobs() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(fixture("fio-3.33-file-all-jobs.json"))
+    data: dict[str, Any] = json.loads(captured("fio-3.33-file-all-jobs.json"))
     return data
 
 
 def test_it_parses_every_standard_job_of_a_real_run() -> None:
-    output = parse_fio_json(fixture("fio-3.33-file-all-jobs.json"))
+    output = parse_fio_json(captured("fio-3.33-file-all-jobs.json"))
 
     assert output.fio_version == "fio-3.33"
     assert output.notes == ()
@@ -65,7 +59,7 @@ def test_it_parses_every_standard_job_of_a_real_run() -> None:
 
 
 def test_it_parses_a_raw_run_on_the_delayed_hdd() -> None:
-    output = parse_fio_json(fixture("fio-3.33-raw-hdd.json"))
+    output = parse_fio_json(captured("fio-3.33-raw-hdd.json"))
 
     assert list(output.jobs) == ["seq-read", "rand-read-qd1", "rand-read-qd32", "rand-write-qd1"]
     qd1, qd32 = output.jobs["rand-read-qd1"].read, output.jobs["rand-read-qd32"].read
@@ -80,7 +74,7 @@ def test_it_parses_a_raw_run_on_the_delayed_hdd() -> None:
 
 
 def test_a_direction_a_job_did_not_use_is_none_not_zeros() -> None:
-    output = parse_fio_json(fixture("fio-3.33-file-all-jobs.json"))
+    output = parse_fio_json(captured("fio-3.33-file-all-jobs.json"))
 
     assert output.jobs["rand-read-qd32"].write is None
     assert output.jobs["rand-write-qd1"].read is None
@@ -89,10 +83,10 @@ def test_a_direction_a_job_did_not_use_is_none_not_zeros() -> None:
 
 def test_fios_own_lines_before_the_json_are_notes_and_a_cancelled_run_is_refused() -> None:
     with pytest.raises(FioOutputInvalid, match="'seq-read' did no I/O at all"):
-        parse_fio_json(fixture("fio-3.33-cancelled.json"))
+        parse_fio_json(captured("fio-3.33-cancelled.json"))
 
     # Its first job did run: without the jobs that never began, it parses, with fio's note.
-    text = fixture("fio-3.33-cancelled.json")
+    text = captured("fio-3.33-cancelled.json")
     data = json.loads(text[text.index("\n{") :])
     data["jobs"] = data["jobs"][:1]
     output = parse_fio_json("fio: terminating on signal 2\n" + json.dumps(data))

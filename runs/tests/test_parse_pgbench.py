@@ -6,39 +6,26 @@ Expected values were read off the fixture text by eye.
 import math
 import statistics
 from fractions import Fraction
-from pathlib import Path
 
 import pytest
 
-from runs.lab.parse_pgbench import (
+from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
+from runs.lab.parse_pgbench_logs import (
     AggregateInterval,
-    InitDone,
-    InitProgress,
-    PgbenchSummary,
-    ProgressSample,
-    aggregate_total,
     merge_aggregate_intervals,
     parse_aggregate_line,
     parse_aggregate_log,
-    parse_init_done,
-    parse_init_progress_line,
-    parse_progress_line,
-    parse_summary,
 )
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text()
+from runs.lab.parse_pgbench_summary import InitDone, PgbenchSummary, parse_init_done, parse_summary
+from runs.tests.captured import captured
 
 
 def progress_of(name: str) -> list[ProgressSample]:
-    return [s for line in fixture(name).splitlines() if (s := parse_progress_line(line)) is not None]
+    return [s for line in captured(name).splitlines() if (s := parse_progress_line(line)) is not None]
 
 
 def summary_of(run: str) -> PgbenchSummary:
-    return parse_summary(fixture(f"pgbench15/{run}.stdout.txt"), fixture(f"pgbench15/{run}.stderr.txt"))
+    return parse_summary(captured(f"pgbench15/{run}.stdout.txt"), captured(f"pgbench15/{run}.stderr.txt"))
 
 
 # --- progress lines ------------------------------------------------------------------------------
@@ -162,7 +149,7 @@ def test_it_parses_failures_and_retries_and_ignores_statement_latencies() -> Non
 
 
 def test_it_notes_when_the_latency_average_includes_failures() -> None:
-    summary = parse_summary(fixture("pgbench15/aggregate_serializable/run.stdout.txt"))
+    summary = parse_summary(captured("pgbench15/aggregate_serializable/run.stdout.txt"))
 
     assert summary.latency_avg_ms == 5.703
     assert summary.latency_avg_includes_failures is True
@@ -201,7 +188,7 @@ def test_it_takes_the_run_totals_not_the_per_script_lines() -> None:
 def test_it_parses_what_an_aborted_run_printed_before_stopping() -> None:
     summary = summary_of("aborted")
 
-    assert fixture("pgbench15/aborted.exit_code.txt").strip() == "2"
+    assert captured("pgbench15/aborted.exit_code.txt").strip() == "2"
     assert summary.aborted is True
     assert summary.transaction_type == "div_zero.sql"
     assert summary.transactions_processed == 0
@@ -219,7 +206,7 @@ def test_it_parses_what_an_aborted_run_printed_before_stopping() -> None:
 def test_it_marks_a_run_aborted_midway_even_though_it_printed_a_tps() -> None:
     summary = summary_of("aborted_midrun")
 
-    assert fixture("pgbench15/aborted_midrun.exit_code.txt").strip() == "2"
+    assert captured("pgbench15/aborted_midrun.exit_code.txt").strip() == "2"
     assert summary.aborted is True
     assert summary.transactions_processed == 83748
     assert summary.tps == 31698.905065
@@ -239,7 +226,7 @@ def test_it_survives_unknown_and_malformed_lines() -> None:
 
 
 def test_it_parses_the_pgbench_84_summary_with_including_and_excluding_tps() -> None:
-    summary = parse_summary(fixture("pgbench_pre14/pg84_docs_typical.stdout.txt"))
+    summary = parse_summary(captured("pgbench_pre14/pg84_docs_typical.stdout.txt"))
 
     assert summary == PgbenchSummary(
         transaction_type="TPC-B (sort of)",
@@ -256,7 +243,7 @@ def test_it_parses_the_pgbench_84_summary_with_including_and_excluding_tps() -> 
 
 
 def test_it_parses_the_pgbench_13_summary_and_ignores_its_script_statistics() -> None:
-    summary = parse_summary(fixture("pgbench_pre14/pg13_docs_per_statement.stdout.txt"))
+    summary = parse_summary(captured("pgbench_pre14/pg13_docs_per_statement.stdout.txt"))
 
     assert summary.transaction_type == "<builtin: TPC-B (sort of)>"
     assert (summary.clients, summary.threads, summary.scaling_factor) == (10, 1, 1)
@@ -268,7 +255,7 @@ def test_it_parses_the_pgbench_13_summary_and_ignores_its_script_statistics() ->
 
 
 def test_it_parses_a_pgbench_11_terminal_capture_with_progress_lines_mixed_in() -> None:
-    summary = parse_summary(fixture("pgbench_pre14/pg11_extended_t5000_terminal.txt"))
+    summary = parse_summary(captured("pgbench_pre14/pg11_extended_t5000_terminal.txt"))
 
     assert summary.query_mode == "extended"
     assert (summary.clients, summary.threads, summary.transactions_per_client) == (64, 64, 5000)
@@ -278,7 +265,7 @@ def test_it_parses_a_pgbench_11_terminal_capture_with_progress_lines_mixed_in() 
 
 
 def test_it_parses_a_pgbench_9_duration_run() -> None:
-    summary = parse_summary(fixture("pgbench_pre14/pg9x_T300_r_gist.stdout.txt"))
+    summary = parse_summary(captured("pgbench_pre14/pg9x_T300_r_gist.stdout.txt"))
 
     assert (summary.duration_s, summary.threads, summary.scaling_factor) == (300, 2, 300)
     assert summary.transactions_processed == 33237
@@ -290,15 +277,9 @@ def test_it_parses_a_pgbench_9_duration_run() -> None:
 # --- pgbench -i ----------------------------------------------------------------------------------
 
 
-def test_it_parses_init_progress_and_the_done_in_line() -> None:
-    text = fixture("pgbench15/init_default.stderr.txt")
+def test_it_parses_the_done_in_line() -> None:
+    text = captured("pgbench15/init_default.stderr.txt")
 
-    progress = [p for line in text.splitlines() if (p := parse_init_progress_line(line)) is not None]
-
-    assert progress == [
-        InitProgress(tuples_done=100000, tuples_total=200000, percent=50, elapsed_s=0.02, remaining_s=0.02),
-        InitProgress(tuples_done=200000, tuples_total=200000, percent=100, elapsed_s=0.05, remaining_s=0.00),
-    ]
     assert parse_init_done(text) == InitDone(
         total_s=0.44,
         steps=(
@@ -312,10 +293,9 @@ def test_it_parses_init_progress_and_the_done_in_line() -> None:
 
 
 def test_it_parses_quiet_and_server_side_init() -> None:
-    quiet = fixture("pgbench15/init_quiet.stderr.txt")
-    server_side = parse_init_done(fixture("pgbench15/init_server_side.stderr.txt"))
+    quiet = captured("pgbench15/init_quiet.stderr.txt")
+    server_side = parse_init_done(captured("pgbench15/init_server_side.stderr.txt"))
 
-    assert parse_init_progress_line(quiet.splitlines()[3]) == InitProgress(200000, 200000, 100, 0.05, 0.00)
     assert parse_init_done(quiet) == InitDone(
         0.47,
         (
@@ -328,28 +308,16 @@ def test_it_parses_quiet_and_server_side_init() -> None:
     )
     assert server_side is not None
     assert server_side.total_s == 0.62
-    assert server_side.step_s("server-side generate") == 0.36
-    assert server_side.step_s("foreign keys") == 0.05
-    assert server_side.step_s("client-side generate") is None
+    assert dict(server_side.steps)["server-side generate"] == 0.36
+    assert dict(server_side.steps)["foreign keys"] == 0.05
+    assert "client-side generate" not in dict(server_side.steps)
 
 
-def test_it_parses_init_progress_of_pgbench_11_which_has_no_done_in_line() -> None:
-    text = fixture("pgbench_pre14/pg11_init_s100.stderr.txt")
+def test_pgbench_11_has_no_done_in_line() -> None:
+    text = captured("pgbench_pre14/pg11_init_s100.stderr.txt")
 
-    progress = [p for line in text.splitlines() if (p := parse_init_progress_line(line)) is not None]
-
-    assert len(progress) == 8
-    assert progress[-1] == InitProgress(800000, 10000000, 8, 0.71, 8.15)
     assert parse_init_done(text) is None
     assert parse_init_done("vacuuming...\ncreating primary keys...\ndone.\n") is None
-
-
-def test_it_reads_init_progress_ended_by_a_carriage_return() -> None:
-    # On a terminal pgbench rewrites one line with \r; the lab reads them split on it.
-    line = fixture("pgbench15/init_default.stderr.txt").splitlines()[7] + "\r"
-
-    assert parse_init_progress_line(line) == InitProgress(100000, 200000, 50, 0.02, 0.02)
-    assert parse_init_progress_line("vacuuming...") is None
 
 
 # --- aggregate logs ------------------------------------------------------------------------------
@@ -358,7 +326,7 @@ AGGREGATE = "pgbench15/aggregate"
 
 
 def test_it_parses_a_pgbench15_aggregate_line() -> None:
-    interval = parse_aggregate_line(fixture(f"{AGGREGATE}/pgbench_log.13131").splitlines()[0])
+    interval = parse_aggregate_line(captured(f"{AGGREGATE}/pgbench_log.13131").splitlines()[0])
 
     assert interval == AggregateInterval(
         start_epoch=1795313238,
@@ -382,7 +350,7 @@ def test_it_parses_a_pgbench15_aggregate_line() -> None:
 
 
 def test_a_truncated_aggregate_line_is_skipped_not_fatal() -> None:
-    lines = fixture(f"{AGGREGATE}/pgbench_log.13131").splitlines()
+    lines = captured(f"{AGGREGATE}/pgbench_log.13131").splitlines()
     damaged = "\n".join([lines[0], lines[1][:9], *lines[2:]])  # a line cut short, as by a full disk
 
     intervals = parse_aggregate_log(damaged)
@@ -393,7 +361,7 @@ def test_a_truncated_aggregate_line_is_skipped_not_fatal() -> None:
 
 
 def test_it_parses_lag_and_skipped_columns_of_a_rate_limited_aggregate_log() -> None:
-    interval = parse_aggregate_log(fixture("pgbench15/aggregate_rate/pgbench_log.13175"))[0]
+    interval = parse_aggregate_log(captured("pgbench15/aggregate_rate/pgbench_log.13175"))[0]
 
     assert (interval.count, interval.skipped) == (36, 3)
     assert (interval.lag_sum_us, interval.lag_sum2_us2, interval.lag_min_us, interval.lag_max_us) == (
@@ -406,11 +374,11 @@ def test_it_parses_lag_and_skipped_columns_of_a_rate_limited_aggregate_log() -> 
 
 
 def test_it_parses_retry_and_failure_columns() -> None:
-    interval = parse_aggregate_log(fixture("pgbench15/aggregate_serializable/pgbench_log.13373"))[2]
+    interval = parse_aggregate_log(captured("pgbench15/aggregate_serializable/pgbench_log.13373"))[2]
 
     assert (interval.count, interval.retried, interval.retries) == (314, 640, 1205)
     assert (interval.serialization_failures, interval.deadlock_failures) == (517, 0)
-    docs = parse_aggregate_log(fixture("pgbench15/docs_aggregate_failures_detailed.log"))
+    docs = parse_aggregate_log(captured("pgbench15/docs_aggregate_failures_detailed.log"))
     assert (docs[0].skipped, docs[0].retried, docs[0].retries, docs[0].serialization_failures) == (
         64,
         7564,
@@ -421,7 +389,7 @@ def test_it_parses_retry_and_failure_columns() -> None:
 
 
 def test_it_parses_the_six_column_aggregate_log_of_older_pgbench() -> None:
-    intervals = parse_aggregate_log(fixture("pgbench_pre14/pg13_docs_aggregate.log"))
+    intervals = parse_aggregate_log(captured("pgbench_pre14/pg13_docs_aggregate.log"))
 
     assert [i.start_epoch for i in intervals] == [1345828501, 1345828503, 1345828505, 1345828507, 1345828509]
     assert intervals[4].latency_min_us == 236
@@ -443,8 +411,8 @@ def test_it_refuses_a_line_that_is_not_an_aggregate_line() -> None:
 
 
 def test_it_merges_two_thread_logs_second_by_second() -> None:
-    thread0 = parse_aggregate_log(fixture(f"{AGGREGATE}/pgbench_log.13131"))
-    thread1 = parse_aggregate_log(fixture(f"{AGGREGATE}/pgbench_log.13131.1"))
+    thread0 = parse_aggregate_log(captured(f"{AGGREGATE}/pgbench_log.13131"))
+    thread1 = parse_aggregate_log(captured(f"{AGGREGATE}/pgbench_log.13131.1"))
 
     merged = merge_aggregate_intervals(thread0, thread1)
 
@@ -483,7 +451,7 @@ def test_it_computes_mean_and_sd_exactly_like_pstdev_over_the_transactions() -> 
 
 
 def test_it_ignores_the_zeros_of_an_empty_interval_when_merging() -> None:
-    busy = parse_aggregate_log(fixture("pgbench15/aggregate_rate/pgbench_log.13175.1"))[0]
+    busy = parse_aggregate_log(captured("pgbench15/aggregate_rate/pgbench_log.13175.1"))[0]
     idle = parse_aggregate_line(f"{busy.start_epoch} 0 0 0 0 0 0 0 0 0 0 0 0 0 0")
 
     (merged,) = merge_aggregate_intervals([idle], [busy])
@@ -492,26 +460,3 @@ def test_it_ignores_the_zeros_of_an_empty_interval_when_merging() -> None:
     assert (merged.lag_min_us, merged.lag_max_us) == (23, 1062)
     assert idle.latency_mean_ms is None
     assert idle.latency_stddev_ms is None
-
-
-def test_it_totals_a_run_across_threads_and_seconds() -> None:
-    directory = "pgbench15/aggregate_rate"
-    thread0 = parse_aggregate_log(fixture(f"{directory}/pgbench_log.13175"))
-    thread1 = parse_aggregate_log(fixture(f"{directory}/pgbench_log.13175.1"))
-
-    total = aggregate_total(merge_aggregate_intervals(thread0, thread1))
-
-    assert total is not None
-    assert total.start_epoch == 1795313242
-    assert total.count == 36 + 117 + 118 + 84 + 32 + 110 + 82 + 105
-    assert (total.latency_min_us, total.latency_max_us) == (563, 21309)
-    assert (total.lag_min_us, total.lag_max_us) == (0, 2738)
-    # Skips are logged when they happen, so all of them reached the logs: the summary agrees.
-    assert total.skipped == parse_summary(fixture(f"{directory}/run.stdout.txt")).skipped == 3
-    sums = thread0 + thread1
-    n = sum(i.count for i in sums)
-    mean_us = Fraction(int(sum(i.latency_sum_us for i in sums)), n)
-    variance = Fraction(int(sum(i.latency_sum2_us2 for i in sums)), n) - mean_us**2
-    assert total.latency_mean_ms == pytest.approx(float(mean_us) / 1000, rel=1e-12)
-    assert total.latency_stddev_ms == pytest.approx(math.sqrt(variance) / 1000, rel=1e-9)
-    assert aggregate_total([]) is None

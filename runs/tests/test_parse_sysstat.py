@@ -4,7 +4,6 @@ Expected values were read off the fixture text by eye.
 """
 
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 
@@ -15,19 +14,13 @@ from runs.lab.parse_sysstat import (
     parse_iostat,
     parse_vmstat,
 )
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def fixture(name: str) -> str:
-    return (FIXTURES / name).read_text()
-
+from runs.tests.captured import captured
 
 # --- iostat --------------------------------------------------------------------------------------
 
 
 def test_it_parses_iostat_dxyt_with_iso_times() -> None:
-    samples = parse_iostat(fixture("sysstat/iostat_dxyt_vda.txt"))
+    samples = parse_iostat(captured("sysstat/iostat_dxyt_vda.txt"))
 
     assert [s.timestamp for s in samples] == [
         datetime(2026, 11, 22, 2, 8, second, tzinfo=UTC) for second in (28, 29, 30)
@@ -48,7 +41,7 @@ def test_it_parses_iostat_dxyt_with_iso_times() -> None:
 
 
 def test_it_parses_every_device_of_each_iostat_report() -> None:
-    samples = parse_iostat(fixture("sysstat/iostat_dxyt_all.txt"))
+    samples = parse_iostat(captured("sysstat/iostat_dxyt_all.txt"))
 
     assert [(s.device, s.timestamp and s.timestamp.second) for s in samples] == [
         ("loop0", 28),
@@ -60,21 +53,21 @@ def test_it_parses_every_device_of_each_iostat_report() -> None:
 
 
 def test_it_reads_iostat_locale_times_as_naive() -> None:
-    samples = parse_iostat(fixture("sysstat/iostat_dxyt_vda_default_time.txt"))
+    samples = parse_iostat(captured("sysstat/iostat_dxyt_vda_default_time.txt"))
 
     assert [s.timestamp for s in samples] == [datetime(2026, 11, 22, 2, 8, 30), datetime(2026, 11, 22, 2, 8, 31)]
     assert samples[1].wkb_per_s == 212.00
 
 
 def test_it_converts_iostat_megabytes_to_kilobytes() -> None:
-    samples = parse_iostat(fixture("sysstat/iostat_dxymt_vda_megabytes.txt"))
+    samples = parse_iostat(captured("sysstat/iostat_dxymt_vda_megabytes.txt"))
 
     assert [s.wkb_per_s for s in samples] == [pytest.approx(0.06 * 1024), pytest.approx(0.07 * 1024)]
     assert samples[0].w_per_s == 14.00
 
 
 def test_it_maps_columns_of_an_older_sysstat_by_name() -> None:
-    samples = parse_iostat(fixture("sysstat/iostat_xz_sysstat10_netflix2015.txt"))
+    samples = parse_iostat(captured("sysstat/iostat_xz_sysstat10_netflix2015.txt"))
 
     assert [s.device for s in samples] == ["xvda", "xvdb", "xvdc", "dm-0", "dm-1", "dm-2"]
     assert samples[4] == IostatSample(
@@ -92,7 +85,7 @@ def test_it_maps_columns_of_an_older_sysstat_by_name() -> None:
 
 
 def test_it_streams_iostat_a_line_at_a_time() -> None:
-    lines = fixture("sysstat/iostat_dxyt_all.txt").splitlines()
+    lines = captured("sysstat/iostat_dxyt_all.txt").splitlines()
     stream = IostatStream()
 
     fed = [stream.feed(line) for line in lines]
@@ -105,7 +98,7 @@ def test_it_streams_iostat_a_line_at_a_time() -> None:
 
 
 def test_it_parses_vmstat_nt_and_drops_the_since_boot_row() -> None:
-    samples = parse_vmstat(fixture("sysstat/vmstat_nt.txt"))
+    samples = parse_vmstat(captured("sysstat/vmstat_nt.txt"))
 
     assert len(samples) == 2
     first = samples[0]
@@ -118,14 +111,14 @@ def test_it_parses_vmstat_nt_and_drops_the_since_boot_row() -> None:
 
 
 def test_it_can_keep_the_since_boot_row() -> None:
-    samples = parse_vmstat(fixture("sysstat/vmstat_nt.txt"), skip_since_boot=False)
+    samples = parse_vmstat(captured("sysstat/vmstat_nt.txt"), skip_since_boot=False)
 
     assert [s.r for s in samples] == [7, 3, 4]
     assert (samples[0].us, samples[0].id) == (21, 74)
 
 
 def test_it_leaves_vmstat_times_naive_outside_utc() -> None:
-    samples = parse_vmstat(fixture("sysstat/vmstat_nt_tz_paris.txt"))
+    samples = parse_vmstat(captured("sysstat/vmstat_nt_tz_paris.txt"))
 
     assert [s.timestamp for s in samples] == [datetime(2026, 11, 22, 3, 12, 15)]
     assert samples[0].in_ == 1555
@@ -134,7 +127,7 @@ def test_it_leaves_vmstat_times_naive_outside_utc() -> None:
 def test_it_streams_vmstat_a_line_at_a_time() -> None:
     stream = VmstatStream()
 
-    fed = [stream.feed(line) for line in fixture("sysstat/vmstat_nt.txt").splitlines()]
+    fed = [stream.feed(line) for line in captured("sysstat/vmstat_nt.txt").splitlines()]
 
     assert [len(samples) for samples in fed] == [0, 0, 0, 1, 1]
-    assert [s for samples in fed for s in samples] == parse_vmstat(fixture("sysstat/vmstat_nt.txt"))
+    assert [s for samples in fed for s in samples] == parse_vmstat(captured("sysstat/vmstat_nt.txt"))

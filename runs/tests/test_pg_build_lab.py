@@ -53,7 +53,8 @@ from runs.lab.pg_build_verify import verify_install
 from runs.lab.pgbench import Detached, cancel, start_detached
 from runs.lab.probe import probe_host
 from runs.lab.run_user import RUN_USER
-from runs.lab.transport import SSHTransport, Transport
+from runs.lab.ssh_transport import SSHTransport
+from runs.lab.transport import Transport
 from runs.tests.virtual_lab import VirtualLab
 
 pytestmark = pytest.mark.lab

@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from runs.lab.errors import InvalidOption
 from runs.lab.pgbench import RunOptions
-from runs.lab.pgbench_script import ALLOWED_META_COMMANDS, MetaCommand, check_custom_script, is_allowed, meta_commands
+from runs.lab.pgbench_lexer import MetaCommand, meta_commands
+from runs.lab.pgbench_script import ALLOWED_META_COMMANDS, check_custom_script, is_allowed
 
 PGBENCH = Path("/usr/lib/postgresql/15/bin/pgbench")
 PGBENCH_COMMANDS = {*ALLOWED_META_COMMANDS, "shell", "setshell"}

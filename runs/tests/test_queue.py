@@ -9,9 +9,10 @@ from django.db import connection
 from django.utils import timezone
 
 from runs.models import Host, Run, RunClient, RunState
+from runs.queue_waits import run_wait
 from runs.selectors import run_waits
 from runs.services.inventory import inventory_set_flag
-from runs.services.queue import queue_dispatch, run_release_hosts, run_wait
+from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.runs import run_cancel, runs_enqueue
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.workers import CeleryWorker

@@ -16,8 +16,8 @@ from runs import live
 from runs.lab.parse_pgbench import ProgressSample
 from runs.models import RunSample, RunState
 from runs.services.run_observer import RunObserver
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, serving, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, serving, wait_until
 from runs.tests.web_server import free_port
 
 pytestmark = pytest.mark.django_db

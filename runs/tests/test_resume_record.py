@@ -19,7 +19,8 @@ from runs.lab.pgbench import Detached
 from runs.lab.postgres import Cluster
 from runs.lab.resume import parse_resume_record, read_resume_record
 from runs.lab.run_user import RUN_USER
-from runs.lab.storage import DeviceIdentity, FilesystemSpec, PreparedStorage
+from runs.lab.storage import FilesystemSpec, PreparedStorage
+from runs.lab.storage_checks import DeviceIdentity
 from runs.lab.transport import CommandResult
 
 BIN = "/usr/lib/postgresql/16/bin"

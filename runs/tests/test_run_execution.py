@@ -23,6 +23,7 @@ from runs.models import AuditAction, AuditEvent, Host, PgInstall, Run, RunClient
 from runs.services.runs import run_cancel, run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
+from runs.tests.waits import wait_for_state, wait_until_finished
 from runs.tests.workers import CeleryWorker
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -50,23 +51,6 @@ def new_run(host: Host, user: User, client_hosts: tuple[Host, ...] = (), **field
         "queued_by": user,
     }
     return run_enqueue(run=Run(**(defaults | fields)), client_host_ids=[client.pk for client in client_hosts])
-
-
-def wait_until_finished(run: Run, timeout: float = 180) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.is_finished:
-            return run
-        time.sleep(0.5)
-    raise AssertionError(f"run {run.pk} still {run.state} after {timeout} s")
-
-
-def wait_for_state(run: Run, state: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while Run.objects.get(pk=run.pk).state != state:
-        assert time.monotonic() < deadline, f"run {run.pk} never reached {state}"
-        time.sleep(0.2)
 
 
 def test_a_queued_run_goes_through_every_state_and_stores_its_results(
@@ -125,7 +109,7 @@ def test_pgbench_runs_on_a_named_client_host_over_tcp(
     server, client = lab_inventory["lab1"], lab_inventory["lab2"]
     run = new_run(server, make_user("otto", "operator"), client_hosts=(client,), duration_s=6, log_sampling_rate=0.5)
     wait_for_state(run, RunState.MEASURING)
-    run_dir = f"{RUNS_ROOT}/run-{run.pk}-{run.key.hex[:12]}"
+    run_dir = f"{RUNS_ROOT}/{run.run_key}"
     pid_file = f"{run_dir}/{WORK_SUBDIR}/pgbench.pid"
     with closing(virtual_lab.connect("lab2")) as on_client, closing(virtual_lab.connect("lab1")) as on_server:
         client_pid = on_client.run(["cat", pid_file]).stdout.strip()
@@ -282,7 +266,7 @@ def test_cancelling_a_two_client_run_stops_pgbench_on_both_clients(
     while RunClientSample.objects.filter(run_client__run=run).values("run_client").distinct().count() < 2:
         assert time.monotonic() < deadline, "the clients never reported a second"
         time.sleep(0.2)
-    pid_file = f"{RUNS_ROOT}/run-{run.pk}-{run.key.hex[:12]}/{WORK_SUBDIR}/pgbench.pid"
+    pid_file = f"{RUNS_ROOT}/{run.run_key}/{WORK_SUBDIR}/pgbench.pid"
     pids = {}
     for name in ("lab2", "lab3"):
         with closing(virtual_lab.connect(name)) as client:

@@ -10,11 +10,13 @@ from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 
 import runs.tasks
 from runs.lab.benchmark import Step
+from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState
+from runs.queue_waits import run_wait
 from runs.services.execute import run_execute
 from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
-from runs.services.queue import queue_dispatch, run_wait
+from runs.services.queue import queue_dispatch
 from runs.services.reattach import run_reattach
 from runs.services.run_observer import RunCancelled, RunObserver
 from runs.services.sweeper import REATTACH_PENDING, sweep_run, sweep_stale_runs
@@ -84,7 +86,7 @@ def assert_left_for_cleanup(run: Run, waiting: Run) -> None:
     assert (host.claimed_by_id, host.cleanup_pending_for_id) == (None, run.pk)
     assert queue_dispatch() == [] and claim_of(waiting) is None
     waits = [str(wait) for wait in run_wait(waiting)]
-    assert waits == [f"lab1 waits to be cleaned up after run {run.pk} (unreachable)"]
+    assert waits == [f"lab1 waits to be cleaned up after run {run.pk} (it could not be reached)"]
     assert retry_pending_cleanups() == []  # the beat tries again: still no connection, still held
     assert Host.objects.get(pk=host.pk).cleanup_pending_for_id == run.pk
 
@@ -195,10 +197,13 @@ def test_the_heartbeat_is_stamped_while_the_run_runs() -> None:
     run = running_run(heartbeat_at=None)
 
     stamps: set[object] = set()
+
+    def stamped_twice() -> bool:
+        run.refresh_from_db()
+        stamps.add(run.heartbeat_at)
+        return len(stamps - {None}) >= 2
+
     with run_heartbeat(run, every_s=0.05):
-        deadline = timezone.now() + timedelta(seconds=10)
-        while len(stamps - {None}) < 2 and timezone.now() < deadline:
-            run.refresh_from_db()
-            stamps.add(run.heartbeat_at)
+        wait_until(stamped_twice, 10, 0.01)
 
     assert len(stamps - {None}) >= 2, "the heartbeat was not renewed"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from runs.lab.errors import CommandFailed, LabError
+from runs.lab.local_transport import LocalTransport
 from runs.lab.run_user import (
     RUN_USER,
     append_as_run_user,
@@ -18,7 +19,6 @@ from runs.lab.run_user import (
     signal_as_run_user,
     stop_run_user_processes,
 )
-from runs.lab.transport import LocalTransport
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -20,15 +19,10 @@ import pytest
 from django.conf import settings
 
 from runs.tests.factories import make_user
+from runs.tests.web_server import free_port
 from runs.tests.workers import database_url_for_tests
 
 ROOT = Path(settings.BASE_DIR)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def group_is_gone(pgid: int) -> bool:

@@ -8,7 +8,6 @@ uvicorn, no lab needed). Screenshots go to test-artifacts/."""
 
 import json
 import re
-import socket
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -27,10 +26,11 @@ from playwright.sync_api import BrowserContext, Page, Response
 from benchlab.urls import urlpatterns as benchlab_urlpatterns
 from runs.models import Host, RunState
 from runs.services import health
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, serving
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.test_accessibility import axe_context, axe_report, serious
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in, serving
+from runs.tests.web_server import free_port
 
 NAVIGATION = ['href="/"', 'href="/runs/"', 'href="/campaigns/"', 'href="/health/"']
 
@@ -41,12 +41,6 @@ def fresh_public_health() -> Iterator[None]:
     health.public_health_report_forget()
     yield
     health.public_health_report_forget()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # ---- the favicon ----
@@ -119,7 +113,7 @@ def public_component_keys(body: dict[str, Any]) -> set[str]:
 
 @pytest.mark.django_db
 def test_health_json_answers_a_monitor_without_an_account_with_nothing_secret(client_for: ClientFactory) -> None:
-    with override_settings(REDIS_URL=f"redis://127.0.0.1:{closed_port()}/0"):
+    with override_settings(REDIS_URL=f"redis://127.0.0.1:{free_port()}/0"):
         answer = client_for(None).get("/health.json")
         details = client_for("vera").get("/health.json")
         no_role = client_for("nora").get("/health.json")
@@ -353,7 +347,7 @@ def test_the_500_page_when_the_database_is_down() -> None:
     """A web server whose database does not answer: logging in fails with the styled 500 page,
     which needs neither the database nor a user, within the Content-Security-Policy."""
     ARTIFACTS.mkdir(exist_ok=True)
-    down = f"postgres://benchlab:nothing@127.0.0.1:{closed_port()}/benchlab_down"
+    down = f"postgres://benchlab:nothing@127.0.0.1:{free_port()}/benchlab_down"
     with (
         serving(f"benchlab-small-{uuid.uuid4().hex[:8]}", DATABASE_URL=down) as server,
         chromium(height=700) as (context, violations),

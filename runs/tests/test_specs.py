@@ -17,7 +17,8 @@ from rest_framework.test import APIClient
 
 from runs.forms import RUN_FIELDS, RunForm, run_form_initial
 from runs.models import Device, Host, PgInstall, Run, RunClient
-from runs.specs import FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS, Inventory, RunSpec, spec_errors
+from runs.spec_checks import Inventory, spec_errors
+from runs.specs import FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS, RunSpec
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 SPEC = RunSpec(server_host_id=1, device_id=2, filesystem="xfs", pg_install_id=3)

@@ -15,12 +15,11 @@ import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import pytest
 
 from runs.lab.errors import CommandFailed, SafetyCheckFailed
-from runs.lab.storage import DeviceIdentity, device_assert_wipeable
+from runs.lab.storage_checks import DeviceIdentity, device_assert_wipeable
 from runs.lab.transport import DEFAULT_TIMEOUT, CommandResult, LineCallback, command_line
 
 SERIAL = "ZA1B2C3D"
@@ -218,17 +217,8 @@ class FakeHost:
             raise CommandFailed(command, status, stdout, stderr, self.label)
         return CommandResult(command=command, exit_status=status, stdout=stdout, stderr=stderr)
 
-    def upload(self, local: Path, remote: str) -> None:
-        raise AssertionError("the safety checks must not upload")
-
-    def download(self, remote: str, local: Path) -> None:
-        raise AssertionError("the safety checks must not download")
-
     def write_file(self, remote: str, content: bytes, mode: int = 0o644) -> None:
         raise AssertionError("the safety checks must not write files")
-
-    def read_file(self, remote: str) -> bytes:
-        raise AssertionError("the safety checks read through commands the fake answers")
 
     def close(self) -> None:
         pass

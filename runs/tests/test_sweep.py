@@ -4,7 +4,8 @@ run queued by hand (invalid ones refused with their reason), and the interleaved
 import pytest
 
 from runs.models import Host
-from runs.specs import Inventory, RunSpec
+from runs.spec_checks import Inventory
+from runs.specs import RunSpec
 from runs.sweep import SweepError, Variable, expand, run_order, variables_from_json
 from runs.tests.factories import make_device, make_host, make_pg_install
 

@@ -1,7 +1,7 @@
 """LocalTransport against real processes on this machine, and the shell quoting SSH relies on.
 
 Every command here is harmless (sh, printf, cat, sleep, pwd) and writes only under tmp_path.
-Some tests guard bugs found and fixed in runs/lab/transport.py; their messages say what the bug was.
+Some tests guard bugs found and fixed in runs/lab/local_transport.py; their messages say what the bug was.
 """
 
 import gc
@@ -17,8 +17,9 @@ import pytest
 
 from runs.lab.errors import CommandFailed, CommandTimeout, LabError
 from runs.lab.follow import Follower
+from runs.lab.local_transport import LocalTransport
 from runs.lab.pgbench import cancel, start_detached
-from runs.lab.transport import CommandResult, LocalTransport, as_user, command_line
+from runs.lab.transport import CommandResult, as_user, command_line
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,7 +119,7 @@ def test_it_returns_a_failed_status_for_a_missing_program_when_not_checking() ->
         result = LocalTransport().run(["benchlab-no-such-program"], check=False)
     except OSError as exc:
         raise AssertionError(
-            f"regressed: runs/lab/transport.py LocalTransport.run: Popen's {type(exc).__name__} escapes for a missing"
+            f"regressed: local_transport.LocalTransport.run: Popen's {type(exc).__name__} escapes for a missing"
             " program even with check=False; SSHTransport returns the shell's status 127 instead, so callers"
             " such as probe._out or unmount_reliably's `fuser` crash only on the local transport"
         ) from exc
@@ -132,7 +133,7 @@ def test_it_raises_a_lab_error_for_a_missing_program_when_checking() -> None:
         assert isinstance(exc, CommandFailed)
     except OSError as exc:
         raise AssertionError(
-            f"regressed: runs/lab/transport.py LocalTransport.run: a missing program raises {type(exc).__name__},"
+            f"regressed: local_transport.LocalTransport.run: a missing program raises {type(exc).__name__},"
             " not CommandFailed (a LabError) as the Transport protocol and SSHTransport do"
         ) from exc
     else:
@@ -202,7 +203,7 @@ def test_it_feeds_stdin_to_a_command_that_stops_reading_it() -> None:
         result = LocalTransport().run(["head", "-c", "5"], stdin=b"x" * 1_000_000, timeout=10)
     except BrokenPipeError as exc:
         raise AssertionError(
-            "regressed: runs/lab/transport.py LocalTransport.run: process.stdin.write(stdin) raises BrokenPipeError"
+            "regressed: local_transport.LocalTransport.run: process.stdin.write(stdin) raises BrokenPipeError"
             " when the command exits before reading all its input (here `head -c 5`); subprocess.communicate"
             " ignores EPIPE for this reason"
         ) from exc
@@ -212,7 +213,7 @@ def test_it_feeds_stdin_to_a_command_that_stops_reading_it() -> None:
 def test_it_feeds_stdin_larger_than_a_pipe_to_a_command_that_echoes_it() -> None:
     # In a child interpreter: if the transport deadlocks, only the child hangs and is killed.
     code = (
-        "from runs.lab.transport import LocalTransport\n"
+        "from runs.lab.local_transport import LocalTransport\n"
         "result = LocalTransport().run(['cat'], stdin=b'x' * 1_000_000, timeout=5)\n"
         "print(len(result.stdout))\n"
     )
@@ -223,7 +224,7 @@ def test_it_feeds_stdin_larger_than_a_pipe_to_a_command_that_echoes_it() -> None
         )
     except subprocess.TimeoutExpired as exc:
         raise AssertionError(
-            "regressed: runs/lab/transport.py LocalTransport.run: it writes all of stdin before reading any output,"
+            "regressed: local_transport.LocalTransport.run: it writes all of stdin before reading any output,"
             " so `cat` with 1 MB of input fills the stdout pipe, blocks, and both wait forever — and the"
             " timeout (checked only in the read loop) never fires"
         ) from exc
@@ -280,7 +281,7 @@ def test_it_times_out_a_command_that_closed_its_output(tmp_path: Path) -> None:
         assert wait_until_gone(int((tmp_path / "shell.pid").read_text()))
         return
     raise AssertionError(
-        f"regressed: runs/lab/transport.py LocalTransport.run: exited with {result.exit_status} after"
+        f"regressed: local_transport.LocalTransport.run: exited with {result.exit_status} after"
         f" {time.monotonic() - started:.1f} s despite timeout=0.5 — once stdout and stderr are closed the read"
         " loop ends and process.wait() is called without the remaining timeout"
     )
@@ -298,7 +299,7 @@ def test_it_closes_its_pipes() -> None:
 
     leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert not leaks, (
-        f"regressed: runs/lab/transport.py LocalTransport.run never closes process.stdout/stderr: {leaks}"
+        f"regressed: local_transport.LocalTransport.run never closes process.stdout/stderr: {leaks}"
         " (two file descriptors per command until garbage collection)"
     )
 
@@ -372,22 +373,6 @@ def test_it_writes_and_reads_files_with_their_mode(tmp_path: Path) -> None:
 
     assert target.read_bytes() == content
     assert target.stat().st_mode & 0o777 == 0o600
-    assert transport.read_file(str(target)) == content
-
-
-def test_it_uploads_and_downloads_files(tmp_path: Path) -> None:
-    transport = LocalTransport()
-    local = tmp_path / "custom.sql"
-    local.write_bytes(b"\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n")
-    remote = tmp_path / "run" / "custom.sql"
-    remote.parent.mkdir()
-    back = tmp_path / "back.sql"
-
-    transport.upload(local, str(remote))
-    transport.download(str(remote), back)
-
-    assert remote.read_bytes() == local.read_bytes()
-    assert back.read_bytes() == local.read_bytes()
 
 
 def test_a_follower_gives_up_on_a_command_that_outlives_its_time_and_closes_its_connection(

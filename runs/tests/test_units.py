@@ -17,12 +17,9 @@ from django.urls import reverse
 
 from runs.models import Device
 from runs.templatetags.units import binary_size, buffers_written, pg_setting_text, pg_settings_shown
-from runs.tests import test_browser
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.test_browser import ARTIFACTS, PASSWORD, chromium, log_in
-
-web_server = test_browser.web_server  # the fixture (uvicorn on the test database), found by name
 
 GIB = 2**30
 PROBED = datetime(2025, 3, 10, 14, 5, 9, tzinfo=UTC)

@@ -1,5 +1,5 @@
 """The virtual lab signals only its own processes: a PID recorded before a reboot, or reused
-since, belongs to somebody else (scripts/virtuallab/lab.py)."""
+since, belongs to somebody else (scripts/virtuallab/processes.py)."""
 
 import importlib.util
 import subprocess
@@ -11,8 +11,8 @@ from django.conf import settings
 
 
 def lab_module() -> ModuleType:
-    path = Path(settings.BASE_DIR) / "scripts" / "virtuallab" / "lab.py"
-    spec = importlib.util.spec_from_file_location("virtuallab_lab", path)
+    path = Path(settings.BASE_DIR) / "scripts" / "virtuallab" / "processes.py"
+    spec = importlib.util.spec_from_file_location("virtuallab_processes", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the class is made

@@ -15,26 +15,25 @@ from django.conf import LazySettings
 from django.contrib.auth.models import User
 
 from runs.lab.benchmark import run_dir_for
+from runs.lab.mounts import MOUNT_ROOT
 from runs.lab.run_user import RUN_USER
-from runs.lab.storage import MOUNT_ROOT
 from runs.models import Host, Run, RunState
 from runs.services.lab_access import host_connect
 from runs.services.lab_specs import benchmark_spec
 from runs.services.sweeper import sweep_stale_runs
 from runs.tests.factories import make_user
-from runs.tests.test_run_execution import lab_inventory, new_run, wait_for_state, wait_until_finished
-from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
+from runs.tests.test_run_execution import lab_inventory, new_run
+from runs.tests.waits import wait_for_state, wait_until_finished
+from runs.tests.workers import CeleryWorker, own_worker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
-QUICK = {"BENCHLAB_HEARTBEAT_EVERY_S": "1", "BENCHLAB_STALE_AFTER_S": "4"}
 
 
 @pytest.fixture
 def prefork_worker(settings: LazySettings) -> Iterator[CeleryWorker]:
     """A prefork worker of one pool process, beating every second; silent for 4 s is dead."""
-    settings.BENCHLAB_HEARTBEAT_EVERY_S, settings.BENCHLAB_STALE_AFTER_S = 1.0, 4.0
-    with tasks_sent_to(start_celery_worker(pool="prefork", concurrency=1, env=QUICK)) as worker:
+    with own_worker(settings, BENCHLAB_HEARTBEAT_EVERY_S=1.0, BENCHLAB_STALE_AFTER_S=4.0) as worker:
         yield worker
 
 

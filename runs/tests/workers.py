@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import redis
@@ -89,7 +90,7 @@ def _stop_orphan(pid: int, started: str | None, grace_s: float = 10.0) -> None:
 
 
 def start_celery_worker(
-    ready_timeout: float = 60.0, pool: str = "threads", concurrency: int = 4, env: dict[str, str] | None = None
+    ready_timeout: float = 60.0, pool: str = "prefork", concurrency: int = 4, env: dict[str, str] | None = None
 ) -> CeleryWorker:
     tag = uuid.uuid4().hex[:10]
     queue, nodename = f"test-{tag}", f"test-{tag}@localhost"
@@ -136,3 +137,15 @@ def tasks_sent_to(worker: CeleryWorker) -> Iterator[CeleryWorker]:
     finally:
         celery_app.conf.task_default_queue = previous_queue
         worker.stop()
+
+
+@contextmanager
+def own_worker(settings: Any, concurrency: int = 1, **overrides: float) -> Iterator[CeleryWorker]:
+    """A prefork worker of the test's own, on its own queue, with these settings (seconds)
+    overridden alike in this process (pytest-django's `settings`) and in the worker (its
+    environment, which benchlab's settings read)."""
+    for name, value in overrides.items():
+        setattr(settings, name, value)
+    env = {name: f"{value:g}" for name, value in overrides.items()}
+    with tasks_sent_to(start_celery_worker(concurrency=concurrency, env=env)) as worker:
+        yield worker

@@ -14,6 +14,7 @@ from runs.baseline_forms import BaselineForm
 from runs.baseline_selectors import claims_vs_measured
 from runs.models import FIGURES, BaselineState, Device, DeviceBaseline
 from runs.params import BadParameter, parse_id
+from runs.queue_waits import baseline_wait
 from runs.services.baselines import (
     BaselineRefused,
     baseline_cancel,
@@ -21,7 +22,6 @@ from runs.services.baselines import (
     baseline_queue,
     baseline_refusal,
 )
-from runs.services.queue import baseline_wait
 from runs.views.runs import refused
 
 BASELINES_PER_PAGE = 50

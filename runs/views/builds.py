@@ -20,10 +20,10 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 from runs.build_forms import BuildForm, installed_packages
 from runs.models import BuildState, BuildStepName, Host, PgBuild, Run
 from runs.params import BadParameter, parse_id
+from runs.queue_waits import HostWait, build_wait
 from runs.services.build_observer import eta_seconds
 from runs.services.build_remove import BuildRemoveFailed, build_remove
 from runs.services.builds import BuildRefused, build_cancel, build_queue, build_refusal
-from runs.services.queue import HostWait, build_wait
 from runs.views.runs import refused
 
 BUILDS_PER_PAGE = 50

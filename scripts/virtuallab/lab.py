@@ -27,11 +27,12 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from virtuallab.processes import pid_alive, process_identity, stop_pid, wait_for
+
 HOST_RUNS_PARENT = "/var/lib/benchlab"  # where benchlab keeps run directories on a host (runs/lab/benchmark.py)
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
-DISKS = ("ssd", "hdd", "ram")
 BY_ID = Path("/dev/disk/by-id")
 
 
@@ -99,46 +100,6 @@ def lab_dir(lab_id: int) -> Path:
     return var_dir() / "lab" / str(lab_id)
 
 
-def process_identity(pid: int) -> str:
-    """This boot's id and the process's start time: together they name one process for good."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-        started = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]  # field 22
-    except (OSError, IndexError):
-        return ""
-    return f"{boot}:{started}"
-
-
-def pid_alive(pid: int, identity: str = "") -> bool:
-    """Is our process still there? With its identity, a reused PID does not count."""
-    if pid <= 0:
-        return False
-    if identity and process_identity(pid) != identity:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie child of ours is dead for our purposes.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def stop_pid(pid: int, identity: str, timeout: float = 20.0, first_signal: int = signal.SIGTERM) -> None:
-    if not pid_alive(pid, identity):
-        return
-    os.kill(pid, first_signal)
-    deadline = time.monotonic() + timeout
-    while pid_alive(pid, identity) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(pid, identity):
-        os.kill(pid, signal.SIGKILL)
-        while pid_alive(pid, identity):
-            time.sleep(0.05)
-
-
 def ensure_key(path: Path, comment: str) -> str:
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -153,15 +114,6 @@ def build_delayfs(state: Path) -> Path:
         flags = sh("pkg-config", "fuse3", "--cflags", "--libs").split()
         sh("gcc", "-O2", "-Wall", "-Wextra", "-o", str(binary), str(source), *flags)
     return binary
-
-
-def wait_for(predicate: object, what: str, timeout: float = 20.0) -> None:
-    assert callable(predicate)
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise SystemExit(f"lab: timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def port_open(address: str, port: int) -> bool:
