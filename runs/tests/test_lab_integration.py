@@ -130,6 +130,9 @@ def test_the_hdd_is_slower_than_the_ssd(virtual_lab: VirtualLab) -> None:
 
     assert hdd.summary is not None and ssd.summary is not None
     assert hdd.summary.tps is not None and ssd.summary.tps is not None
+    # The margin, from ../shared/LAB.md's measurements on these machines: the delayed disk gives
+    # ~150 tps on ext4 and repeats within 5 %; the VM-disk loop gives ~2,600, its worst repeat
+    # 994. Half the SSD is still three times the HDD at the SSD's worst.
     assert hdd.summary.tps < ssd.summary.tps / 2, (hdd.summary.tps, ssd.summary.tps)
     # The delayed disk shows what a disk under load looks like.
     assert max(sample.util_pct or 0 for sample in hdd.os.iostat) > 50
