@@ -4,6 +4,7 @@ ran on regardless, and the worker reconnected and carried on. Cut for longer tha
 wait (BENCHLAB_HOST_UNREACHABLE_S), the run fails saying so; the host shows "cleanup pending"
 and takes no run until it answers again, is cleaned up then, and takes the next run."""
 
+import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from contextlib import contextmanager
 import pytest
 from django.conf import LazySettings
 
+from runs.lab.waiting import wait_until
 from runs.models import Host, RunState
 from runs.queue_waits import run_wait
 from runs.services.pending_cleanup import retry_pending_cleanups
@@ -30,13 +32,24 @@ GIVE_UP_AFTER_S = 6
 
 @contextmanager
 def link_down(lab: VirtualLab, host: str) -> Iterator[None]:
-    """The host's cable pulled: its veth on the lab bridge down (it is up again afterwards, whatever happens)."""
-    veth = lab.host(host)["veth"]
+    """The host's cable pulled: its veth on the lab bridge down. Afterwards, whatever happens, it
+    is up again and the block ends once the host's sshd answers: right after `ip link set up` a
+    connection can still be refused, and a test that connects at once would fail on that."""
+    veth, address = lab.host(host)["veth"], lab.host(host)["address"]
     subprocess.run(["ip", "link", "set", veth, "down"], check=True)
     try:
         yield
     finally:
         subprocess.run(["ip", "link", "set", veth, "up"], check=True)
+        assert wait_until(lambda: answers(address, 22), 30, 0.2), f"{host} does not answer after its link came up"
+
+
+def answers(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 @pytest.fixture
@@ -85,8 +98,10 @@ def test_a_host_away_past_the_limit_fails_the_run_and_is_cleaned_up_when_it_answ
         queue_dispatch()
         waiting_for = [str(wait) for wait in run_wait(queued_behind)]
         still_away = retry_pending_cleanups()
-    left_after_the_failure = left_on_host(lab1, run)  # what the run could not clean up itself
-    freed = retry_pending_cleanups()
+    try:
+        left_after_the_failure = left_on_host(lab1, run)  # what the run could not clean up itself
+    finally:
+        freed = retry_pending_cleanups()  # also if the look failed: a mount left behind fails every later test
     run.refresh_from_db()
     next_run = wait_until_finished(queued_behind, timeout=90)
 
