@@ -4,7 +4,6 @@ ran on regardless, and the worker reconnected and carried on. Cut for longer tha
 wait (BENCHLAB_HOST_UNREACHABLE_S), the run fails saying so; the host shows "cleanup pending"
 and takes no run until it answers again, is cleaned up then, and takes the next run."""
 
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -23,6 +22,7 @@ from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.test_worker_death import left_on_host
 from runs.tests.virtual_lab import VirtualLab
 from runs.tests.waits import wait_for_samples, wait_for_state, wait_until_finished
+from runs.tests.web_server import answers
 from runs.tests.workers import CeleryWorker, own_worker
 
 __all__ = ["lab_inventory"]  # a fixture, used by name
@@ -42,14 +42,6 @@ def link_down(lab: VirtualLab, host: str) -> Iterator[None]:
     finally:
         subprocess.run(["ip", "link", "set", veth, "up"], check=True)
         assert wait_until(lambda: answers(address, 22), 30, 0.2), f"{host} does not answer after its link came up"
-
-
-def answers(address: str, port: int) -> bool:
-    try:
-        with socket.create_connection((address, port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture

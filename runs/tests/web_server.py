@@ -5,7 +5,6 @@ connections) while it serves."""
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,6 +13,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from runs.lab.waiting import wait_until
 from runs.tests.workers import database_url_for_tests
 
 ROOT = Path(settings.BASE_DIR)
@@ -92,13 +92,15 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         raise
 
 
+def answers(address: str, port: int) -> bool:
+    """Whether something accepts a TCP connection at address:port now."""
+    try:
+        socket.create_connection((address, port), timeout=0.5).close()
+        return True
+    except OSError:
+        return False
+
+
 def _wait_until_listening(port: int, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise RuntimeError("uvicorn did not start") from None
-            time.sleep(0.2)
+    if not wait_until(lambda: answers("127.0.0.1", port), timeout_s, 0.2):
+        raise RuntimeError("uvicorn did not start")
