@@ -2,6 +2,7 @@
 helpers): pairs and their summary, the direct side's command lines and scripts, CPU accounting
 from /proc. The benchmark itself runs with `make bench`."""
 
+import math
 import shlex
 import subprocess
 import time
@@ -21,7 +22,7 @@ from benchmarks.direct_scripts import (
     run_script,
     setup_script,
 )
-from benchmarks.pairs import cpu_medians, harness_cpu_pct, pair_order, ratio_summary
+from benchmarks.pairs import cpu_medians, crossover_estimate, harness_cpu_pct, pair_order, ratio_summary
 from benchmarks.process_cpu import CLOCK_TICKS, Sample, machine_ticks, parse_stat, window_between
 
 RUN_DIR = "/var/lib/benchlab/runs/run-7-0123456789ab"
@@ -68,7 +69,25 @@ def test_it_misses_when_the_median_pair_is_below_the_target() -> None:
 
     # Six pairs: nearest rank takes the lower middle, 0.985.
     assert summary["median_ratio"] == 0.985 and summary["meets"] is False
-    assert "order_balanced_ratio" not in summary  # not told the order: the median decides
+    assert "crossover" not in summary and summary["resolved"] is False  # not told the order: the median decides
+
+
+def test_the_crossover_estimate_and_its_interval_by_hand() -> None:
+    # Log ratios 0.02 and 0.04 with benchlab first, -0.02 and 0.00 with the direct side first:
+    # means 0.03 and -0.01, estimate 0.01; each mean's variance 0.0002 / 2 = 0.0001, standard
+    # error sqrt(0.0002) / 2 = 0.0070711 with Welch's 2 degrees of freedom, t(0.975, 2) = 4.302653:
+    # 0.01 ± 0.030425, so exp(0.01) = 1.01005 within exp(-0.020425) .. exp(0.040425).
+    ratios = [math.exp(0.02), math.exp(-0.02), math.exp(0.04), math.exp(0.0)]
+    firsts = ["benchlab", "direct"] * 2
+
+    crossover = crossover_estimate(ratios, firsts)
+
+    assert crossover is not None
+    assert crossover["ratio"] == pytest.approx(1.010050, abs=1e-6)
+    assert crossover["low"] == pytest.approx(0.979783, abs=1e-6)
+    assert crossover["high"] == pytest.approx(1.041253, abs=1e-6)
+    assert crossover["by_first"]["benchlab"] == pytest.approx(math.exp(0.03))
+    assert crossover["by_first"]["direct"] == pytest.approx(math.exp(-0.01))
 
 
 def test_the_verdict_takes_out_the_advantage_of_going_first_in_a_pair() -> None:
@@ -78,12 +97,16 @@ def test_the_verdict_takes_out_the_advantage_of_going_first_in_a_pair() -> None:
 
     summary = ratio_summary(ratios, target=0.99, firsts=firsts)
 
-    # Benchlab first: 0.986, 1.007, 1.011, 1.062 -> lower middle 1.007; direct first: 0.964,
-    # 0.975, 0.985 -> 0.975; sqrt(1.007 * 0.975) = 0.99087.
-    assert summary["median_ratio_by_first"] == {"benchlab": 1.007, "direct": 0.975}
-    assert summary["order_balanced_ratio"] == pytest.approx(0.99087, abs=1e-5)
+    # Geometric means: benchlab first (1.062 * 1.007 * 0.986 * 1.011) ** (1/4) = 1.01612, direct
+    # first (0.975 * 0.985 * 0.964) ** (1/3) = 0.97463; sqrt(1.01612 * 0.97463) = 0.99516.
+    crossover = summary["crossover"]
+    assert crossover["by_first"] == {"benchlab": pytest.approx(1.01612, abs=1e-5),
+                                     "direct": pytest.approx(0.97463, abs=1e-5)}  # fmt: skip
+    assert crossover["ratio"] == pytest.approx(0.99516, abs=1e-5)
     assert summary["median_ratio"] == 0.986  # the plain median falls on one order's edge
-    assert summary["verdict_ratio"] == summary["order_balanced_ratio"] and summary["meets"] is True
+    assert summary["verdict_ratio"] == crossover["ratio"] and summary["meets"] is True
+    # Seven pairs this noisy cannot tell 0.99 from 0.98: met, but not resolved.
+    assert crossover["low"] < 0.99 < crossover["high"] and summary["resolved"] is False
 
 
 def test_an_order_effect_does_not_hide_a_real_overhead() -> None:
@@ -94,8 +117,24 @@ def test_an_order_effect_does_not_hide_a_real_overhead() -> None:
 
     summary = ratio_summary(ratios, target=0.99, firsts=firsts)
 
-    assert summary["order_balanced_ratio"] == pytest.approx(0.97)
+    assert summary["crossover"]["ratio"] == pytest.approx(0.97)
+    assert summary["crossover"]["low"] == pytest.approx(0.97)  # pairs that agree exactly: no width
     assert summary["meets"] is False
+
+
+def test_a_resolved_verdict_needs_the_whole_interval_above_the_target() -> None:
+    ratios = [1.004, 1.001, 1.006, 0.999, 1.005, 1.000, 1.003, 1.002]
+
+    summary = ratio_summary(ratios, target=0.99, firsts=["benchlab", "direct"] * 4)
+
+    assert summary["meets"] is True and summary["resolved"] is True
+    assert summary["crossover"]["low"] > 0.99
+
+
+def test_one_pair_of_an_order_gives_no_crossover_estimate() -> None:
+    summary = ratio_summary([1.01, 0.98, 1.00], target=0.99, firsts=["benchlab", "direct", "benchlab"])
+
+    assert "crossover" not in summary and summary["verdict_ratio"] == 1.00
 
 
 def test_the_order_of_every_pair_or_of_none() -> None:

@@ -93,16 +93,20 @@ def test_harness_overhead_is_said_per_disk_against_the_target(tmp_path: Path, mo
 
     config = {"workload": "tpcb-like", "scale": 5, "clients": 4, "threads": 2, "duration_s": 20, "filesystem": "ext4"}
     where = {"machine": {"when": "now", "revision": "abc1234", "machine": "Linux", "cpus": 2, "python": "3.11"}}
-    by_first = {"benchlab": 1.007, "direct": 0.975}
-    balanced = disk(0.985, 6) | {"order_balanced_ratio": 0.991, "median_ratio_by_first": by_first}
-    disks = {"ram": disk(0.995, 5), "hdd": disk(0.995, 3), "ssd": balanced | {"meets": True}}
+    crossover = {"ratio": 0.991, "low": 0.962, "high": 1.021, "by_first": {"benchlab": 1.007, "direct": 0.975}}
+    balanced = disk(0.985, 6) | {"crossover": crossover, "meets": True, "resolved": False}
+    resolved = disk(0.985, 8) | {"crossover": crossover | {"low": 0.993}, "meets": True, "resolved": True}
+    disks = {"ram": disk(0.995, 5), "hdd": disk(0.995, 3), "ssd": balanced, "nvme": resolved}
     data = {"configuration": config, "target_ratio": 0.99, "disks": disks}
     (tmp_path / "harness_overhead.json").write_text(json.dumps(where | data))
     monkeypatch.setattr(report, "RESULTS", tmp_path)
 
     page = report.report()
 
-    assert "| ram | 5 | 990.0 | 1000.0 | – | – | 0.995 | 0.975 – 1.025 | 0.985 – 1.005 | 0.5 | meets |" in page
+    ram = "| ram | 5 | 990.0 | 1000.0 | – | – | – | 0.995 | 0.975 – 1.025 | 0.985 – 1.005 | 0.5 | meets, not resolved |"
+    assert ram in page
     assert "| hdd | 3 |" in page and page.count("**misses**") == 1  # too few pairs for a verdict
-    assert "| ssd | 6 | 990.0 | 1000.0 | 0.991 | 1.007 / 0.975 | 0.985 |" in page and "| ssd |" in page
+    assert "| ssd | 6 | 990.0 | 1000.0 | 0.991 | 0.962 – 1.021 | 1.007 / 0.975 | 0.985 |" in page
+    nvme = next(line for line in page.splitlines() if line.startswith("| nvme |"))
+    assert nvme.startswith("| nvme | 8 | 990.0 | 1000.0 | 0.991 | 0.993 – 1.021 |") and nvme.endswith("| 0.5 | meets |")
     assert "| worker | 0.6 | 0.1 | 0.6 | 0.1 |" in page and "| lab vmstat | 0.0 | 0.0 | 0.0 | 0.0 |" in page
