@@ -5,6 +5,7 @@ empties the tables afterwards, which would also delete the role groups made by t
 migration, so such tests also ask for serialized_rollback=True (the rows are restored).
 """
 
+import functools
 import inspect
 import os
 import shutil
@@ -20,6 +21,7 @@ import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
+from hypothesis import settings as hypothesis_settings
 
 from benchlab.redis_keys import redis_prefix
 from runs import live
@@ -46,7 +48,14 @@ def _code_of(item: pytest.Item) -> str:
     functions = [getattr(item, "function", None)]
     definitions = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     functions += [definition.func for definitions_ in definitions.values() for definition in definitions_]
-    return "\n".join(inspect.getsource(function) for function in functions if function is not None)
+    return "\n".join(_source_of(function) for function in functions if function is not None)
+
+
+@functools.cache
+def _source_of(function: Any) -> str:
+    """Read once per function: every test shares the autouse fixtures, and reading a function's
+    source tokenizes its file (once per test, that was most of collecting the suite)."""
+    return inspect.getsource(function)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -55,6 +64,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, calls in NEEDS.items():
             if marker not in item.keywords and any(call in code for call in calls):
                 item.add_marker(marker)
+
+
+# How many examples each property draws: `make test` the full number, `make test-fast`
+# (HYPOTHESIS_PROFILE=fast) a tenth, for a quick answer. A property that wants more than the
+# default asks for a multiple of it (settings().max_examples), so it scales with the tier.
+hypothesis_settings.register_profile("full", max_examples=150, deadline=None)
+hypothesis_settings.register_profile("fast", parent=hypothesis_settings.get_profile("full"), max_examples=15)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "full"))
 
 
 # The cast: every role, plus a user who has an account but no role at all.
@@ -81,6 +98,11 @@ os.environ["BENCHLAB_LOCAL_DEVICE_DIR"] = str(LOCAL_DEVICE_DIR)
 settings.PASSWORD_HASHERS = ["runs.tests.factories.FastPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
 
 settings.CACHES["default"]["KEY_PREFIX"] = f"{redis_prefix(_test_database_name())}:cache"
+
+# WhiteNoise reads every static file's headers when its middleware starts, about 80 ms, and the
+# test client starts the middleware afresh for each Client: with refresh on it looks a file up
+# when it is asked for instead (the same files, from the same var/static).
+settings.WHITENOISE_AUTOREFRESH = True
 
 
 def _delete_keys(pattern: str) -> None:

@@ -24,9 +24,9 @@ from runs.models import Run, RunState
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 
 pytestmark = pytest.mark.django_db
-FIXTURES_PER_EXAMPLE = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+# The inventory and the user are made once per test and shared by its examples, as meant: a
+# refused request changes nothing, and an accepted one is checked for what it queued.
+FIXTURES_PER_TEST = settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 # Every one of these is sent to every field and parameter, not left to chance.
 NUMBERS_THAT_BREAK_THINGS = (
@@ -75,6 +75,14 @@ def otto() -> User:
     return make_user("otto", "operator")
 
 
+@pytest.fixture
+def otto_signed_in(otto: User) -> Client:
+    """otto's browser, signed in once for all of a test's requests."""
+    client = Client()
+    client.force_login(otto)
+    return client
+
+
 def valid_run(inventory: dict[str, Any]) -> dict[str, Any]:
     return run_form_fields(inventory["host"], inventory["device"], inventory["pg"])
 
@@ -85,9 +93,7 @@ def assert_answered(status: int, queued: int, what: str) -> None:
         assert queued == 0, f"{what}: refused ({status}) but {queued} run(s) queued"
 
 
-def post_form(inventory: dict[str, Any], otto: User, field: str, value: str) -> None:
-    client = Client()
-    client.force_login(otto)
+def post_form(inventory: dict[str, Any], client: Client, field: str, value: str) -> None:
     before = Run.objects.count()
 
     response = client.post("/runs/new/", valid_run(inventory) | {field: value})
@@ -103,21 +109,21 @@ def post_form(inventory: dict[str, Any], otto: User, field: str, value: str) -> 
 
 @pytest.mark.parametrize("field", RUN_FIELDS)
 def test_the_queue_form_answers_numbers_that_break_things_in_every_field(
-    inventory: dict[str, Any], otto: User, field: str
+    inventory: dict[str, Any], otto_signed_in: Client, field: str
 ) -> None:
     for value in NUMBERS_THAT_BREAK_THINGS:
-        post_form(inventory, otto, field, value)
+        post_form(inventory, otto_signed_in, field, value)
 
 
-@FIXTURES_PER_EXAMPLE
+@FIXTURES_PER_TEST
 @given(field=st.sampled_from(RUN_FIELDS), value=junk_text)
 def test_the_queue_form_answers_junk_in_any_field_with_a_message(
-    inventory: dict[str, Any], otto: User, field: str, value: str
+    inventory: dict[str, Any], otto_signed_in: Client, field: str, value: str
 ) -> None:
-    post_form(inventory, otto, field, value)
+    post_form(inventory, otto_signed_in, field, value)
 
 
-@FIXTURES_PER_EXAMPLE
+@FIXTURES_PER_TEST
 @given(field=st.sampled_from(RUN_FIELDS), value=junk_json)
 def test_the_api_answers_junk_in_any_field_with_a_message(
     inventory: dict[str, Any], otto: User, field: str, value: Any
@@ -161,7 +167,7 @@ def test_api_query_parameters_answer_numbers_that_break_things_with_400_and_a_me
         get_api(otto, *target, value)
 
 
-@FIXTURES_PER_EXAMPLE
+@FIXTURES_PER_TEST
 @given(target=st.sampled_from(API_QUERY_PARAMETERS), value=junk_text)
 def test_api_query_parameters_answer_junk_with_400_and_a_message(
     otto: User, target: tuple[str, str], value: str
@@ -171,23 +177,21 @@ def test_api_query_parameters_answer_junk_with_400_and_a_message(
 
 @pytest.mark.parametrize("value", NUMBERS_THAT_BREAK_THINGS)
 def test_page_parameters_and_ids_in_urls_answer_numbers_that_break_things(
-    inventory: dict[str, Any], otto: User, value: str
+    inventory: dict[str, Any], otto_signed_in: Client, value: str
 ) -> None:
-    page_parameters_answer(inventory, otto, value)
+    page_parameters_answer(inventory, otto_signed_in, value)
 
 
-@FIXTURES_PER_EXAMPLE
+@FIXTURES_PER_TEST
 @given(value=junk_text)
 def test_page_parameters_and_ids_in_urls_answer_junk_without_a_server_error(
-    inventory: dict[str, Any], otto: User, value: str
+    inventory: dict[str, Any], otto_signed_in: Client, value: str
 ) -> None:
-    page_parameters_answer(inventory, otto, value)
+    page_parameters_answer(inventory, otto_signed_in, value)
 
 
-def page_parameters_answer(inventory: dict[str, Any], otto: User, value: str) -> None:
+def page_parameters_answer(inventory: dict[str, Any], client: Client, value: str) -> None:
     run = make_run(inventory["host"], inventory["device"], inventory["pg"], state=RunState.DONE)
-    client = Client()
-    client.force_login(otto)
 
     again = client.get("/runs/new/", {"again": value})
     after = client.get(f"/runs/{run.pk}/events", {"after": value})

@@ -301,7 +301,7 @@ def real_command(draw: st.DrawFn) -> tuple[str, str]:
     return "\\" + "".join(before) + name + after + "\n", name
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=2 * settings().max_examples, database=None)
 @given(HIDDEN_SCRIPT)
 def test_commands_hidden_in_strings_comments_and_dollar_quotes_are_no_commands(script: str) -> None:
     assert [command for command in meta_commands(script) if not is_allowed(command.name)] == []
@@ -312,7 +312,7 @@ def test_commands_hidden_in_strings_comments_and_dollar_quotes_are_no_commands(s
         check_custom_script(script)
 
 
-@settings(max_examples=300, deadline=None, database=None)
+@settings(max_examples=2 * settings().max_examples, database=None)
 @given(HIDDEN_SCRIPT, NOT_A_DOLLAR_QUOTE, real_command(), HIDDEN_SCRIPT)
 def test_it_refuses_a_command_placed_after_closed_constructs(
     before: str, lookalike: str, command: tuple[str, str], after: str
@@ -373,7 +373,7 @@ def first_command_the_parser_finds_unknown(script: str) -> tuple[str, int] | Non
     return None
 
 
-@settings(max_examples=150, deadline=None, database=None)
+@settings(database=None)
 @given(st.lists(st.sampled_from(FRAGMENTS), max_size=24).map("".join))
 @example("SELECT 1; \\zzq id\n")
 @example("SELECT 1e$a$ \\zzq $a$;\n")  # the junk identifier after a number takes "$a$"
