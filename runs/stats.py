@@ -5,14 +5,14 @@ without a database. Every distribution and test comes from scipy.stats; the only
 here is Fieller's quadratic and Holm's step-down, neither of which scipy offers.
 """
 
+import functools
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type information
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
@@ -63,9 +63,18 @@ class Comparison:
         return asdict(self)
 
 
+@functools.cache
+def _scipy_stats() -> Any:
+    """scipy.stats, imported when first used: importing it takes a second, and every Django
+    process would pay that at start (the admin's template tags import this module)."""
+    from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type information
+
+    return stats
+
+
 def _t_quantile(df: float) -> float:
     # Two-sided interval: the upper (1 + CONFIDENCE) / 2 quantile of Student's t.
-    return float(stats.t.ppf((1 + CONFIDENCE) / 2, df))
+    return float(_scipy_stats().t.ppf((1 + CONFIDENCE) / 2, df))
 
 
 def _finite(value: float) -> float | None:
@@ -158,7 +167,7 @@ class _Tests:
 
 
 def _run_tests(x: npt.NDArray[np.float64], base: npt.NDArray[np.float64]) -> _Tests | None:
-    welch = stats.ttest_ind(x, base, equal_var=False)
+    welch = _scipy_stats().ttest_ind(x, base, equal_var=False)
     welch_p = _finite(welch.pvalue)
     if welch_p is None:
         return None
@@ -166,7 +175,7 @@ def _run_tests(x: npt.NDArray[np.float64], base: npt.NDArray[np.float64]) -> _Te
     half = _finite((ci.high - ci.low) / 2)
     va, vb = float(np.var(x, ddof=1)) / len(x), float(np.var(base, ddof=1)) / len(base)
     ratio_ci = _fieller(float(np.mean(x)), va, float(np.mean(base)), vb, float(welch.df))
-    mann_whitney_p = _finite(stats.mannwhitneyu(x, base, alternative="two-sided").pvalue)
+    mann_whitney_p = _finite(_scipy_stats().mannwhitneyu(x, base, alternative="two-sided").pvalue)
     return _Tests(welch_p, mann_whitney_p, ratio_ci, half)
 
 
