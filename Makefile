@@ -18,7 +18,7 @@ test: setup pg-sources $(VENV)/.dev-deps static-files
 	$(VENV)/bin/pytest
 
 # What needs no virtual lab, Celery worker, uvicorn nor browser (conftest marks those from the
-# code): the tier to run while editing. 5.5 minutes on the 2-core VM (25 Nov 2026), a third of it
+# code): the tier to run while editing. 5.5-7 minutes on the 2-core VM (25 Nov 2026), a third of it
 # the authorization matrix: not yet the minute it should take.
 test-fast: setup $(VENV)/.dev-deps static-files
 	HYPOTHESIS_PROFILE=fast $(VENV)/bin/pytest -m "not lab and not worker and not browser"
