@@ -13,9 +13,10 @@ benchlab/direct 1.062, 1.007, 0.986, 1.011 with benchlab first; 0.975, 0.985, 0.
 first), and another time not at all. The alternating order makes this a two-period crossover
 design, whose textbook estimate takes the order out: the mean log ratio of the pairs run one way
 round and that of the pairs run the other way, averaged (crossover_estimate), with a Welch
-t-interval. The verdict reads it whenever each order was run at least twice; the interval says
-how finely the pairs resolve the ratio (on this VM two 20 s runs scatter ±5 % even when quiet,
-from run to run rather than within a run, so longer runs do not help and only more pairs do).
+t-interval (Student's t from runs/stats.py). The verdict reads it whenever each order was run at
+least twice; the interval says how finely the pairs resolve the ratio (on this VM two 20 s runs
+scatter ±5 % even when quiet, from run to run rather than within a run, so longer runs do not
+help and only more pairs do).
 
 Why means of logs and not each order's median (the verdict of revision 7607c6d): with an even
 number of pairs each way, the nearest-rank median is the lower middle one, which sits below the
@@ -27,9 +28,8 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from scipy import stats  # type: ignore[import-untyped]  # scipy ships no type information
-
 from benchmarks.machine import percentile
+from runs.stats import t_quantile
 
 
 def pair_order(index: int, sides: tuple[str, str]) -> tuple[str, str]:
@@ -86,7 +86,7 @@ def crossover_estimate(
     half_width = 0.0  # pairs that agree exactly leave no doubt
     if standard_error > 0:  # Welch-Satterthwaite degrees of freedom
         freedom = sum(variances) ** 2 / sum(v**2 / (len(g) - 1) for v, g in zip(variances, logs.values(), strict=True))
-        half_width = float(stats.t.ppf((1 + confidence) / 2, freedom)) * standard_error
+        half_width = t_quantile(freedom, confidence) * standard_error
     return {
         "ratio": math.exp(estimate),
         "low": math.exp(estimate - half_width),

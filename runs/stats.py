@@ -72,9 +72,9 @@ def _scipy_stats() -> Any:
     return stats
 
 
-def _t_quantile(df: float) -> float:
-    # Two-sided interval: the upper (1 + CONFIDENCE) / 2 quantile of Student's t.
-    return float(_scipy_stats().t.ppf((1 + CONFIDENCE) / 2, df))
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """For a two-sided interval: the upper (1 + confidence) / 2 quantile of Student's t."""
+    return float(_scipy_stats().t.ppf((1 + confidence) / 2, df))
 
 
 def _finite(value: float) -> float | None:
@@ -105,7 +105,7 @@ def summarise(values: Sequence[float]) -> Summary:
     if n < 2:
         return Summary(n, mean, None, low, median, high, None, None, None)
     sd = 0.0 if low == high else float(np.std(x, ddof=1))
-    half = _t_quantile(n - 1) * sd / math.sqrt(n)
+    half = t_quantile(n - 1) * sd / math.sqrt(n)
     cv = sd / abs(mean) if mean else None
     return Summary(n, mean, sd, low, median, high, cv, mean - half, mean + half)
 
@@ -149,7 +149,7 @@ def _fieller(a: float, va: float, b: float, vb: float, df: float) -> tuple[float
     """
     if b == 0:
         return None
-    t = _t_quantile(df)
+    t = t_quantile(df)
     g = t * t * vb / (b * b)
     if g >= 1:
         return None
