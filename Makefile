@@ -13,15 +13,21 @@ run: setup pg-sources
 	scripts/lab-ensure
 	scripts/serve
 
+# pytest keeps the test modules it rewrites (and Python its bytecode) in var/pycache, even where
+# the environment says PYTHONDONTWRITEBYTECODE: rewriting every test module again took 10 s a run.
+PYTEST = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/var/pycache $(VENV)/bin/pytest
+
+# Everything, on a pytest-xdist worker per core: what uses the virtual lab, a Celery worker or
+# benchlab's OS user runs on one of them, one test after another (conftest), the rest beside it.
 test: setup pg-sources $(VENV)/.dev-deps static-files
 	$(MAKE) --no-print-directory lint
-	$(VENV)/bin/pytest
+	$(PYTEST) -n auto --dist loadgroup
 
 # What needs no virtual lab, Celery worker, uvicorn nor browser (conftest marks those from the
-# code): the tier to run while editing. 5.5-7 minutes on the 2-core VM (25 Nov 2026), a third of it
-# the authorization matrix: not yet the minute it should take.
+# code): the tier to run while editing, on a pytest-xdist worker per core as make test. 2.6-3.1
+# minutes on the 2-core VM, not yet the minute it should take (ARCHITECTURE.md, Tests).
 test-fast: setup $(VENV)/.dev-deps static-files
-	HYPOTHESIS_PROFILE=fast $(VENV)/bin/pytest -m "not lab and not worker and not browser"
+	HYPOTHESIS_PROFILE=fast $(PYTEST) -n auto --dist loadgroup -m "not lab and not worker and not browser"
 
 # The pages' static files where the web server serves them from (var/static), as a deployment
 # has them: tests follow links to them (the favicon, the vendored libraries).

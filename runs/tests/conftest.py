@@ -5,6 +5,7 @@ empties the tables afterwards, which would also delete the role groups made by t
 migration, so such tests also ask for serialized_rollback=True (the rows are restored).
 """
 
+import asyncio
 import functools
 import inspect
 import os
@@ -14,12 +15,15 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
+from django.db import connections
 from django.test import Client
 from hypothesis import settings as hypothesis_settings
 
@@ -58,12 +62,24 @@ def _source_of(function: Any) -> str:
     return inspect.getsource(function)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# Tests that create benchlab's OS user on this machine, change its groups or work in its
+# directories share that one user, and so do runs on the virtual lab (its hosts share this
+# machine's /etc) and in a Celery worker: pytest-xdist gives them all to one worker, one after
+# another (--dist loadgroup), with the virtual lab and the Celery worker of its session.
+RUN_USER_CALLS = ("ensure_run_user(", "run_user_dir")
+ONE_AT_A_TIME = ("lab", "worker")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         code = _code_of(item)
         for marker, calls in NEEDS.items():
             if marker not in item.keywords and any(call in code for call in calls):
                 item.add_marker(marker)
+        if not config.pluginmanager.hasplugin("xdist"):
+            continue
+        if any(marker in item.keywords for marker in ONE_AT_A_TIME) or any(call in code for call in RUN_USER_CALLS):
+            item.add_marker(pytest.mark.xdist_group("this-machine"))
 
 
 # How many examples each property draws: `make test` the full number, `make test-fast`
@@ -80,9 +96,12 @@ ROLE_OF = {"vera": VIEWER, "otto": OPERATOR, "ada": ADMIN, "nora": None}
 
 def _test_database_name() -> str:
     # Named from the test database's name, never from whatever NAME is set when this runs:
-    # a real benchlab's keys (benchlab:<its database>:...) must survive.
+    # a real benchlab's keys (benchlab:<its database>:...) must survive. Under pytest-xdist each
+    # worker has a database of its own, suffixed with its id as pytest-django names it.
     database: dict[str, Any] = settings.DATABASES["default"]
-    return (database.get("TEST") or {}).get("NAME") or f"test_{str(database['NAME']).removeprefix('test_')}"
+    name = (database.get("TEST") or {}).get("NAME") or f"test_{str(database['NAME']).removeprefix('test_')}"
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"{name}_{worker}" if worker else name
 
 
 # This machine's run disk (register_local_host) in a directory of the session's own, for this
@@ -120,21 +139,42 @@ def local_device_dir_is_removed() -> Iterator[None]:
     shutil.rmtree(LOCAL_DEVICE_DIR, ignore_errors=True)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def run_user_is_removed_if_the_session_made_it() -> Iterator[None]:
+@dataclass(frozen=True)
+class RunUserBefore:
+    existed: bool
+    deny_files: dict[Path, str | None]  # each file's text, None where it did not exist
+
+
+RUN_USER_BEFORE = pytest.StashKey[RunUserBefore]()
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
     """Runs (and the probe) create benchlab's unprivileged OS user on the machine (the virtual
-    lab's hosts share its /etc) and keep it out of cron and at. A session that made it removes
-    it and restores those files; userdel fails while any process of the user is left, which
-    would be a test's leak."""
+    lab's hosts share its /etc) and keep it out of cron and at. What was there is noted by the
+    one process that outlives the others (pytest-xdist's controller, or pytest itself)."""
+    if _is_xdist_worker(session.config):
+        return
     existed = subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0
     deny_files = {path: path.read_text() if path.exists() else None for path in DENY_FILES}
-    yield
-    if existed:
+    session.config.stash[RUN_USER_BEFORE] = RunUserBefore(existed, deny_files)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A session that made the user removes it and restores those files, once every worker has
+    ended. userdel fails while any process of the user is left, which would be a test's leak."""
+    before = session.config.stash.get(RUN_USER_BEFORE, None)
+    if before is None or before.existed:
         return
     if subprocess.run(["id", "-u", RUN_USER], capture_output=True).returncode == 0:
         removed = subprocess.run(["userdel", RUN_USER], capture_output=True, text=True)
-        assert removed.returncode == 0, f"userdel {RUN_USER}: {removed.stderr}"
-    for path, text in deny_files.items():
+        if removed.returncode != 0:
+            print(f"\nA test left a process of {RUN_USER}: userdel {RUN_USER}: {removed.stderr}")
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    for path, text in before.deny_files.items():
         if text is None:
             path.unlink(missing_ok=True)
         else:
@@ -153,9 +193,13 @@ def run_user_dir() -> Iterator[Path]:
         shutil.rmtree(directory)
 
 
+def make_cast() -> dict[str, User]:
+    return {name: make_user(name, role) for name, role in ROLE_OF.items()}
+
+
 @pytest.fixture
 def users(db: None) -> dict[str, User]:
-    return {name: make_user(name, role) for name, role in ROLE_OF.items()}
+    return make_cast()
 
 
 @pytest.fixture
@@ -180,6 +224,16 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     """A real `celery worker` process on its own queue, connected to the test database."""
     with tasks_sent_to(start_celery_worker()) as worker:
         yield worker
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None) -> Iterator[None]:
+    """pytest-django's test database, with one more thing done before it is dropped. Async views
+    reach the database from asgiref's one thread for sync code; a server closes that thread's
+    connection after each request, the test client never does. Left open, it made dropping the
+    test database wait 5 s for it, then fail (a warning, and a database left behind)."""
+    yield
+    asyncio.run(sync_to_async(connections.close_all)())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -47,7 +47,7 @@ from runs.models import (
 )
 from runs.services import health
 from runs.services.shares import share_create
-from runs.tests.conftest import ClientFactory
+from runs.tests.conftest import ClientFactory, make_cast
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.web_server import WebServer, uvicorn
 
@@ -446,35 +446,53 @@ def test_the_matrix_covers_every_url() -> None:
     assert set(named_patterns(get_resolver())) == set(MATRIX)
 
 
+@dataclass(frozen=True)
+class World:
+    """What every row's requests share: the objects its URLs name, and each role signed in."""
+
+    objects: Objects
+    clients: dict[str, Client]
+
+
+@pytest.fixture(scope="class")
+def world(django_db_setup: None, django_db_blocker: Any) -> Iterator[World]:
+    """Made once for all the rows, in a transaction rolled back after the last of them: each
+    row's test runs in a savepoint of it (pytest-django), each request in a savepoint of that."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        users = make_cast() | {"root": User.objects.create_superuser("root", password=None)}
+        cast = ClientFactory(users)
+        clients = {role: cast(None if role == "anonymous" else role) for role in ROLES}
+        yield World(make_objects(users), clients)
+        transaction.set_rollback(True)
+
+
 @pytest.mark.django_db
-@pytest.mark.parametrize("url_name", sorted(MATRIX))
-def test_each_role_and_method_gets_what_the_matrix_says(
-    url_name: str, client_for: ClientFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Who may see the health pages is asked here, not what they find (test_health.py): with no
-    # worker to answer, each real check would wait out a Celery ping.
-    monkeypatch.setattr(health, "CHECKS", dict.fromkeys(health.CHECKS, lambda: "checked"))
-    health.public_health_report_forget()
-    client_for.users["root"] = User.objects.create_superuser("root", password=None)
-    objects = make_objects(client_for.users)
-    row = MATRIX[url_name]
-    url = reverse(url_name, args=row.args(objects))
-    query = row.query(objects) if callable(row.query) else row.query
-    clients = {role: client_for(None if role == "anonymous" else role) for role in ROLES}
+class TestTheMatrix:
+    @pytest.mark.parametrize("url_name", sorted(MATRIX))
+    def test_each_role_and_method_gets_what_the_matrix_says(
+        self, url_name: str, world: World, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        # Who may see the health pages is asked here, not what they find (test_health.py): with no
+        # worker to answer, each real check would wait out a Celery ping.
+        monkeypatch.setattr(health, "CHECKS", dict.fromkeys(health.CHECKS, lambda: "checked"))
+        health.public_health_report_forget()
+        row = MATRIX[url_name]
+        url = reverse(url_name, args=row.args(world.objects))
+        query = row.query(world.objects) if callable(row.query) else row.query
 
-    got, expected = {}, {}
-    for role in ROLES:
-        for method in METHODS:
-            client = clients[role]
-            cookies = copy.deepcopy(client.cookies)  # a logout in one request must not end the next one's login
-            with transaction.atomic():
-                got[role, method] = outcome(client, method, url, query)
-                transaction.set_rollback(True)
-            client.cookies = cookies
-            expected[role, method] = row.expected(role, method)
+        got, expected = {}, {}
+        for role in ROLES:
+            for method in METHODS:
+                client = world.clients[role]
+                cookies = copy.deepcopy(client.cookies)  # a logout in one request must not end the next one's login
+                with transaction.atomic():
+                    got[role, method] = outcome(client, method, url, query)
+                    transaction.set_rollback(True)
+                client.cookies = cookies
+                expected[role, method] = row.expected(role, method)
 
-    wrong = {key: f"got {got[key]}, expected {expected[key]}" for key in got if got[key] != expected[key]}
-    assert not wrong, f"{url_name} ({url}): {wrong}"
+        wrong = {key: f"got {got[key]}, expected {expected[key]}" for key in got if got[key] != expected[key]}
+        assert not wrong, f"{url_name} ({url}): {wrong}"
 
 
 # ---- the event streams, on the real web server ----
