@@ -11,6 +11,7 @@ import inspect
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -70,6 +71,12 @@ RUN_USER_CALLS = ("ensure_run_user(", "run_user_dir")
 ONE_AT_A_TIME = ("lab", "worker")
 
 
+THIS_MACHINE = "this-machine"
+
+
+# First: pytest-xdist's own hook reads the xdist_group markers in this same hook (it suffixes
+# each node id with its group); run after it, the markers added here would not be seen.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         code = _code_of(item)
@@ -79,7 +86,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not config.pluginmanager.hasplugin("xdist"):
             continue
         if any(marker in item.keywords for marker in ONE_AT_A_TIME) or any(call in code for call in RUN_USER_CALLS):
-            item.add_marker(pytest.mark.xdist_group("this-machine"))
+            item.add_marker(pytest.mark.xdist_group(THIS_MACHINE))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Stops a worker whose grouping did not take: its tests would race on the OS user and each
+    worker start a virtual lab of its own. pytest-xdist groups by suffixing node ids, which
+    pytest 9.2 no longer lets it do (pyproject.toml pins below it)."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    ungrouped = [
+        item.nodeid
+        for item in session.items
+        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{THIS_MACHINE}")
+    ]
+    if ungrouped:
+        message = f"--dist loadgroup did not group {len(ungrouped)} tests, e.g. {ungrouped[0]}"
+        print(message, file=sys.__stderr__)  # a worker's exception reaches the terminal as a traceback only
+        raise pytest.UsageError(message)
 
 
 # How many examples each property draws: `make test` the full number, `make test-fast`

@@ -111,8 +111,12 @@ def build_delayfs(state: Path) -> Path:
     binary = state.parent / "delayfs"
     source = HERE / "delayfs.c"
     if not binary.exists() or binary.stat().st_mtime < source.stat().st_mtime:
+        # Built beside it and renamed into place: another lab starting at the same time may be
+        # running the binary already, and writing over a running program fails (ETXTBSY).
         flags = sh("pkg-config", "fuse3", "--cflags", "--libs").split()
-        sh("gcc", "-O2", "-Wall", "-Wextra", "-o", str(binary), str(source), *flags)
+        built = binary.with_name(f"delayfs.{os.getpid()}")
+        sh("gcc", "-O2", "-Wall", "-Wextra", "-o", str(built), str(source), *flags)
+        built.replace(binary)
     return binary
 
 
