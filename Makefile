@@ -19,12 +19,13 @@ PYTEST = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/var/pycache $(VE
 
 # Everything, on a pytest-xdist worker per core: what uses the virtual lab, a Celery worker or
 # benchlab's OS user runs on one of them, one test after another (conftest), the rest beside it.
+# 22 minutes on the 2-core VM (25 Nov 2026), most of it that one worker's lab tests.
 test: setup pg-sources $(VENV)/.dev-deps static-files
 	$(MAKE) --no-print-directory lint
 	$(PYTEST) -n auto --dist loadgroup
 
 # What needs no virtual lab, Celery worker, uvicorn nor browser (conftest marks those from the
-# code): the tier to run while editing, on a pytest-xdist worker per core as make test. 2.6-3.1
+# code): the tier to run while editing, on a pytest-xdist worker per core as make test. 2.7-3.1
 # minutes on the 2-core VM, not yet the minute it should take (ARCHITECTURE.md, Tests).
 test-fast: setup $(VENV)/.dev-deps static-files
 	HYPOTHESIS_PROFILE=fast $(PYTEST) -n auto --dist loadgroup -m "not lab and not worker and not browser"
