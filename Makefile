@@ -25,7 +25,7 @@ test: setup pg-sources $(VENV)/.dev-deps static-files
 	$(PYTEST) -n auto --dist loadgroup
 
 # What needs no virtual lab, Celery worker, uvicorn nor browser (conftest marks those from the
-# code): the tier to run while editing, on a pytest-xdist worker per core as make test. 2.7-3.1
+# code): the tier to run while editing, on a pytest-xdist worker per core as make test. 1.9-3.1
 # minutes on the 2-core VM, not yet the minute it should take (ARCHITECTURE.md, Tests).
 test-fast: setup $(VENV)/.dev-deps static-files
 	HYPOTHESIS_PROFILE=fast $(PYTEST) -n auto --dist loadgroup -m "not lab and not worker and not browser"
