@@ -206,6 +206,25 @@ def test_statistics_are_scipys_over_done_runs_and_failed_runs_are_counted_apart(
     assert (hdd.failed, ram.failed) == (1, 0) and hdd.failures[0].endswith(": PANIC")
 
 
+def test_the_statistics_table_gives_p_values_as_the_verdicts_do_never_a_rounded_zero(
+    users: dict, client_for: ClientFactory
+) -> None:
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host)[:1]), by=users["otto"])
+    tps = {(0, 1): 100.0, (0, 2): 102.0, (0, 3): 98.0, (1, 1): 50.0, (1, 2): 51.0, (1, 3): 49.0}
+    for run in Run.objects.filter(campaign=campaign):
+        Run.objects.filter(pk=run.pk).update(state=RunState.DONE, steady_tps_mean=tps[place(run)])
+
+    page = client_for("vera").get(reverse("campaign-detail", args=[campaign.pk]), {"baseline": 1}).content.decode()
+
+    # Welch: t = 50 / sqrt(4/3 + 1/3) = 38.7 on 2.94 degrees of freedom, p = 4.5e-5 (the page
+    # showed "0.000"); Mann-Whitney's exact p for 3 against 3 with no overlap is 2/20 = 0.1.
+    tps_table = page.split('id="metric-steady_tps"', 1)[1].split("</table>", 1)[0]
+    ram_row = next(row for row in tps_table.split("<tr>") if "<td>lab1:ram" in row)
+    cells = [cell.split("</td>", 1)[0] for cell in ram_row.split("<td>")[1:]]
+    assert cells[-3:] == ["&lt; 0.001", "0.1", "0"], ram_row
+
+
 @pytest.fixture
 def otto(client_for: ClientFactory) -> Client:
     return client_for("otto")
