@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import closing
@@ -20,11 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg.errors
 import pytest
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.db import connections
+from django.db import OperationalError, connections
+from django.db.backends.postgresql.operations import DatabaseOperations
 from django.test import Client
 from hypothesis import settings as hypothesis_settings
 
@@ -142,6 +145,26 @@ os.environ["BENCHLAB_LOCAL_DEVICE_DIR"] = str(LOCAL_DEVICE_DIR)
 settings.PASSWORD_HASHERS = ["runs.tests.factories.FastPBKDF2PasswordHasher", *settings.PASSWORD_HASHERS]
 
 settings.CACHES["default"]["KEY_PREFIX"] = f"{redis_prefix(_test_database_name())}:cache"
+
+
+_execute_sql_flush = DatabaseOperations.execute_sql_flush
+
+
+def _flush_retried_after_a_deadlock(self: DatabaseOperations, sql_list: list[str]) -> None:
+    """A transactional test ends by truncating every table. The session's Celery worker may still
+    be reading some of them (a heartbeat, the dispatcher), and PostgreSQL once chose the
+    TRUNCATE as a deadlock's victim (CI, 25 Nov 2026): the next test then found the last one's
+    rows. The flush is one transaction, rolled back whole, so it is tried again."""
+    for attempt in range(1, 6):
+        try:
+            return _execute_sql_flush(self, sql_list)
+        except OperationalError as error:
+            if attempt == 5 or not isinstance(error.__cause__, psycopg.errors.DeadlockDetected):
+                raise
+            time.sleep(0.2 * attempt)
+
+
+DatabaseOperations.execute_sql_flush = _flush_retried_after_a_deadlock  # type: ignore[method-assign, assignment]
 
 # WhiteNoise reads every static file's headers when its middleware starts, about 80 ms, and the
 # test client starts the middleware afresh for each Client: with refresh on it looks a file up
