@@ -4,6 +4,7 @@ Every reader raises ImproperlyConfigured on a value it cannot interpret, so a ty
 in a deployment fails at start-up instead of silently falling back to a default.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -51,6 +52,26 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if any(not item for item in items):
         raise ImproperlyConfigured(f"{name}={raw!r} has an empty item; separate values with single commas")
     return items
+
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def env_networks(name: str) -> tuple[IPNetwork, ...]:
+    """Addresses and networks, comma-separated (10.0.0.5, 10.0.0.0/24, ::1); none when unset or empty."""
+    raw = os.environ.get(name, "")
+    if not raw.strip():
+        return ()
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(ipaddress.ip_network(item))
+        except ValueError as exc:
+            raise ImproperlyConfigured(
+                f"{name}={raw!r}: {item!r} is not an address or network ({exc}); "
+                "give addresses or networks separated by commas, e.g. 10.0.0.5,192.0.2.0/24,::1"
+            ) from exc
+    return tuple(networks)
 
 
 def env_url(name: str, default: str, schemes: tuple[str, ...]) -> str:

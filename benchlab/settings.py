@@ -11,7 +11,16 @@ from cryptography.fernet import Fernet
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
-from benchlab.env import env_bool, env_list, env_optional_secret, env_seconds, env_secret, env_str, env_url
+from benchlab.env import (
+    env_bool,
+    env_list,
+    env_networks,
+    env_optional_secret,
+    env_seconds,
+    env_secret,
+    env_str,
+    env_url,
+)
 from benchlab.redis_keys import redis_prefix
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -114,16 +123,24 @@ CONTENT_SECURITY_POLICY = {
 
 # Login attempts: after AXES_FAILURE_LIMIT failures for one user name from one address, that
 # pair is locked out for AXES_COOLOFF_TIME (other users and addresses are not). Behind a reverse
-# proxy, see README ("Serving over HTTPS") for the client address.
+# proxy, see TRUSTED_PROXIES below for the client address.
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
-# Behind a reverse proxy, the header in which it names the client (X-Real-IP, X-Forwarded-For);
-# empty: the connection's address. Used by the lockout above and by the audit log.
-CLIENT_IP_HEADER = env_str("BENCHLAB_CLIENT_IP_HEADER", "")
+# The client's address (benchlab/client_ip.py) is the connection's, unless the connection comes
+# from a reverse proxy named here (addresses or networks; none by default): then it is the one that
+# proxy gives in CLIENT_IP_HEADER. Used by the lockout above, the audit log and the API throttles.
+TRUSTED_PROXIES = env_networks("BENCHLAB_TRUSTED_PROXIES")
+CLIENT_IP_HEADER = env_str("BENCHLAB_CLIENT_IP_HEADER", "") or "X-Forwarded-For"
+if env_str("BENCHLAB_CLIENT_IP_HEADER", "") and not TRUSTED_PROXIES:
+    # Without a trusted proxy the header is never read: say so rather than ignore it.
+    raise ImproperlyConfigured(
+        "BENCHLAB_CLIENT_IP_HEADER is set but BENCHLAB_TRUSTED_PROXIES is empty: name the proxy's "
+        "address (e.g. BENCHLAB_TRUSTED_PROXIES=127.0.0.1), whose header alone is believed"
+    )
 AXES_CLIENT_IP_CALLABLE = "benchlab.client_ip.client_ip"
 
 # Served over HTTPS (by a reverse proxy that sets X-Forwarded-Proto): cookies only travel
@@ -191,8 +208,8 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Per user (anonymous requests are refused before throttling); queueing has its own, lower rate.
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.UserRateThrottle",
-        "rest_framework.throttling.ScopedRateThrottle",
+        "runs.api.throttles.UserRateThrottle",
+        "runs.api.throttles.ScopedRateThrottle",
     ],
     "DEFAULT_THROTTLE_RATES": {
         "user": env_str("BENCHLAB_API_RATE_USER", "1200/min"),

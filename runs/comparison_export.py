@@ -60,13 +60,29 @@ def series_rows(result: ComparisonResult) -> Iterator[dict[str, Any]]:
         }
 
 
+# A spreadsheet runs a cell starting with one of these as a formula (OWASP, "CSV Injection"):
+# text from the inventory (an install's label, a host's or a device's name) reaches shared exports.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_text(text: str) -> str:
+    """`text` as a cell a spreadsheet shows and never runs: a leading quote, as OWASP recommends,
+    before text that would start a formula."""
+    return f"'{text}" if text.startswith(FORMULA_STARTS) else text
+
+
 def _csv_value(value: Any) -> Any:
+    """A cell. Only text is guarded: a number is written from an int or a float (repr: digits, a
+    sign, '.', 'e', inf, nan), which a spreadsheet reads as that number, never a formula, and a
+    quote would make -1.5 text that no sum or chart takes. Lists hold run ids."""
     if value is None:
         return ""
     if isinstance(value, list):
         return " ".join(map(str, value))
     if isinstance(value, float):
         return repr(value)  # every digit: the file equals the JSON
+    if isinstance(value, str):
+        return spreadsheet_text(value)
     return value
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from runs.lab.scale_room import BYTES_PER_SCALE, FORMATTED_SHARE, MIB, largest_fitting_scale, scale_need
 from runs.models import Device, Filesystem, Host, PgInstall, QueryMode, Workload
+from runs.models.run_clients import version_key
 
 PAGE_SIZES_STUDIED = (2048, 4096, 8192)  # seed 001
 
@@ -32,12 +33,8 @@ def _install(host: Host, block_size: int = 8192, version: str | None = None) -> 
     installs = host.pg_installs.filter(block_size=block_size, removed_at__isnull=True)
     if version is not None:
         installs = installs.filter(version=version)
-    newest = sorted(installs, key=lambda pg: _version_key(pg.version))
+    newest = sorted(installs, key=lambda pg: version_key(pg.version))
     return newest[-1] if newest else None
-
-
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
 
 
 def _formattable(host: Host | None = None) -> list[Device]:

@@ -56,7 +56,7 @@ class Cell:
 def _whole_number(text: str, what: str) -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         return text
-    if not isinstance(text, str) or not re.fullmatch(r"\s*\d{1,9}\s*", text):
+    if not isinstance(text, str) or not re.fullmatch(r"\s*\d{1,9}\s*", text, re.ASCII):
         raise SweepError(f"{what}: {text!r:.40} is not a whole number")
     return int(text)
 

@@ -146,6 +146,12 @@ MKFS_OPTIONS: dict[str, dict[str, str]] = {
 }
 
 
+def _value_allowed(pattern: str, value: str) -> bool:
+    """Whether `value` is what `pattern` allows, read with ASCII classes: \\d alone would also
+    take Arabic-Indic or fullwidth digits, digits to Python that mount, mkfs and the kernel refuse."""
+    return re.fullmatch(pattern, value, re.ASCII) is not None
+
+
 def parse_mount_options(fstype: str, text: str) -> tuple[str, ...]:
     """Validate comma-separated mount options against the filesystem's allow-list."""
     if fstype not in MOUNT_OPTIONS:
@@ -156,7 +162,7 @@ def parse_mount_options(fstype: str, text: str) -> tuple[str, ...]:
         name, _, value = option.partition("=")
         if name not in allowed:
             raise InvalidOption(f"mount option {name!r} is not allowed for {fstype}")
-        if not re.fullmatch(allowed[name], value):
+        if not _value_allowed(allowed[name], value):
             raise InvalidOption(f"mount option {option!r} has a bad value for {fstype}")
     return options
 
@@ -177,7 +183,7 @@ def parse_mkfs_options(fstype: str, text: str) -> tuple[str, ...]:
     for flag, value in zip(words[::2], words[1::2], strict=True):
         if flag not in allowed:
             raise InvalidOption(f"mkfs option {flag} is not allowed for {fstype}")
-        if not re.fullmatch(allowed[flag], value):
+        if not _value_allowed(allowed[flag], value):
             raise InvalidOption(f"mkfs option {flag} {value!r} has a bad value for {fstype}")
     return tuple(words)
 

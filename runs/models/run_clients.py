@@ -78,12 +78,14 @@ def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall
     """The client's PostgreSQL install whose pgbench drives the run: the server's major
     version when the client has it (same protocol features and output), else its newest."""
     live = [pg for pg in client.pg_installs.all() if pg.removed_at is None]  # a removed build's pgbench is gone
-    installs = sorted(live, key=lambda pg: _version_key(pg.version))
+    installs = sorted(live, key=lambda pg: version_key(pg.version))
     major = server_install.version.split(".")[0]
     same_major = [pg for pg in installs if pg.version.split(".")[0] == major]
     candidates = same_major or installs
     return candidates[-1] if candidates else None
 
 
-def _version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split(".") if part.isdigit())
+def version_key(version: str) -> tuple[int, ...]:
+    """15.19 -> (15, 19), to sort an admin-typed version; parts other than ASCII digits are left
+    out ("²" is a digit to str.isdigit(), not to int())."""
+    return tuple(int(part) for part in version.split(".") if part.isascii() and part.isdigit())

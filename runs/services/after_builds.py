@@ -26,7 +26,7 @@ from runs.services.lab_access import host_connect
 
 log = logging.getLogger(__name__)
 PRESET = "page-size"
-_PACKAGED_BIN = re.compile(r"/usr/lib/postgresql/(\d+)/bin")  # Debian's layout: package postgresql-<major>
+_PACKAGED_BIN = re.compile(r"/usr/lib/postgresql/([0-9]+)/bin")  # Debian's layout: package postgresql-<major>
 
 
 class StudyRefused(Exception):

@@ -81,7 +81,7 @@ def not_reported(run: Run) -> str:
     return "not reported (pgbench was stopped)" if run.state == RunState.CANCELLED else "not reported"
 
 
-_RUN_MENTION = re.compile(r"\brun (\d+)\b")
+_RUN_MENTION = re.compile(r"\brun ([0-9]+)\b")
 
 
 @register.filter

@@ -3,6 +3,7 @@ per user, API tokens are kept only as hashes, every page carries a Content-Secur
 and cookies are secure when benchlab is served over HTTPS."""
 
 import re
+from ipaddress import ip_network
 
 import pytest
 from django.contrib.auth.models import User
@@ -142,7 +143,7 @@ def test_cookies_are_secure_and_hsts_is_sent_when_served_over_https(https: str, 
     assert result.stdout.strip() == printed
 
 
-@override_settings(CLIENT_IP_HEADER="X-Forwarded-For")
+@override_settings(TRUSTED_PROXIES=(ip_network("10.0.0.1"),))
 def test_behind_a_proxy_the_lock_is_per_client_address_the_proxy_names() -> None:
     make_user("otto", "operator", password=PASSWORD)
 

@@ -118,6 +118,8 @@ def test_builds_done_already_queue_the_study_at_once(host_says: list) -> None:
     [
         ("no package version", "has no postgresql-15 package of version 15.20 installed"),
         ("no packaged install", "has no Debian-packaged PostgreSQL"),
+        # Arabic-Indic 15: no Debian directory, and never part of a package name on a command line.
+        ("a major in other digits", "has no Debian-packaged PostgreSQL"),
         ("no host", "no enabled host serves PostgreSQL"),
     ],
 )
@@ -130,6 +132,8 @@ def test_what_cannot_be_built_is_refused_with_the_reason_and_nothing_is_queued(
         host_says[:] = ["15.19-0+deb12u1"]
     if setup == "no packaged install":
         PgInstall.objects.filter(host=host).update(bin_dir="/opt/pg/bin")
+    if setup == "a major in other digits":
+        PgInstall.objects.filter(host=host).update(bin_dir="/usr/lib/postgresql/\u0661\u0665/bin")
 
     with pytest.raises(StudyRefused, match=message):
         study_after_builds_queue(by=make_user("otto", "operator"))

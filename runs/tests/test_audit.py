@@ -4,6 +4,7 @@ accounts, roles and API tokens; admins read it, filter it, and cannot change it.
 (mkfs is recorded by the worker before it runs: test_run_execution checks it on a real run.)
 """
 
+from ipaddress import ip_network
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def test_queueing_is_recorded_with_who_when_and_from_where() -> None:
     assert "lab1:ssd0 ext4" in event.message
 
 
-@override_settings(CLIENT_IP_HEADER="X-Real-IP")
+@override_settings(CLIENT_IP_HEADER="X-Real-IP", TRUSTED_PROXIES=(ip_network("10.0.0.1"),))
 def test_behind_a_proxy_the_address_is_the_one_the_proxy_names() -> None:
     host = make_host()
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)

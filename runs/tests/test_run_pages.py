@@ -15,6 +15,7 @@ from runs.forms import RUN_FIELDS
 from runs.models import Host, Run, RunClient, RunSample, RunState, RunTransition
 from runs.services.run_observer import RunObserver
 from runs.services.runs import runs_enqueue
+from runs.templatetags.run_page import link_runs
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, run_form_fields
 
@@ -54,6 +55,8 @@ def test_a_valid_form_queues_the_run_and_shows_it(otto: Client) -> None:
     "changes, field, message",
     [
         ({"mount_options": "noatime,data=fast"}, "mount_options", "has a bad value for ext4"),
+        ({"mount_options": "commit=\u0665"}, "mount_options", "'commit=\u0665' has a bad value for ext4"),
+        ({"mkfs_options": "-i \uff18\uff11\uff19\uff12"}, "mkfs_options", "has a bad value for ext4"),
         ({"mount_options": "nodatacow"}, "mount_options", "not allowed for ext4"),
         ({"mkfs_options": "-l logdev=/dev/sda"}, "mkfs_options", "not allowed for ext4"),
         ({"threads": 8}, "threads", "threads cannot exceed clients"),
@@ -380,3 +383,9 @@ def test_run_again_keeps_a_client_host_disabled_since_ticked_and_marked(otto: Cl
         rf'<label for="id_client_hosts_\d+">(<input [^>]*value="{lab2.pk}"[^>]*>) lab2 \(disabled\)</label>', page
     )
     assert " checked" in box
+
+
+def test_only_a_run_named_with_ascii_digits_is_linked() -> None:
+    link = reverse("run-detail", args=[19])
+    assert link_runs("lab2 busy with run 19") == f'lab2 busy with <a href="{link}">run 19</a>'
+    assert link_runs("lab2 busy with run \u0661\u0669") == "lab2 busy with run \u0661\u0669"  # not run 19

@@ -31,6 +31,14 @@ def test_the_client_uses_its_pgbench_of_the_servers_major_version(server_version
     assert install is not None and install.version == chosen
 
 
+def test_an_install_whose_version_has_digits_other_than_ascii_is_sorted_not_a_crash() -> None:
+    client = client_with_installs("15.20", "15.\u00b2")  # "²" is a digit to str.isdigit(), not to int()
+
+    install = client_pgbench_install(make_pg_install(make_host(), version="15.19"), client)
+
+    assert install is not None and install.version == "15.20"
+
+
 def test_a_run_with_a_client_host_names_both_addresses() -> None:
     server = make_host()
     client = client_with_installs("15.20")

@@ -43,6 +43,10 @@ def start_django(
         ({"CREDENTIALS_KEY": "not-a-fernet-key"}, "CREDENTIALS_KEY is not a valid Fernet key"),
         ({"CREDENTIALS_KEY": ""}, "CREDENTIALS_KEY is set but empty"),
         ({"REDIS_URL": "redis://127.0.0.1:notaport/0"}, "has a bad port"),
+        ({"BENCHLAB_TRUSTED_PROXIES": "10.0.0.1,proxy.lab"}, "'proxy.lab' is not an address or network"),
+        ({"BENCHLAB_TRUSTED_PROXIES": "10.0.0.5/24"}, "'10.0.0.5/24' is not an address or network"),
+        ({"BENCHLAB_TRUSTED_PROXIES": "10.0.0.1,,::1"}, "has an empty item"),
+        ({"BENCHLAB_CLIENT_IP_HEADER": "X-Real-IP"}, "BENCHLAB_TRUSTED_PROXIES is empty"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:

@@ -136,6 +136,13 @@ def test_a_value_that_is_no_number_says_so() -> None:
         expand(base_on(lab1), [Variable("scale", ("ten",))], Inventory.load())
 
 
+def test_a_value_of_digits_other_than_ascii_is_no_number() -> None:
+    lab1, _ = lab()
+    for digits in ("\u0665", "\uff15", "\u0967\u0966"):  # Arabic-Indic 5, fullwidth 5, Devanagari 10
+        with pytest.raises(SweepError, match="is not a whole number"):
+            expand(base_on(lab1), [Variable("scale", (digits,))], Inventory.load())
+
+
 def test_repetitions_are_interleaved_round_by_round() -> None:
     assert run_order(3, 2) == [(0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2)]
 
