@@ -5,6 +5,7 @@ There is no separate production module: what runs in tests is what runs in a lab
 
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 import dj_database_url
 from cryptography.fernet import Fernet
@@ -60,7 +61,16 @@ DATABASES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-REDIS_URL = env_url("REDIS_URL", "redis://127.0.0.1:6379/0", schemes=("redis", "rediss", "unix"))
+
+def _default_redis_url() -> str:
+    # A Redis that `make run` started itself asks for the password it generated
+    # (scripts/start-services); one that was already running is used as it is.
+    password_file = VAR_DIR / "redis_password"
+    password = password_file.read_text().strip() if password_file.exists() else ""
+    return f"redis://:{quote(password, safe='')}@127.0.0.1:6379/0" if password else "redis://127.0.0.1:6379/0"
+
+
+REDIS_URL = env_url("REDIS_URL", _default_redis_url(), schemes=("redis", "rediss", "unix"))
 
 # Private SSH keys stored in the inventory are encrypted with this Fernet key. Without it,
 # hosts can still use a key file on the worker machine, but the admin refuses to store keys.

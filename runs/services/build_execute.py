@@ -29,6 +29,7 @@ from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
 from runs.services.heartbeat import beating, heartbeat_every_s, stale_after_s
 from runs.services.lab_access import host_connect, host_connect_for_run
+from runs.services.own_server import own_server_assert_closed
 from runs.services.queue import build_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ def _build(build: PgBuild, observer: BuildJobObserver) -> tuple[Ending, BuiltIns
     watch = CancelWatch(build.pk, observer.cancel_now, requested=lambda: build_cancel_requested(build.pk), what="build")
     try:
         with watch:
+            own_server_assert_closed([(build.host, transport)])  # a build runs make as the run user
             built = build_postgres(
                 transport, lambda: host_connect(build.host), options, observer, job_name=build.job_name
             )

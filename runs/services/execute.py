@@ -36,6 +36,7 @@ from runs.services.drift_facts import drift_facts
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
+from runs.services.own_server import own_server_assert_closed
 from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
@@ -136,6 +137,9 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         facts = probe_host(transport).as_json()
         clients_facts = [probe_host(client.transport).as_json() for client in clients]
+        own_server_assert_closed(
+            zip([run.server_host, *run.client_host_list], [transport, *(c.transport for c in clients)], strict=True)
+        )
         drift = drift_facts(transport, run)
         result = _run_with_reuse(run, transport, spec, observer, clients)
     except RunCancelled:

@@ -4,7 +4,6 @@ import time
 from collections.abc import Iterator
 from contextlib import closing
 from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
@@ -181,23 +180,6 @@ def test_cancel_stops_a_running_run_and_frees_its_host(
     assert run.samples.count() >= 2
     assert run.artifacts.filter(name="pgbench.stderr.txt").exists()
     assert run.environment["host"]["hostname"] == "lab2"
-
-
-@pytest.mark.django_db(transaction=True, serialized_rollback=True)
-def test_a_small_run_on_this_machine_works_without_a_lab(celery_worker: CeleryWorker) -> None:
-    """The first minute after `make run`: this machine, its directory under var/, no lab."""
-    call_command("register_local_host", "--allow-runs", stdout=StringIO())
-    host = Host.objects.get(name="this-machine")
-    device = host.devices.get(name="local-dir")
-    run = new_run(host, make_user("otto", "operator"), device=device, filesystem="directory", mount_options="",
-                  duration_s=3, warmup_s=0, clients=1)  # fmt: skip
-
-    run = wait_until_finished(run)
-
-    assert run.state == RunState.DONE, (run.error, run.failed_output)
-    assert run.tps and run.tps > 0 and run.samples.count() >= 2
-    assert run.environment["filesystem"]["type"] == "directory"
-    assert not [p for p in Path(device.path).iterdir() if p.name.startswith("benchlab-")], "run directory left"
 
 
 def test_the_api_queues_a_run_and_reads_its_samples(

@@ -110,3 +110,18 @@ def test_env_secret_prefers_the_environment_over_the_local_file(
     assert env_secret("SECRET", local) == "from-file"
     monkeypatch.setenv("SECRET", "from-env")
     assert env_secret("SECRET", local) == "from-env"
+
+
+PRINT_REDIS_URL = "import django; django.setup(); from django.conf import settings; print(settings.REDIS_URL)"
+
+
+def test_a_redis_that_make_run_started_with_a_password_is_reached_with_it(tmp_path: Path) -> None:
+    """scripts/start-services gives the Redis it starts a password in var/redis_password."""
+    env = {"BENCHLAB_VAR_DIR": str(tmp_path), "SECRET_KEY": "k" * 50}
+    (tmp_path / "redis_password").write_text("a b/c\n")
+    with_password = start_django(env, unset=("REDIS_URL",), code=PRINT_REDIS_URL)
+    (tmp_path / "redis_password").unlink()
+    without = start_django(env, unset=("REDIS_URL",), code=PRINT_REDIS_URL)
+
+    assert with_password.stdout.strip() == "redis://:a%20b%2Fc@127.0.0.1:6379/0", with_password.stderr
+    assert without.stdout.strip() == "redis://127.0.0.1:6379/0", without.stderr

@@ -16,6 +16,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from runs.lab.errors import LabError
 from runs.models import AuditAction, Device, Host
 from runs.services.audit import audit_record
+from runs.services.lab_access import host_connect
+from runs.services.own_server import own_server_assert_closed
 from runs.services.probe import host_probe
 
 LOCAL_HOST_NAME = "this-machine"
@@ -67,6 +69,15 @@ class Command(BaseCommand):
             return
         installs = ", ".join(pg.version for pg in facts.pg_installs) or "none"
         self.stdout.write(f"Probed this machine: {facts.cpu_cores} cores; PostgreSQL installs: {installs}.")
+        if host.allow_runs_on_benchlab_server:
+            self._warn_if_services_let_the_run_user_in(host)
+
+    def _warn_if_services_let_the_run_user_in(self, host: Host) -> None:
+        """Said now, at `make run`, rather than at the first run, which would be refused."""
+        try:
+            own_server_assert_closed([(host, host_connect(host))])
+        except LabError as exc:
+            self.stdout.write(self.style.WARNING(f"Runs on this machine will be {exc}"))
 
     def _register_device(self, host: Host) -> None:
         directory = local_device_path()
