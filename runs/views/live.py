@@ -131,9 +131,9 @@ class _EventStreamResponse(StreamingHttpResponse):
 
 def _too_many_streams(cap: int) -> HttpResponse:
     return HttpResponse(
-        f"You have {cap} live views open, the most one person may have at once (runs, builds, baselines, "
-        "campaigns and the run list each keep one while their page is open). Close a page you no longer "
-        "watch, then reload this one.",
+        f"You already have {cap} live {'view' if cap == 1 else 'views'} open, the most one person may have at "
+        "once (the pages of runs, builds, baselines and campaigns and the run list each keep one while open). "
+        "Close a page you no longer watch, then reload this one.",
         status=429,
         content_type="text/plain; charset=utf-8",
     )
