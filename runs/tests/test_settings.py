@@ -43,6 +43,10 @@ def start_django(
         ({"CREDENTIALS_KEY": "not-a-fernet-key"}, "CREDENTIALS_KEY is not a valid Fernet key"),
         ({"CREDENTIALS_KEY": ""}, "CREDENTIALS_KEY is set but empty"),
         ({"REDIS_URL": "redis://127.0.0.1:notaport/0"}, "has a bad port"),
+        ({"BENCHLAB_MAX_STREAMS_PER_USER": "0"}, "BENCHLAB_MAX_STREAMS_PER_USER='0' must be a whole number from 1"),
+        ({"BENCHLAB_MAX_STREAMS_PER_USER": "８"}, "BENCHLAB_MAX_STREAMS_PER_USER='８' must be a whole number from 1"),
+        ({"BENCHLAB_MAX_STREAMS_PER_USER": "8.5"}, "BENCHLAB_MAX_STREAMS_PER_USER='8.5' must be a whole number"),
+        ({"BENCHLAB_STREAM_MAX_AGE_S": "0"}, "BENCHLAB_STREAM_MAX_AGE_S='0' must be a number of seconds from 1"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:
