@@ -22,6 +22,7 @@ from runs.tests.test_browser_baselines import JOBS
 from runs.tests.test_browser_builds import make_build
 from runs.tests.test_live_streams import eventually
 from runs.tests.web_server import WebServer, uvicorn
+from runs.views.live import _EventStreamResponse, _stream
 
 LIVE = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
@@ -151,6 +152,20 @@ def test_a_slot_whose_process_died_lapses_with_its_lease() -> None:
     live.client().delete(key)
 
     assert kept is not None and refused is None and after_lease is not None
+
+
+def test_a_stream_whose_viewer_left_before_it_began_gives_its_slot_back_when_django_closes_it() -> None:
+    """Its generator never ran, so only the response's close (which Django's ASGI handler calls
+    after a disconnect) can give the slot back."""
+    user_id = 10**9 + 1
+    live.client().delete(stream_slots.slots_key(user_id))
+    slot = stream_slots.take(user_id, cap=1, lease_s=60)
+    assert slot is not None
+    never_read = _stream("unused", "0-0", (), False, slot)
+
+    _EventStreamResponse(never_read, slot).close()
+
+    assert stream_slots.held(user_id) == 0
 
 
 @dataclass
