@@ -44,6 +44,16 @@ def env_seconds(name: str, default: float, *, low: float, high: float) -> float:
     return value
 
 
+def env_count(name: str, default: int, *, low: int, high: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = int(raw) if raw.strip().isascii() and raw.strip().isdecimal() else low - 1
+    if not low <= value <= high:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be a whole number from {low} to {high}")
+    return value
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from benchlab.env import (
     env_bool,
+    env_count,
     env_list,
     env_networks,
     env_optional_secret,
@@ -279,6 +280,13 @@ if BENCHLAB_STALE_AFTER_S < 3 * BENCHLAB_HEARTBEAT_EVERY_S:
 # A lab host that stops answering mid-run is waited for (every command is sent again on a new
 # connection) this long; then the run fails, and the host is cleaned up when it answers again.
 BENCHLAB_HOST_UNREACHABLE_S = env_seconds("BENCHLAB_HOST_UNREACHABLE_S", 300.0, low=1.0, high=86400.0)
+# Live event streams (runs/views/live.py) each hold a Redis connection, and Redis is also the
+# Celery broker: one person may hold this many at once, counted across every web process
+# (runs/stream_slots.py). One browser opens at most 6 over HTTP/1.1; 8 leaves room for a second.
+BENCHLAB_MAX_STREAMS_PER_USER = env_count("BENCHLAB_MAX_STREAMS_PER_USER", 8, low=1, high=1000)
+# A stream ends cleanly after this long and the browser reconnects where it left off
+# (Last-Event-ID): a page left open, or a client that never reads, does not hold its slot forever.
+BENCHLAB_STREAM_MAX_AGE_S = env_seconds("BENCHLAB_STREAM_MAX_AGE_S", 300.0, low=1.0, high=86400.0)
 
 LOGGING = {
     "version": 1,

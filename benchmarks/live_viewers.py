@@ -2,14 +2,17 @@
 
 A run's live page reads its events as server-sent events from the web process (uvicorn, as
 `make run` serves it). This starts that web process on a throw-away database, connects
-`--viewers` event-stream clients to one running run, and publishes `--samples` sample events at
-`--rate` a second the way a worker does (runs.live.publish), each stamped with when it was sent.
+`--viewers` event-stream clients to one running run, each logged in as a person of their own
+(fifty viewers are fifty people; one person may hold only BENCHLAB_MAX_STREAMS_PER_USER), and
+publishes `--samples` sample events at `--rate` a second the way a worker does
+(runs.live.publish), each stamped with when it was sent.
 Reported: samples each viewer missed (target: none), publish-to-receive latency p50/p95/p99
 over every viewer's every sample (target p95 < 250 ms), and the web process's CPU time, memory,
 threads and connections (Redis, PostgreSQL) while it serves them and once they have left. The
 stream waits on Redis in the event loop (runs.live.StreamReader) and the request keeps no thread
 of its own (benchlab/asgi_handler.py), so the threads must not grow with the viewers (target:
-fewer than 5 more than idle): each viewer costs a Redis connection, nothing else.
+fewer than 5 more than idle): each viewer costs a Redis connection, nothing else. The run lasts
+less than a stream's maximum age (BENCHLAB_STREAM_MAX_AGE_S, 300 s): no viewer reconnects.
 
 Run with `make bench`.
 """
@@ -35,7 +38,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "benchlab.settings")
 django.setup()
 
 from django.conf import settings  # noqa: E402
-from django.contrib.auth.models import User  # noqa: E402
+from django.contrib.auth.models import Group, User  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from runs import live  # noqa: E402 - needs django.setup()
@@ -84,12 +87,14 @@ async def viewer(port: int, run_id: int, cookie: str, latencies: list[float], se
 
 
 async def watch(
-    port: int, run_id: int, cookie: str, args: argparse.Namespace, while_serving: Callable[[], None]
+    port: int, run_id: int, cookies: list[str], args: argparse.Namespace, while_serving: Callable[[], None]
 ) -> list[tuple[list[float], set[int]]]:
     """Every viewer's latencies and samples seen; `while_serving` is called once every sample is
     sent, while every viewer is still connected (the run is not done yet)."""
     views: list[tuple[list[float], set[int]]] = [([], set()) for _ in range(args.viewers)]
-    tasks = [asyncio.create_task(viewer(port, run_id, cookie, *view)) for view in views]
+    tasks = [
+        asyncio.create_task(viewer(port, run_id, cookie, *view)) for cookie, view in zip(cookies, views, strict=True)
+    ]
     await asyncio.sleep(2)  # every viewer connected and waiting
     for second in range(1, args.samples + 1):
         sample = {"second": second, "tps": 1000.0, "latency_ms": 2.0, "warmup": False, "sent_at": time.time()}
@@ -99,6 +104,15 @@ async def watch(
     await asyncio.to_thread(live.publish, run_id, "state", {"state": "done", "label": "done", "at": ""})
     await asyncio.wait_for(asyncio.gather(*tasks), timeout=60)
     return views
+
+
+def viewer_cookie(username: str) -> str:
+    """The session cookie of a new person with the viewer role."""
+    user = User.objects.create_user(username, password=None)
+    user.groups.add(Group.objects.get(name="viewer"))
+    client = Client()
+    client.force_login(user)
+    return client.cookies["sessionid"].value
 
 
 def server_figures(server: WebServer) -> dict[str, float]:
@@ -115,9 +129,7 @@ def measure(args: argparse.Namespace) -> int:
     run = Run.objects.create(server_host=host, device=device, pg_install=pg, state=RunState.MEASURING)
     live.reset_run_stream(run.pk)
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
-    client = Client()
-    client.force_login(User.objects.create_superuser("bench", password=None))
-    cookie = client.cookies["sessionid"].value
+    cookies = [viewer_cookie(f"viewer{number}") for number in range(args.viewers)]
     figures: dict[str, dict[str, float]] = {}
     with uvicorn() as server:
         figures["idle"] = server_figures(server)
@@ -126,7 +138,7 @@ def measure(args: argparse.Namespace) -> int:
         def while_serving() -> None:
             figures["serving"] = server_figures(server) | {"wall_s": time.monotonic() - started}
 
-        views = asyncio.run(watch(server.port, run.pk, cookie, args, while_serving))
+        views = asyncio.run(watch(server.port, run.pk, cookies, args, while_serving))
         time.sleep(1)  # the streams' ends reach the server
         figures["after"] = server_figures(server)
     results = summary(args, views, figures)

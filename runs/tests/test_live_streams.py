@@ -1,6 +1,7 @@
 """Live event streams: a viewer costs the web process (uvicorn, scripts/web) a Redis connection
 and nothing else, no thread and no database connection of its own (benchlab/asgi_handler.py),
-and a viewer who leaves, at any moment, takes its Redis connection with it."""
+and a viewer who leaves, at any moment, takes its Redis connection with it. (How many one person
+may hold, and for how long: test_stream_limits.py.)"""
 
 import asyncio
 import http.client
@@ -17,12 +18,13 @@ from runs.tests.factories import make_device, make_host, make_pg_install, make_r
 from runs.tests.web_server import WebServer, connections_to, redis_port, uvicorn
 
 VIEWERS = 20
+SHARED_REDIS = 1  # the process's pooled connection (runs.live.client), whatever the viewers
 SLACK = 3  # threads or database connections the process may add while serving: shared ones, not one a viewer
 
 
-def viewer_session() -> str:
+def viewer_session(username: str = "vera") -> str:
     client = Client()
-    client.force_login(make_user("vera", "viewer"))
+    client.force_login(make_user(username, "viewer"))
     return client.cookies["sessionid"].value
 
 
@@ -45,24 +47,26 @@ def eventually(condition: Callable[[], bool], what: str, timeout_s: float = 15) 
 def test_twenty_viewers_cost_no_thread_nor_database_connection_and_leave_no_redis_connection() -> None:
     host = make_host()
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING)
-    path, session = f"/runs/{run.pk}/events", viewer_session()
+    path = f"/runs/{run.pk}/events"
+    sessions = [viewer_session(f"viewer{number}") for number in range(VIEWERS)]  # twenty people
 
     with uvicorn() as server:
-        # One viewer first: what every stream shares (the sync thread, its database connection)
-        # exists from then on, and is counted as idle.
-        first = open_stream(server, path, session)
-        eventually(lambda: server.redis_connections() == 1, "the first viewer waiting on Redis")
+        # One viewer first: what every stream shares (the sync thread, its database connection, the
+        # pooled Redis connection that counts streams, runs.stream_slots) exists from then on, and
+        # is counted as idle.
+        first = open_stream(server, path, sessions[0])
+        eventually(lambda: server.redis_connections() == SHARED_REDIS + 1, "the first viewer waiting on Redis")
         first.close()
-        eventually(lambda: server.redis_connections() == 0, "the first viewer's Redis connection closed")
+        eventually(lambda: server.redis_connections() == SHARED_REDIS, "the first viewer's Redis connection closed")
         idle_threads, idle_database = server.threads(), server.database_connections()
 
-        streams = [open_stream(server, path, session) for _ in range(VIEWERS)]
-        eventually(lambda: server.redis_connections() == VIEWERS, f"{VIEWERS} viewers waiting on Redis")
+        streams = [open_stream(server, path, session) for session in sessions]
+        eventually(lambda: server.redis_connections() == SHARED_REDIS + VIEWERS, f"{VIEWERS} viewers waiting on Redis")
         serving_threads, serving_database = server.threads(), server.database_connections()
 
         for stream in streams:
             stream.close()
-        eventually(lambda: server.redis_connections() == 0, "every viewer's Redis connection closed on leaving")
+        eventually(lambda: server.redis_connections() == SHARED_REDIS, "every viewer's Redis connection closed")
 
     assert serving_threads - idle_threads < SLACK, f"{idle_threads} threads idle, {serving_threads} serving"
     assert serving_database - idle_database < SLACK, f"{idle_database} database connections idle, {serving_database}"

@@ -47,6 +47,10 @@ def start_django(
         ({"BENCHLAB_TRUSTED_PROXIES": "10.0.0.5/24"}, "'10.0.0.5/24' is not an address or network"),
         ({"BENCHLAB_TRUSTED_PROXIES": "10.0.0.1,,::1"}, "has an empty item"),
         ({"BENCHLAB_CLIENT_IP_HEADER": "X-Real-IP"}, "BENCHLAB_TRUSTED_PROXIES is empty"),
+        ({"BENCHLAB_MAX_STREAMS_PER_USER": "0"}, "BENCHLAB_MAX_STREAMS_PER_USER='0' must be a whole number from 1"),
+        ({"BENCHLAB_MAX_STREAMS_PER_USER": "８"}, "BENCHLAB_MAX_STREAMS_PER_USER='８' must be a whole number from 1"),
+        ({"BENCHLAB_MAX_STREAMS_PER_USER": "8.5"}, "BENCHLAB_MAX_STREAMS_PER_USER='8.5' must be a whole number"),
+        ({"BENCHLAB_STREAM_MAX_AGE_S": "0"}, "BENCHLAB_STREAM_MAX_AGE_S='0' must be a number of seconds from 1"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:

@@ -38,7 +38,7 @@
     text.textContent = `${Math.round(event.percent)} %${left}`;
   };
 
-  const source = new EventSource(page.dataset.events);
+  const source = window.benchlabLive.follow(page.dataset.events);
   source.addEventListener("log", (message) => {
     if (!log) return;
     log.append(document.createTextNode(`${JSON.parse(message.data).line}\n`));

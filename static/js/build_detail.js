@@ -114,7 +114,7 @@
     }
   };
 
-  const source = new EventSource(page.dataset.events);
+  const source = window.benchlabLive.follow(page.dataset.events);
   source.addEventListener("log", (message) => addLine(JSON.parse(message.data).line));
   source.addEventListener("step", (message) => {
     const event = JSON.parse(message.data);

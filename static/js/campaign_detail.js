@@ -22,7 +22,7 @@
     if (freshRuns) JSON.parse(freshRuns.textContent).forEach((id) => runs.add(id));  // retried runs
   };
 
-  const source = new EventSource(page.dataset.events);
+  const source = window.benchlabLive.follow(page.dataset.events);
   source.addEventListener("state", (message) => {
     const event = JSON.parse(message.data);
     if (!runs.has(event.run) || pending) return;

@@ -271,7 +271,19 @@
   const runState = document.getElementById("run-state");
   const steps = document.getElementById("steps");
   steps.innerHTML = ""; // rebuilt from the replayed events
-  const source = new EventSource(page.dataset.events);
+  // Live events are best-effort (a Redis restart loses those not yet read); the samples are in
+  // PostgreSQL regardless. After the stream broke, the seconds it missed come from there.
+  const fillGap = async () => {
+    const answer = await fetch(page.dataset.samples, { headers: { Accept: "application/json" } });
+    if (!answer.ok) return;
+    const stored = await answer.json();
+    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
+    for (const client of stored.clients || []) {
+      client.seconds.forEach((second, i) => addClientSample({ client: client.name, second, tps: client.tps[i] }));
+    }
+    drawSamples();
+  };
+  const source = window.benchlabLive.follow(page.dataset.events, () => fillGap());
   // Whether it is new (the stream replays from the start; a reconnect may bring it again).
   const addSample = (sample) => {
     if (seen.has(sample.second)) return false;
@@ -296,22 +308,6 @@
   });
   source.addEventListener("client_sample", (message) => {
     addClientSample(JSON.parse(message.data));
-    drawSamples();
-  });
-  // Live events are best-effort (a Redis restart loses those not yet read); the samples are in
-  // PostgreSQL regardless. After the stream broke, the seconds it missed come from there.
-  let broken = false;
-  source.addEventListener("error", () => { broken = true; });
-  source.addEventListener("open", async () => {
-    if (!broken) return;
-    broken = false;
-    const answer = await fetch(page.dataset.samples, { headers: { Accept: "application/json" } });
-    if (!answer.ok) return;
-    const stored = await answer.json();
-    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
-    for (const client of stored.clients || []) {
-      client.seconds.forEach((second, i) => addClientSample({ client: client.name, second, tps: client.tps[i] }));
-    }
     drawSamples();
   });
 

@@ -100,7 +100,7 @@
     if (!table || !window.EventSource) return;
     const reloadOnNew = table.dataset.reloadOnNew === "true";
     const notice = document.getElementById("new-runs");
-    const source = new EventSource(table.dataset.events);
+    const source = window.benchlabLive.follow(table.dataset.events);
     for (const cell of table.querySelectorAll("td.state")) cell.dataset.since = String(performance.now());
     window.setInterval(() => table.querySelectorAll("td.state").forEach(showPosition), 1000);
     source.addEventListener("state", (message) => {
