@@ -129,7 +129,7 @@ def run_transition(
     for name, value in updates.items():
         setattr(run, name, value)
     # Once committed (at once outside a transaction): a page must not show what may roll back.
-    transaction.on_commit(lambda: _publish_state(run, state))
+    transaction.on_commit(lambda: _publish_state(run, state, **({"note": note} if note else {})))
     return True
 
 
