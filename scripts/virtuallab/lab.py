@@ -42,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 BY_ID = Path("/dev/disk/by-id")
 # Which checkout made each lab on this machine; gone at a reboot, like the labs' bridges.
-CLAIMS = Path(os.environ.get("BENCHLAB_LAB_CLAIMS", "/run/benchlab-labs"))
+CLAIMS = Path("/run/benchlab-labs")
 SSH_TIMEOUT_S = 5
 
 
