@@ -30,12 +30,15 @@ class HostWait:
     first_ahead_waits_for: tuple[str, ...] = ()  # that run's other hosts, which keep it waiting
     busy_with_baseline: int | None = None  # the fio baseline that has the host now (not this one)
     baselines_ahead: int = 0  # queued fio baselines before this one on this host
+    unreachable: str = ""  # the host did not answer when a job was to start: Host.unreachable_note
 
     @property
     def host_state(self) -> str:
         """What the host is doing, as the queue pages and messages say it ("busy with run 19")."""
         if self.disabled:
             return "is disabled (an admin enables it in the inventory)"
+        if self.unreachable:
+            return f"is {self.unreachable}"
         if self.cleanup_pending_for is not None:
             return f"waits to be cleaned up after run {self.cleanup_pending_for} (it could not be reached)"
         if self.busy_with is not None:
@@ -60,7 +63,7 @@ class HostWait:
     def busy(self) -> bool:
         """Taken now (by another job, a pending cleanup, or disabled): not first in line but next."""
         taken = (self.busy_with, self.busy_with_build, self.busy_with_baseline, self.cleanup_pending_for)
-        return self.disabled or any(holder is not None for holder in taken)
+        return self.disabled or bool(self.unreachable) or any(holder is not None for holder in taken)
 
 
 def run_wait(run: Run) -> list[HostWait]:
@@ -98,6 +101,7 @@ def _waits_for(run: Run, free_host: Host) -> tuple[str, ...]:
             or other.claimed_by_build_id
             or other.claimed_by_baseline_id
             or other.cleanup_pending_for_id
+            or other.unreachable_since
         )
         earlier = _queued_on(other).filter(pk__lt=run.pk)
         if taken or earlier.exists():  # (taken covers the run that holds it)
@@ -152,6 +156,7 @@ def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int,
         builds_ahead=builds_ahead,
         busy_with_baseline=host.claimed_by_baseline_id,
         baselines_ahead=baselines_ahead,
+        unreachable=host.unreachable_note,
     )
 
 

@@ -125,7 +125,8 @@ def queue_waits(queued: Sequence[Run]) -> dict[int, RowStatus]:
     and what that one waits for. The dispatcher's view (services.queue)."""
     if not queued:
         return {}
-    columns = ("id", "name", "enabled", "claimed_by", "claimed_by_build", "claimed_by_baseline", "cleanup_pending_for")
+    columns = ("id", "name", "enabled", "claimed_by", "claimed_by_build", "claimed_by_baseline", "cleanup_pending_for",
+               "unreachable_since", "unreachable_error", "unreachable_retry_at")  # fmt: skip
     hosts = {host.pk: host for host in Host.objects.only(*columns)}
     holders = {host.claimed_by_id for host in hosts.values() if host.claimed_by_id}
     # A queued run that holds its hosts is starting, not in line: it is "busy with", not "ahead".
@@ -200,6 +201,8 @@ def _name(host: Host) -> str:
 def _blocked(host: Host) -> str:
     if not host.enabled:
         return f"{host.name} disabled"
+    if host.unreachable_since:
+        return f"{host.name} {host.unreachable_note}"
     if host.cleanup_pending_for_id:
         return f"{host.name} awaits cleanup after run {host.cleanup_pending_for_id}"
     if host.claimed_by_id:

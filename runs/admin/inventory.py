@@ -80,6 +80,9 @@ class HostAdmin(AuditedAdmin):
     readonly_fields = [
         "claimed_by",
         "cleanup_pending_for",
+        "unreachable_since",
+        "unreachable_error",
+        "unreachable_retry_at",
         "host_key_fingerprints",
         "stored_private_key",
         "hostname",
@@ -102,6 +105,8 @@ class HostAdmin(AuditedAdmin):
                     "enabled",
                     "allow_runs_on_benchlab_server",
                     ("claimed_by", "cleanup_pending_for"),
+                    ("unreachable_since", "unreachable_retry_at"),
+                    "unreachable_error",
                     ("serves_postgres", "runs_clients"),
                     "notes",
                 ]
@@ -157,6 +162,8 @@ class HostAdmin(AuditedAdmin):
     @admin.display(description="state")
     def availability(self, host: Host) -> str:
         """What the dispatcher sees: whether the host can take the next run, and if not, why."""
+        if host.unreachable_since:
+            return host.unreachable_note
         if host.cleanup_pending_for_id:
             return f"cleanup pending (run {host.cleanup_pending_for_id}, host unreachable)"
         if host.claimed_by:

@@ -17,6 +17,11 @@ class ConnectFailed(LabError):
     pass
 
 
+class HostNotAnswering(ConnectFailed):
+    """The host could not be reached (no route, refused, no SSH banner, a timeout): unlike a
+    refused host key or a missing private key, waiting may help."""
+
+
 class HostKeyRefused(ConnectFailed):
     """The host offered a key that is not pinned in the inventory; nothing was sent to it."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import paramiko
 
-from runs.lab.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused
+from runs.lab.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused, HostNotAnswering
 from runs.lab.transport import (
     DEFAULT_TIMEOUT,
     IDLE_WAIT_S,
@@ -106,9 +106,12 @@ class SSHTransport:
         except HostKeyRefused:
             client.close()
             raise
-        except (paramiko.SSHException, OSError) as exc:
+        except paramiko.AuthenticationException as exc:
             client.close()
             raise ConnectFailed(f"cannot connect to {self.label}: {exc}") from exc
+        except (paramiko.SSHException, OSError) as exc:
+            client.close()
+            raise HostNotAnswering(f"cannot connect to {self.label}: {exc}") from exc
         transport = client.get_transport()
         assert transport is not None
         transport.set_keepalive(target.keepalive_interval)

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
+from django.utils import timezone
 
 from runs.lab.device_paths import check_block_device_path, check_directory_device_path
 from runs.lab.errors import InvalidOption
@@ -79,6 +80,15 @@ class Host(models.Model):
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+",
         help_text="A run that ended while this host was unreachable; it is cleaned up when the host answers again.",
     )  # fmt: skip
+    # A host that did not answer when a job was to start on it (runs.services.host_reach): its
+    # jobs wait, tried again with backoff, and fail only after BENCHLAB_UNREACHABLE_FAIL_AFTER_S.
+    unreachable_since = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="Since when the host has not answered; empty when it does."
+    )
+    unreachable_error = models.TextField(blank=True, editable=False, help_text="Why the last connection failed.")
+    unreachable_retry_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="When a job may try to connect again."
+    )
 
     # Discovered by the probe.
     hostname = models.CharField(max_length=255, blank=True, editable=False)
@@ -102,6 +112,18 @@ class Host(models.Model):
     @property
     def is_local(self) -> bool:
         return self.transport == self.Transport.LOCAL
+
+    @property
+    def unreachable_note(self) -> str:
+        """ "unreachable since 23:10:05 (cannot connect to …); tried again from 23:11:05", or ""
+        for a host that answered the last job that connected to it."""
+        if self.unreachable_since is None:
+            return ""
+        since = timezone.localtime(self.unreachable_since).strftime("%Y-%m-%d %H:%M:%S %Z")
+        note = f"unreachable since {since} ({self.unreachable_error})"
+        if self.unreachable_retry_at is not None:
+            note += f"; tried again from {timezone.localtime(self.unreachable_retry_at):%H:%M:%S}"
+        return note
 
     @property
     def has_stored_private_key(self) -> bool:

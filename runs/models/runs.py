@@ -209,6 +209,8 @@ class RunTransition(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="transitions")
     state = models.CharField(max_length=30, choices=RunState.choices)
     at = models.DateTimeField()
+    # Why, when the state does not say it: a run sent back to queued because a host did not answer.
+    note = models.TextField(blank=True)
 
     class Meta:
         ordering = ["at", "id"]

@@ -23,6 +23,7 @@ from runs.services.baseline_observer import BaselineObserver, baseline_cancel_re
 from runs.services.baselines import baseline_device_refusal, baseline_settings_of, baseline_transition
 from runs.services.cancel_watch import CancelWatch
 from runs.services.heartbeat import beating, heartbeat_every_s, stale_after_s
+from runs.services.host_reach import NOT_STARTED, HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.queue import baseline_release_host, queue_dispatch
 
@@ -106,7 +107,9 @@ def _measure(baseline: DeviceBaseline, observer: BaselineObserver) -> Ending:
     try:
         settings = baseline_settings_of(baseline)
         transport = host_connect_for_run(baseline.host)
-    except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key
+    except HostAway as away:  # nothing started: it waits for the host (services.host_reach)
+        return (BaselineState.FAILED, {"error": away.failure}) if away.overdue else (BaselineState.QUEUED, NOT_STARTED)
+    except Exception as exc:  # noqa: BLE001 - e.g. a refused host key
         return failure(baseline, observer, exc)
     pk = baseline.pk
     watch = CancelWatch(pk, observer.cancel_now, requested=lambda: baseline_cancel_requested(pk), what="baseline")

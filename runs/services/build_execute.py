@@ -28,6 +28,7 @@ from runs.services.builds import build_options_of, build_transition
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
 from runs.services.heartbeat import beating, heartbeat_every_s, stale_after_s
+from runs.services.host_reach import NOT_STARTED, HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.own_server import own_server_assert_closed
 from runs.services.queue import build_release_host, queue_dispatch
@@ -103,7 +104,11 @@ def _build(build: PgBuild, observer: BuildJobObserver) -> tuple[Ending, BuiltIns
     try:
         options = build_options_of(build)
         transport = host_connect_for_run(build.host)
-    except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key, an undecryptable key
+    except HostAway as away:  # nothing started: it waits for the host (services.host_reach)
+        return (
+            (BuildState.FAILED, {"error": away.failure}) if away.overdue else (BuildState.QUEUED, NOT_STARTED)
+        ), None
+    except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc), None
     watch = CancelWatch(build.pk, observer.cancel_now, requested=lambda: build_cancel_requested(build.pk), what="build")
     try:

@@ -34,6 +34,7 @@ from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
 from runs.services.drift_facts import drift_facts
 from runs.services.heartbeat import run_has_live_worker, run_heartbeat
+from runs.services.host_reach import NOT_STARTED, HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
 from runs.services.own_server import own_server_assert_closed
@@ -54,7 +55,8 @@ def run_execute(*, run_id: int) -> str:
     """Run it: the dispatcher (services.queue) has claimed its hosts for it. Returns "waiting"
     (it does not hold its hosts: the dispatcher sends it again when its turn comes), "running"
     (another worker is running it: look again later), "abandoned" (the worker that started it
-    died: services.sweeper ends it), or the state it ended in."""
+    died: services.sweeper ends it), or the state it ended in ("queued" again when a host did not
+    answer at its start: services.host_reach)."""
     run = run_for_worker(run_id)
     if run.is_finished:
         return run.state
@@ -131,7 +133,9 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         spec = benchmark_spec(run)
         transport, clients = connect_hosts(run)
-    except Exception as exc:  # noqa: BLE001 - e.g. no route, a refused host key, an undecryptable key
+    except HostAway as away:  # nothing started on any host: it waits for the host (services.host_reach)
+        return (RunState.FAILED, {"error": away.failure}) if away.overdue else back_in_line(away)
+    except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc)
     ending: Ending | None = None
     try:
@@ -154,6 +158,11 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
         store_results(run, result, facts, clients_facts, observer, drift)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
+
+
+def back_in_line(away: HostAway) -> Ending:
+    """Queued again, as it was before its worker took it (its hosts are released as ever)."""
+    return RunState.QUEUED, NOT_STARTED | {"note": away.wait}
 
 
 def run_for_worker(run_id: int) -> Run:

@@ -2,11 +2,13 @@
 
 from django.conf import settings
 
+from runs.lab.errors import HostNotAnswering
 from runs.lab.local_transport import LocalTransport
 from runs.lab.reconnect import ReconnectingTransport
 from runs.lab.ssh_transport import SSHTarget, SSHTransport
 from runs.lab.transport import Transport
 from runs.models import Host
+from runs.services.host_reach import host_mark_reachable, host_mark_unreachable
 from runs.ssh_keys import decrypt_private_key, parse_host_keys
 
 
@@ -29,6 +31,13 @@ def host_connect(host: Host) -> Transport:
 
 
 def host_connect_for_run(host: Host) -> ReconnectingTransport:
-    """A connection for a run's whole length: the first attempt fails at once (nothing has
-    started), a connection lost later is opened again for up to BENCHLAB_HOST_UNREACHABLE_S."""
-    return ReconnectingTransport(lambda: host_connect(host), give_up_after_s=settings.BENCHLAB_HOST_UNREACHABLE_S)
+    """A connection for a job's whole length (a run's, a build's, a fio baseline's): the first
+    attempt fails at once (nothing has started): a host that does not answer raises HostAway,
+    and its job waits (services.host_reach). A connection lost later is opened again for up to
+    BENCHLAB_HOST_UNREACHABLE_S."""
+    try:
+        transport = ReconnectingTransport(lambda: host_connect(host), settings.BENCHLAB_HOST_UNREACHABLE_S)
+    except HostNotAnswering as exc:
+        raise host_mark_unreachable(host, str(exc)) from exc
+    host_mark_reachable(host)
+    return transport

@@ -14,7 +14,8 @@ baselines (fio, services.baselines) are a third kind in the same line (`Host.cla
 Dispatching is serialised by a PostgreSQL advisory lock, so any number of web processes and
 workers may call it at once. It runs whenever a turn may have come: a run queued, a run ended,
 a queued run cancelled, a host enabled; and periodically (Celery beat) in case a process died
-between ending a run and dispatching.
+between ending a run and dispatching, and to try again a host that did not answer
+(services.host_reach: its jobs wait, in their order, until it answers or their limit passes).
 """
 
 import heapq
@@ -26,6 +27,7 @@ from functools import partial
 
 from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from runs.models import BaselineState, BuildState, DeviceBaseline, Host, PgBuild, Run, RunClient, RunState
 from runs.services.db_retry import with_database_retry
@@ -89,6 +91,9 @@ class _Job:
 def _claim_turns() -> Started:
     hosts = list(Host.objects.values_list("pk", "enabled", "cleanup_pending_for_id", *_HOLDER.values()))
     blocked = {pk for pk, enabled, *taken in hosts if any(taken) or not enabled}
+    # A host that did not answer is left alone until its retry time (services.host_reach); then
+    # the first job in line on it is sent, and its worker tries the host again.
+    blocked |= set(Host.objects.filter(unreachable_retry_at__gt=timezone.now()).values_list("pk", flat=True))
     started = Started()
     started_of = {RUN: started.runs, BUILD: started.builds, BASELINE: started.baselines}
     for job in _queued_in_order():

@@ -94,9 +94,11 @@ def _publish_state(run: Run, state: str, **extra: Any) -> None:
     )
 
 
-def run_transition(*, run: Run, state: RunState, from_state: RunState | None = None, **fields: Any) -> bool:
+def run_transition(
+    *, run: Run, state: RunState, from_state: RunState | None = None, note: str = "", **fields: Any
+) -> bool:
     """Move the run to `state` unless it has finished already (or, with from_state, unless it
-    is not in that state); False if it did not move."""
+    is not in that state); False if it did not move. `note` says why in the run's history."""
     now = timezone.now()
     updates: dict[str, Any] = {"state": state, **fields}
     if state in FINAL_STATES:
@@ -117,7 +119,7 @@ def run_transition(*, run: Run, state: RunState, from_state: RunState | None = N
                 return True
             if not rows.update(**updates):
                 return False
-            RunTransition.objects.create(run=run, state=state, at=now)
+            RunTransition.objects.create(run=run, state=state, at=now, note=note)
         return True
 
     # Retried as a whole from here (not inside its transaction, which a broken connection
@@ -127,7 +129,7 @@ def run_transition(*, run: Run, state: RunState, from_state: RunState | None = N
     for name, value in updates.items():
         setattr(run, name, value)
     # Once committed (at once outside a transaction): a page must not show what may roll back.
-    transaction.on_commit(lambda: _publish_state(run, state))
+    transaction.on_commit(lambda: _publish_state(run, state, **({"note": note} if note else {})))
     return True
 
 

@@ -6,15 +6,19 @@ and takes no run until it answers again, is cleaned up then, and takes the next 
 
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 from django.conf import LazySettings
+from django.test import Client
+from django.urls import reverse
+from django.utils import timezone
 
 from runs.lab.waiting import wait_until
-from runs.models import Host, RunState
-from runs.queue_waits import run_wait
+from runs.models import Host, Run, RunState
+from runs.queue_waits import run_holds_its_hosts, run_wait
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_user
@@ -107,3 +111,83 @@ def test_a_host_away_past_the_limit_fails_the_run_and_is_cleaned_up_when_it_answ
     assert f"cleaned up on {lab1.name}" in run.error and "unmounted" in run.error
     assert left_on_host(lab1, run) == {"mounted": False, "processes": [], "run_dir": False}
     assert next_run.state == RunState.DONE, (next_run.error, next_run.failed_output)
+
+
+@pytest.fixture
+def patient_worker(settings: LazySettings) -> Iterator[CeleryWorker]:
+    """A worker whose queued runs give up on a host that does not answer after a few seconds."""
+    with own_worker(settings, BENCHLAB_UNREACHABLE_FAIL_AFTER_S=float(FAIL_AFTER_S)) as worker:
+        yield worker
+
+
+FAIL_AFTER_S = 4
+
+
+def dispatched_until(run: Run, done: Callable[[Run], bool], timeout: float) -> Run:
+    """Dispatch as beat would (every 30 s there; here every 0.5 s) until done(run) holds."""
+
+    def check() -> bool:
+        queue_dispatch()
+        run.refresh_from_db()
+        return done(run)
+
+    assert wait_until(check, timeout, 0.5), f"run {run.pk} still {run.state}"
+    return run
+
+
+def back_in_line(run: Run) -> bool:
+    """Its worker sent it back: queued, not started, its hosts given back."""
+    return run.state == RunState.QUEUED and run.started_at is None and not run_holds_its_hosts(run)
+
+
+def test_a_run_queued_while_its_host_is_cut_off_waits_with_the_reason_and_runs_when_it_answers(
+    worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab, client: Client
+) -> None:
+    lab1 = lab_inventory["lab1"]
+    otto = make_user("otto", "operator")
+    client.force_login(otto)
+    with link_down(virtual_lab, "lab1"):
+        run = new_run(lab1, otto, duration_s=2, warmup_s=0)
+        run = dispatched_until(run, lambda r: r.transitions.filter(note__contains="did not answer").exists(), 60)
+        run = dispatched_until(run, back_in_line, 30)
+        host = Host.objects.get(pk=lab1.pk)
+        waits = client.get(reverse("run-wait-json", args=[run.pk])).json()
+        page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+        host_page = client.get(reverse("host-detail", args=[lab1.pk])).content.decode()
+        note = run.transitions.get(note__contains="did not answer").note
+    run = wait_until_finished(dispatched_until(run, lambda r: r.started_at is not None, 180), timeout=120)
+
+    assert host.unreachable_since is not None and "cannot connect to root@" in host.unreachable_error
+    assert waits["state"] == "queued"
+    assert waits["hosts"][0]["state"].startswith(f"is unreachable since {host.unreachable_since:%Y-%m-%d}")
+    assert "cannot connect to root@" in waits["waits"][0], waits
+    assert "is unreachable since" in page and "did not answer" in page
+    assert 'id="host-unreachable"' in host_page and "unreachable since" in host_page
+    assert note.startswith(f"{lab1.name} did not answer (cannot connect to root@")
+    assert run.state == RunState.DONE, (run.error, run.failed_output)
+    assert list(run.transitions.values_list("state", flat=True)[:2]) == [RunState.QUEUED, RunState.QUEUED]
+    assert Host.objects.filter(pk=lab1.pk, unreachable_since=None, unreachable_error="").exists()
+
+
+def test_a_run_whose_host_stays_away_past_the_limit_fails_naming_the_host_since_when_and_the_error(
+    patient_worker: CeleryWorker, lab_inventory: dict[str, Host], virtual_lab: VirtualLab
+) -> None:
+    lab1 = lab_inventory["lab1"]
+    otto = make_user("otto", "operator")
+    with link_down(virtual_lab, "lab1"):
+        first = new_run(lab1, otto, duration_s=2, warmup_s=0)
+        behind = new_run(lab1, otto, duration_s=2, warmup_s=0)
+        first = dispatched_until(first, lambda r: r.is_finished, 90)
+        behind = dispatched_until(behind, lambda r: r.is_finished, 60)
+        host = Host.objects.get(pk=lab1.pk)
+
+    assert first.state == behind.state == RunState.FAILED, (first.state, behind.state)
+    assert host.unreachable_since is not None
+    since = timezone.localtime(host.unreachable_since).strftime("%Y-%m-%d %H:%M:%S")
+    assert first.error.startswith(f"{lab1.name} has been unreachable since {since}"), first.error
+    assert f"BENCHLAB_UNREACHABLE_FAIL_AFTER_S = {FAIL_AFTER_S} s); last error: cannot connect to root@" in first.error
+    assert first.finished_at is not None and first.finished_at - host.unreachable_since >= timedelta(
+        seconds=FAIL_AFTER_S
+    )
+    assert first.transitions.filter(note__contains="did not answer").exists()  # it waited first
+    assert left_on_host(lab1, first) == {"mounted": False, "processes": [], "run_dir": False}

@@ -11,6 +11,11 @@ A stable name for each disk is linked at /dev/disk/by-id/benchlab-lab<ID>-<host>
 
 Everything made is recorded in <var>/lab/<ID>/state.json and undone by `down`, which
 touches only what that file names (loop devices are checked against their image first).
+A lab's names (bridge, namespaces, addresses) are the machine's, not a checkout's: the checkout
+that made lab <ID> is recorded in its state and in a claim on the machine (CLAIMS/<ID>.json), and
+another checkout may neither make lab <ID> again nor remove it without `--force`.
+`status` tests each host as benchlab's workers reach it: an SSH login with the lab's client key
+that accepts only the host's own key (OpenSSH: this runs before any virtualenv, without paramiko).
 Keys survive `down`, so the inventory's pinned host keys stay valid across restarts.
 Standard library only: this runs as root before any virtualenv exists.
 """
@@ -23,7 +28,9 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -34,6 +41,9 @@ HOST_RUNS_PARENT = "/var/lib/benchlab"  # where benchlab keeps run directories o
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 BY_ID = Path("/dev/disk/by-id")
+# Which checkout made each lab on this machine; gone at a reboot, like the labs' bridges.
+CLAIMS = Path("/run/benchlab-labs")
+SSH_TIMEOUT_S = 5
 
 
 @dataclass
@@ -71,6 +81,7 @@ class Lab:
     subnet: str
     client_key: str
     hosts: list[LabHost] = field(default_factory=list)
+    checkout: str = ""  # the absolute path of the checkout that made it (empty: made before this was kept)
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2))
@@ -224,22 +235,51 @@ def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_m
     return host
 
 
+def claim_of(lab_id: int) -> dict[str, str]:
+    """The machine's record of who made lab <ID>: {"checkout": ..., "state_file": ...}, or {}."""
+    try:
+        return json.loads((CLAIMS / f"{lab_id}.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def claim(lab_id: int, state_file: Path) -> None:
+    CLAIMS.mkdir(parents=True, exist_ok=True)
+    record = {"checkout": str(PROJECT), "state_file": str(state_file)}
+    (CLAIMS / f"{lab_id}.json").write_text(json.dumps(record, indent=2))
+
+
+def owner_refusal(lab_id: int, owner: str, doing: str) -> str:
+    return (
+        f"lab {lab_id} was made by the checkout {owner}, not by this one ({PROJECT}); a benchlab there may be "
+        f"using it. Refusing to {doing} it: run `scripts/lab --id {lab_id} down` in {owner}, use another lab "
+        f"number (--id or BENCHLAB_LAB_ID), or add --force to `down` to remove it anyway."
+    )
+
+
 def up(lab_id: int, host_count: int, sizes: dict[str, int], delay_ms: int) -> Lab:
     state = lab_dir(lab_id)
     state_file = state / "state.json"
+    owner = claim_of(lab_id).get("checkout")
+    if owner and owner != str(PROJECT):
+        raise SystemExit(owner_refusal(lab_id, owner, "make"))
     if state_file.exists():
         raise SystemExit(f"lab {lab_id} is already up (state in {state_file}); run `scripts/lab down` first")
+    if Path(f"/sys/class/net/blab{lab_id}").exists():  # made by something that left no claim: not ours to undo
+        raise SystemExit(f"lab {lab_id}: the bridge blab{lab_id} exists already, made elsewhere; use another --id")
     state.mkdir(parents=True, exist_ok=True)
     lab = Lab(
         lab_id=lab_id,
         bridge=f"blab{lab_id}",
         subnet=f"10.200.{lab_id}.0/24",
         client_key=str(state / "client_ed25519"),
+        checkout=str(PROJECT),
     )
     ensure_key(Path(lab.client_key), "benchlab-workers")
+    sh("ip", "link", "add", lab.bridge, "type", "bridge")  # failing, it made nothing to undo
     try:
-        sh("ip", "link", "add", lab.bridge, "type", "bridge")
         lab.save(state_file)
+        claim(lab_id, state_file)
         sh("ip", "addr", "add", f"10.200.{lab_id}.1/24", "dev", lab.bridge)
         sh("ip", "link", "set", lab.bridge, "up")
         for index in range(1, host_count + 1):
@@ -272,12 +312,20 @@ def detach_loop(disk: Disk) -> None:
         time.sleep(0.1)
 
 
-def down(lab_id: int) -> None:
-    state = lab_dir(lab_id)
-    state_file = state / "state.json"
+def down(lab_id: int, force: bool = False) -> None:
+    """Undo what `up` made, if this checkout made it (or with force: a lab another checkout made)."""
+    state_file = lab_dir(lab_id) / "state.json"
+    claimed = claim_of(lab_id)
+    owner = claimed.get("checkout") or (Lab.load(state_file).checkout if state_file.exists() else "")
+    if owner and owner != str(PROJECT):
+        if not force:
+            raise SystemExit(owner_refusal(lab_id, owner, "remove"))
+        print(f"lab {lab_id}: removing the lab of the checkout {owner} (--force)")
+        state_file = Path(claimed.get("state_file") or state_file)
     if not state_file.exists():
         print(f"lab {lab_id} is not up")
         return
+    state = state_file.parent
     lab = Lab.load(state_file)
     for host in lab.hosts:
         # Ends every process of the host (sshd is PID 1 of its namespace) and so its mounts.
@@ -310,16 +358,42 @@ def down(lab_id: int) -> None:
         except OSError:
             pass
     state_file.unlink()
+    if claim_of(lab_id).get("state_file") == str(state_file):
+        (CLAIMS / f"{lab_id}.json").unlink()
     print(f"lab {lab_id} is down")
+
+
+def ssh_answers(host: LabHost, client_key: str) -> bool:
+    """Does the host answer as benchlab's workers connect: an SSH login as root with the lab's
+    client key, accepting only the host's own key? (A TCP connect is not enough: with the lab's
+    bridge gone, whatever answers for the address on the way, a proxy, would count.)"""
+    with tempfile.NamedTemporaryFile("w", prefix="lab-known-hosts-") as known_hosts:
+        known_hosts.write(f"{host.address} {host.host_key_pub}\n")
+        known_hosts.flush()
+        options = {
+            "BatchMode": "yes", "StrictHostKeyChecking": "yes", "UserKnownHostsFile": known_hosts.name,
+            "GlobalKnownHostsFile": "/dev/null", "IdentitiesOnly": "yes", "ConnectTimeout": str(SSH_TIMEOUT_S),
+        }  # fmt: skip
+        argv = ["ssh", "-F", "/dev/null", "-i", client_key, *(f"-o{k}={v}" for k, v in options.items())]
+        try:
+            login = subprocess.run(
+                [*argv, f"root@{host.address}", "true"], capture_output=True, timeout=3 * SSH_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            return False
+    return login.returncode == 0
 
 
 def status(lab_id: int) -> dict[str, object]:
     state_file = lab_dir(lab_id) / "state.json"
     if not state_file.exists():
-        return {"lab_id": lab_id, "up": False}
+        owner = claim_of(lab_id).get("checkout")
+        return {"lab_id": lab_id, "up": False} | ({"owned_by": owner} if owner and owner != str(PROJECT) else {})
     lab = Lab.load(state_file)
+    with ThreadPoolExecutor(max_workers=max(1, len(lab.hosts))) as pool:
+        reachable = list(pool.map(lambda host: ssh_answers(host, lab.client_key), lab.hosts))
     hosts = []
-    for host in lab.hosts:
+    for host, ssh_reachable in zip(lab.hosts, reachable, strict=True):
         disks = {
             kind: asdict(disk) | {"attached": Path(f"/sys/block/{Path(disk.loop).name}/loop").exists()}
             for kind, disk in host.disks.items()
@@ -328,13 +402,13 @@ def status(lab_id: int) -> dict[str, object]:
             asdict(host)
             | {
                 "sshd_alive": pid_alive(host.sshd_pid, host.sshd_identity),
-                "ssh_reachable": port_open(host.address, 22),
+                "ssh_reachable": ssh_reachable,
                 "delayfs_alive": pid_alive(host.delayfs_pid, host.delayfs_identity),
                 "hdd_failing": bool(host.hdd_fail_file) and Path(host.hdd_fail_file).exists(),
                 "disks": disks,
             }
         )
-    return asdict(lab) | {"up": True, "hosts": hosts}
+    return asdict(lab) | {"up": True, "bridge_present": Path(f"/sys/class/net/{lab.bridge}").exists(), "hosts": hosts}
 
 
 def set_hdd_failing(lab_id: int, host_name: str, failing: bool) -> None:

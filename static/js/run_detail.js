@@ -363,6 +363,13 @@
       time.textContent = clock(at);
     }
     item.append(`${event.label} `, time);
+    if (event.note) {
+      // Why, when the state does not say it (sent back to queued: a host did not answer).
+      const note = document.createElement("span");
+      note.className = "step-note";
+      note.textContent = ` (${event.note})`;
+      item.append(note);
+    }
     steps.appendChild(item);
     if (["warming_up", "measuring"].includes(state) && !pgbenchEnds && !Number.isNaN(at.getTime())) {
       pgbenchEnds = new Date(at.getTime() + total * 1000); // pgbench started with this step
