@@ -198,7 +198,9 @@ def ottos_campaign(users: dict[str, User]) -> Campaign:
 
 def campaign_state(campaign: Campaign) -> list[tuple[int, str, bool, str | None]]:
     runs = Run.objects.filter(campaign=campaign).select_related("queued_by").order_by("pk")
-    return [(run.pk, run.state, run.cancel_requested, run.queued_by and run.queued_by.username) for run in runs]
+    return [
+        (run.pk, run.state, run.cancel_requested, run.queued_by.username if run.queued_by else None) for run in runs
+    ]
 
 
 def test_another_operator_can_neither_cancel_nor_retry_a_campaign_on_its_page_or_through_the_api(
