@@ -14,7 +14,6 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import IO, Any
 
-from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
@@ -27,9 +26,8 @@ class CheckedJSONParser(JSONParser):
 
     def parse(self, stream: IO[bytes], media_type: str | None = None, parser_context: Any = None) -> Any:
         encoding = get_encoding(parser_context or {})
-        text = _read_at_most(stream, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-        try:
-            data = json.loads(text.decode(encoding), parse_constant=_no_constant if self.strict else None)
+        try:  # DRF hands JSON parsers request.body: Django refuses one past DATA_UPLOAD_MAX_MEMORY_SIZE
+            data = json.loads(stream.read().decode(encoding), parse_constant=_no_constant if self.strict else None)
         except RecursionError:
             raise ParseError(f"JSON nested too deep: the API takes at most {MAX_DEPTH} levels.") from None
         except (ValueError, LookupError) as exc:  # not JSON, not in its encoding, or an unknown encoding
@@ -44,14 +42,6 @@ class CheckedJSONParser(JSONParser):
 def _json_type(value: Any) -> str:
     names = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def _read_at_most(stream: IO[bytes], limit: int) -> bytes:
-    """The body, or 400 if it is longer than Django takes for a form (DATA_UPLOAD_MAX_MEMORY_SIZE)."""
-    body = stream.read(limit + 1)
-    if len(body) > limit:
-        raise ParseError(f"The body is larger than {limit // 1024} KiB, the most the API reads.")
-    return body
 
 
 def _no_constant(name: str) -> None:
