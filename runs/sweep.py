@@ -9,16 +9,22 @@ install there with the same version and page size as the base's.
 """
 
 import itertools
+import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.models import MAX_CONFIGURATIONS
 from runs.spec_checks import Inventory, spec_errors
 from runs.specs import RunSpec
 
 NONE_SHOWN = "(none)"
+# The most combinations a campaign's variables may make: each is expanded and checked (about
+# 0.3 ms each), and some are rejected (a filesystem a device cannot take), so more than the
+# MAX_CONFIGURATIONS that may be queued, but never the million three variables of 100 values make.
+MAX_COMBINATIONS = 5 * MAX_CONFIGURATIONS
 
 
 class SweepError(ValueError):
@@ -169,7 +175,7 @@ VARIABLE_LABELS = {
 
 def check_variables(variables: Sequence[Variable]) -> list[list[Change]]:
     """Each variable's values read (SweepError for an unknown or repeated variable, one without
-    values, or a value it cannot take)."""
+    values, more combinations than a campaign may expand, or a value it cannot take)."""
     seen: set[str] = set()
     for variable in variables:
         if variable.field not in VARIABLES:
@@ -178,10 +184,26 @@ def check_variables(variables: Sequence[Variable]) -> list[list[Change]]:
             raise SweepError(f"{VARIABLE_LABELS[variable.field]} is given twice: list all its values once")
         if not variable.values:
             raise SweepError(f"{VARIABLE_LABELS[variable.field]} has no values")
+        seen.add(variable.field)
+    check_combinations(variables)
+    for variable in variables:
         if len(set(map(str, variable.values))) != len(variable.values):
             raise SweepError(f"{VARIABLE_LABELS[variable.field]} lists a value twice")
-        seen.add(variable.field)
     return [[VARIABLES[v.field](value) for value in v.values] for v in variables]
+
+
+def check_combinations(variables: Sequence[Variable]) -> None:
+    """SweepError when the values make more combinations than MAX_COMBINATIONS: counted from the
+    number of values alone, before anything is read or expanded (each combination is a spec checked
+    against the inventory: a million of them from a 2 kB request took minutes and gigabytes)."""
+    counts = [len(variable.values) for variable in variables]
+    if (combinations := math.prod(counts)) <= MAX_COMBINATIONS:
+        return
+    made = " × ".join(f"{count:,}" for count in counts)
+    raise SweepError(
+        f"{made} values make {combinations:,} combinations: a campaign's values may make at most "
+        f"{MAX_COMBINATIONS:,} (and it may have at most {MAX_CONFIGURATIONS} configurations). Sweep fewer values."
+    )
 
 
 def expand(base: RunSpec, variables: Sequence[Variable], inventory: Inventory) -> list[Cell]:
