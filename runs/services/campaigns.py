@@ -284,6 +284,7 @@ __all__ = [
     "NothingToCancel",
     "campaign_cancel",
     "campaign_create",
+    "campaign_owner_refusal",
     "campaign_refusal",
     "campaign_retry_failed",
 ]

@@ -31,6 +31,7 @@ from runs.services.campaigns import (
     CancelRefused,
     campaign_cancel,
     campaign_create,
+    campaign_owner_refusal,
     campaign_refusal,
     campaign_retry_failed,
 )
@@ -111,6 +112,8 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
         context = campaign_context(campaign, request.GET.get("baseline"))
     except BadParameter as exc:
         return refused(request, str(exc))
+    context["cancel_refusal"] = campaign_owner_refusal(request.user, campaign, "cancel")
+    context["retry_refusal"] = campaign_owner_refusal(request.user, campaign, "retry")
     return render(request, "runs/campaign_detail.html", context)
 
 
