@@ -354,6 +354,7 @@ API_BODIES = {
     "cancel a baseline": ApiBody(lambda lab: f"/api/baselines/{lab.baseline.pk}/cancel/", lambda lab: {}),
 }
 WRITTEN = (Run, Campaign, PgBuild, DeviceBaseline, AuditEvent)
+TEXT_VARIABLES = {"filesystem", "mkfs_options", "mount_options", "pg_settings", "workload", "query_mode"}
 
 
 @pytest.fixture
@@ -384,9 +385,13 @@ def body_with_junk(body: dict[str, Any], place: str, junk: str) -> str:
     if place.startswith("base."):
         body["base"][place.removeprefix("base.")] = JUNK
     elif place.startswith("variables."):
+        # The junk first, beside the variable's values or, for text, beside "(none)": a valid
+        # junk value then goes on to be expanded, checked and stored with the others.
         name = place.removeprefix("variables.")
-        body["variables"] = [v for v in body["variables"] if v["field"] != name] + [
-            {"field": name, "values": [JUNK, "(none)" if name != "scale" else 3]}
+        given = {v["field"]: v["values"] for v in body["variables"]}
+        beside = given.pop(name, ["(none)"] if name in TEXT_VARIABLES else [])
+        body["variables"] = [{"field": f, "values": values} for f, values in given.items()] + [
+            {"field": name, "values": [JUNK, *beside]}
         ]
     else:
         body[place] = JUNK
