@@ -203,7 +203,8 @@ def campaign_cancel(
     and admins may (CancelRefused for anyone else); NothingToCancel when everything has ended."""
     if refusal := campaign_owner_refusal(by, campaign, "cancel"):
         raise CancelRefused(refusal)
-    runs = Run.objects.filter(campaign=campaign).exclude(state__in=[RunState.DONE, RunState.FAILED, RunState.CANCELLED])
+    runs = Run.objects.filter(campaign=campaign, cancel_requested=False)  # one being stopped is cancelled
+    runs = runs.exclude(state__in=[RunState.DONE, RunState.FAILED, RunState.CANCELLED])
     if configuration is not None:
         runs = runs.filter(configuration=configuration)
     # Queued runs first (their hosts go to nobody else of the campaign), running ones last.
@@ -212,7 +213,7 @@ def campaign_cancel(
     baselines = [] if configuration is not None else _unended_baselines(campaign)
     if not pending and not baselines:
         what = f"configuration {configuration.index} ({configuration.label})" if configuration else "this campaign"
-        raise NothingToCancel(f"Nothing of {what} is left to cancel: its runs have all ended.")
+        raise NothingToCancel(f"Nothing of {what} is left to cancel: its runs have ended or are being stopped.")
     with transaction.atomic():
         for run in pending:
             run_cancel(run=run, by=by, request=request)  # CancelRefused rolls all of them back
@@ -234,7 +235,8 @@ def campaign_cancel(
 
 
 def _unended_baselines(campaign: Campaign) -> list[DeviceBaseline]:
-    return list(campaign.baselines.exclude(state__in=ENDED_BASELINE_STATES).select_related("queued_by"))
+    unended = campaign.baselines.exclude(state__in=ENDED_BASELINE_STATES).filter(cancel_requested=False)
+    return list(unended.select_related("queued_by"))
 
 
 def campaign_retry_failed(

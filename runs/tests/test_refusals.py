@@ -257,7 +257,10 @@ def test_the_owner_cancels_his_campaign_after_an_admin_retried_it(
 def test_a_cancel_with_nothing_left_to_cancel_says_so_and_writes_no_audit_entry(
     ottos_campaign: Campaign, users: dict[str, User]
 ) -> None:
-    Run.objects.filter(campaign=ottos_campaign, state=RunState.QUEUED).update(state=RunState.DONE)
+    """Every run has ended but configuration 0's second, which is being stopped (cancel requested)."""
+    queued = Run.objects.filter(campaign=ottos_campaign, state=RunState.QUEUED)
+    queued.exclude(configuration__index=0).update(state=RunState.DONE)
+    queued.update(state=RunState.MEASURING, cancel_requested=True)
     page, api = Client(), APIClient()
     page.force_login(users["otto"])
     api.force_authenticate(users["otto"])
@@ -269,6 +272,9 @@ def test_a_cancel_with_nothing_left_to_cancel_says_so_and_writes_no_audit_entry(
 
     for response in (on_the_page, through_the_api):
         assert response.status_code == 400
-        assert "Nothing of this campaign is left to cancel: its runs have all ended." in response.content.decode()
+        assert (
+            "Nothing of this campaign is left to cancel: its runs have ended or are being stopped."
+            in response.content.decode()
+        )
     assert one.status_code == 400 and "Nothing of configuration 1 (lab1:ram · (none)) is left" in one.content.decode()
     assert AuditEvent.objects.count() == audited
