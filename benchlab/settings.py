@@ -217,6 +217,12 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["runs.api.permissions.RolePermission"],
     # JSON only: DRF's browsable pages carry inline styles the Content-Security-Policy refuses.
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # JSON bodies are read by one parser that refuses what no field can take (runs/api/parsers.py).
+    "DEFAULT_PARSER_CLASSES": [
+        "runs.api.parsers.CheckedJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     # Per user (anonymous requests are refused before throttling); queueing has its own, lower rate.
     "DEFAULT_THROTTLE_CLASSES": [
         "runs.api.throttles.UserRateThrottle",

@@ -28,13 +28,24 @@ ADMIN_SITE_PERMISSION = "runs.change_host"
 
 
 def cancel_refusal(user: Any, run: Any) -> str | None:
-    """Why `user` may not cancel `run` (None: they may). Operators cancel their own runs;
-    admins anybody's."""
+    """Why `user` may not cancel `run` (None: they may). Operators cancel their own runs and the
+    runs of their campaigns (an admin's retry queues runs as the admin); admins anybody's."""
+    refusal = owner_refusal(user, run.queued_by, "run")
+    if refusal is None or run.campaign_id is None:
+        return refusal
+    return refusal if owner_refusal(user, run.campaign.created_by, "campaign") else None
+
+
+def owner_refusal(
+    user: Any, owner: Any, thing: str, doing: str = "cancel", needs: str = "runs.cancel_run"
+) -> str | None:
+    """Why `user` may not `doing` (cancel, retry, remove) the `thing` that `owner` (a user, or
+    None when gone) queued, or None: an operator (`needs`) their own, admins anybody's."""
     if user.has_perm("runs.cancel_any_run"):
         return None
-    if not user.has_perm("runs.cancel_run"):
-        return "Cancelling runs needs the operator role."
-    if run.queued_by_id is not None and run.queued_by_id == user.pk:
+    if not user.has_perm(needs):
+        return f"To {doing} {thing}s needs the operator role."
+    if owner is not None and owner.pk == user.pk:
         return None
-    owner = run.queued_by.get_username() if run.queued_by_id else "somebody no longer in benchlab"
-    return f"Only {owner}, who queued this run, or an admin can cancel it."
+    name = owner.get_username() if owner is not None else "somebody no longer in benchlab"
+    return f"Only {name}, who queued this {thing}, or an admin can {doing} it."

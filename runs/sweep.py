@@ -9,16 +9,22 @@ install there with the same version and page size as the base's.
 """
 
 import itertools
+import math
 import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.models import MAX_CONFIGURATIONS
 from runs.spec_checks import Inventory, spec_errors
 from runs.specs import RunSpec
 
 NONE_SHOWN = "(none)"
+# The most combinations a campaign's variables may make: each is expanded and checked (about
+# 0.3 ms each), and some are rejected (a filesystem a device cannot take), so more than the
+# MAX_CONFIGURATIONS that may be queued, but never the million three variables of 100 values make.
+MAX_COMBINATIONS = 5 * MAX_CONFIGURATIONS
 
 
 class SweepError(ValueError):
@@ -53,63 +59,93 @@ class Cell:
         ]
 
 
-def _whole_number(text: str, what: str) -> int:
-    if isinstance(text, int) and not isinstance(text, bool):
-        return text
-    if not isinstance(text, str) or not re.fullmatch(r"\s*\d{1,9}\s*", text, re.ASCII):
-        raise SweepError(f"{what}: {text!r:.40} is not a whole number")
-    return int(text)
+# A value read: what it changes in a spec, given the base (the clients' threads default to the base's).
+Change = Callable[[RunSpec], dict[str, Any]]
 
 
-def _clients(value: Any, base: RunSpec) -> dict[str, Any]:
-    """ "8" (threads: the base's, at most 8) or "8/2" (8 clients on 2 threads)."""
-    if isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2:
-        clients, threads = (_whole_number(part, "clients") for part in value)
-        return {"clients": clients, "threads": threads}
-    text = str(value)
-    clients_text, _, threads_text = text.partition("/")
-    clients = _whole_number(clients_text, "clients")
-    threads = _whole_number(threads_text, "threads") if threads_text else min(base.threads, max(clients, 1))
-    return {"clients": clients, "threads": threads}
+def _whole_number(value: Any, what: str, allowed: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str) or not re.fullmatch(r"\s*[0-9]{1,9}\s*", value):
+        raise SweepError(f"{what}: {value!r:.40} is not a whole number; {allowed}")
+    return int(value)
 
 
-def _settings(value: Any, base: RunSpec) -> dict[str, Any]:
+def _fixed(changes: dict[str, Any]) -> Change:
+    return lambda base: changes
+
+
+CLIENTS_ALLOWED = 'give clients as 8, "8" or "8/2" (8 clients on 2 threads) or [8, 2]'
+
+
+def _clients(value: Any) -> Change:
+    """8, "8" (threads: the base's, at most 8), "8/2" or [8, 2] (8 clients on 2 threads)."""
+    if isinstance(value, list | tuple) and len(value) == 2:
+        clients, threads = (_whole_number(part, "clients", CLIENTS_ALLOWED) for part in value)
+        return _fixed({"clients": clients, "threads": threads})
+    if not isinstance(value, str):
+        clients = _whole_number(value, "clients", CLIENTS_ALLOWED)
+        return lambda base: {"clients": clients, "threads": min(base.threads, max(clients, 1))}
+    clients_text, _, threads_text = value.partition("/")
+    clients = _whole_number(clients_text, "clients", CLIENTS_ALLOWED)
+    if threads_text:
+        return _fixed({"clients": clients, "threads": _whole_number(threads_text, "clients' threads", CLIENTS_ALLOWED)})
+    return lambda base: {"clients": clients, "threads": min(base.threads, max(clients, 1))}
+
+
+def _text_value(value: Any, what: str) -> str:
+    """A text variable's value: text, or null for none."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise SweepError(f'{what}: {value!r:.40} is not text; give each value as text ("…"), or null for none')
+    return value
+
+
+def _settings(value: Any) -> Change:
     """Settings separated by ";" or by new lines, as `name = value` lines."""
-    text = str(value)
+    text = _text_value(value, VARIABLE_LABELS["pg_settings"])
     lines = [part.strip() for part in re.split(r"[;\n]", text) if part.strip()]
-    return {"pg_settings": "\n".join(lines)}
+    return _fixed({"pg_settings": "\n".join(lines)})
 
 
-def _row(attname: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
-    def change(value: Any, base: RunSpec) -> dict[str, Any]:
-        return {attname: _whole_number(value, attname.removesuffix("_id").replace("_", " "))}
+def _row(attname: str) -> Callable[[Any], Change]:
+    what = attname.removesuffix("_id").replace("_", " ")
 
-    return change
+    def read(value: Any) -> Change:
+        return _fixed({attname: _whole_number(value, what, f"give the {what}'s id")})
+
+    return read
 
 
-def _client_hosts(value: Any, base: RunSpec) -> dict[str, Any]:
+CLIENT_HOSTS_ALLOWED = 'give a host id, several as [3, 4] or "3+4", or null for pgbench on the server'
+
+
+def _client_hosts(value: Any) -> Change:
     """None or "" (pgbench on the server), a host id, or several: a list of ids or "3+4". The
     base's shared_database stays: it applies when the value names two hosts or more."""
     if value is None or (isinstance(value, str) and not value.strip()):
-        return {"client_host_ids": ()}
-    parts = value if isinstance(value, list | tuple) else str(value).split("+") if isinstance(value, str) else [value]
-    return {"client_host_ids": tuple(_whole_number(part, "client host") for part in parts)}
+        return _fixed({"client_host_ids": ()})
+    parts = value if isinstance(value, list | tuple) else value.split("+") if isinstance(value, str) else [value]
+    ids = tuple(_whole_number(part, "client host", CLIENT_HOSTS_ALLOWED) for part in parts)
+    return _fixed({"client_host_ids": ids})
 
 
-def _text(name: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
-    def change(value: Any, base: RunSpec) -> dict[str, Any]:
-        text = "" if value is None or str(value).strip() == NONE_SHOWN else str(value).strip()
-        return {name: text}
+def _text(name: str) -> Callable[[Any], Change]:
+    def read(value: Any) -> Change:
+        text = _text_value(value, VARIABLE_LABELS[name]).strip()
+        return _fixed({name: "" if text == NONE_SHOWN else text})
 
-    return change
-
-
-def _number(name: str) -> Callable[[Any, RunSpec], dict[str, Any]]:
-    return lambda value, base: {name: _whole_number(value, name)}
+    return read
 
 
-# What each variable changes in a spec, from one value as given.
-VARIABLES: dict[str, Callable[[Any, RunSpec], dict[str, Any]]] = {
+def _number(name: str) -> Callable[[Any], Change]:
+    return lambda value: _fixed({name: _whole_number(value, name, f'give {name} as a whole number, 10 or "10"')})
+
+
+# How each variable reads one value as given: SweepError (naming the variable and what it takes)
+# or what the value changes in a spec. Read when the variables are checked, before any expansion.
+VARIABLES: dict[str, Callable[[Any], Change]] = {
     "device": _row("device_id"),
     "filesystem": _text("filesystem"),
     "mkfs_options": _text("mkfs_options"),
@@ -137,8 +173,9 @@ VARIABLE_LABELS = {
 }
 
 
-def check_variables(variables: Sequence[Variable]) -> None:
-    """Raise SweepError for an unknown or repeated variable, or one without values."""
+def check_variables(variables: Sequence[Variable]) -> list[list[Change]]:
+    """Each variable's values read (SweepError for an unknown or repeated variable, one without
+    values, more combinations than a campaign may expand, or a value it cannot take)."""
     seen: set[str] = set()
     for variable in variables:
         if variable.field not in VARIABLES:
@@ -147,16 +184,32 @@ def check_variables(variables: Sequence[Variable]) -> None:
             raise SweepError(f"{VARIABLE_LABELS[variable.field]} is given twice: list all its values once")
         if not variable.values:
             raise SweepError(f"{VARIABLE_LABELS[variable.field]} has no values")
+        seen.add(variable.field)
+    check_combinations(variables)
+    for variable in variables:
         if len(set(map(str, variable.values))) != len(variable.values):
             raise SweepError(f"{VARIABLE_LABELS[variable.field]} lists a value twice")
-        seen.add(variable.field)
+    return [[VARIABLES[v.field](value) for value in v.values] for v in variables]
+
+
+def check_combinations(variables: Sequence[Variable]) -> None:
+    """SweepError when the values make more combinations than MAX_COMBINATIONS: counted from the
+    number of values alone, before anything is read or expanded (each combination is a spec checked
+    against the inventory: a million of them from a 2 kB request took minutes and gigabytes)."""
+    counts = [len(variable.values) for variable in variables]
+    if (combinations := math.prod(counts)) <= MAX_COMBINATIONS:
+        return
+    made = " × ".join(f"{count:,}" for count in counts)
+    raise SweepError(
+        f"{made} values make {combinations:,} combinations: a campaign's values may make at most "
+        f"{MAX_COMBINATIONS:,} (and it may have at most {MAX_CONFIGURATIONS} configurations). Sweep fewer values."
+    )
 
 
 def expand(base: RunSpec, variables: Sequence[Variable], inventory: Inventory) -> list[Cell]:
     """Every combination of the variables' values (the first variable varies slowest), each
     checked like a run queued by hand; a combination equal to an earlier one is refused."""
-    check_variables(variables)
-    changes = [[VARIABLES[v.field](value, base) for value in v.values] for v in variables]
+    changes = [[read(base) for read in values] for values in check_variables(variables)]
     cells: list[Cell] = []
     first_with: dict[RunSpec, str] = {}
     for combination in itertools.product(*changes):

@@ -27,6 +27,7 @@ from runs.comparison import comparison_data
 from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.params import IdConverter, parse_whole_number
 from runs.services.campaigns import (
+    CampaignForbidden,
     CampaignPlan,
     CampaignRefused,
     CancelRefused,
@@ -244,6 +245,8 @@ class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             )
         except CancelRefused as exc:
             raise PermissionDenied(str(exc)) from None
+        except CampaignRefused as exc:  # nothing left to cancel
+            raise ValidationError(str(exc)) from None
         return Response({"cancelled": cancelled} | campaign_json(campaign, with_details=False))
 
     @action(detail=True, methods=["post"])
@@ -251,6 +254,8 @@ class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         campaign = self.get_object()
         try:
             queued = campaign_retry_failed(campaign=campaign, by=request.user, request=request)
+        except CampaignForbidden as exc:
+            raise PermissionDenied(str(exc)) from None
         except CampaignRefused as exc:
             raise ValidationError(str(exc)) from None
         return Response({"queued": queued} | campaign_json(campaign, with_details=False))

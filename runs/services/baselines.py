@@ -20,6 +20,7 @@ from runs.baseline_live import publish_baseline, reset_baseline_stream
 from runs.lab.errors import InvalidOption
 from runs.lab.fio_plan import FioSettings
 from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
+from runs.roles import owner_refusal
 from runs.services.audit import audit_record
 from runs.services.job_states import job_transition
 from runs.services.queue import baseline_release_host, queue_dispatch
@@ -141,14 +142,7 @@ class BaselineRefused(Exception):
 
 def baseline_refusal(user: Any, baseline: DeviceBaseline) -> str | None:
     """Why `user` may not cancel `baseline`, or None: operators their own, admins anybody's."""
-    if user.has_perm("runs.cancel_any_run"):
-        return None
-    if not user.has_perm("runs.cancel_run"):
-        return "To cancel fio baselines needs the operator role."
-    if baseline.queued_by_id is not None and baseline.queued_by_id == user.pk:
-        return None
-    owner = baseline.queued_by.get_username() if baseline.queued_by else "somebody no longer in benchlab"
-    return f"Only {owner}, who queued this baseline, or an admin can cancel it."
+    return owner_refusal(user, baseline.queued_by, "baseline")
 
 
 def baseline_cancel(*, baseline: DeviceBaseline, by: Any, request: HttpRequest | None = None) -> None:

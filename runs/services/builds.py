@@ -26,6 +26,7 @@ from runs.lab.pg_build_options import (
     build_prefix,
 )
 from runs.models import ENDED_BUILD_STATES, LIVE_BUILD_STATES, AuditAction, BuildState, Host, PgBuild
+from runs.roles import owner_refusal
 from runs.services.audit import audit_record
 from runs.services.job_states import job_transition
 from runs.services.queue import build_release_host, queue_dispatch
@@ -155,14 +156,7 @@ class BuildRefused(Exception):
 def build_refusal(user: Any, build: PgBuild, doing: str) -> str | None:
     """Why `user` may not cancel or remove (`doing`) `build`, or None: operators their own
     builds, admins anybody's (as runs: roles.cancel_refusal)."""
-    if user.has_perm("runs.cancel_any_run"):
-        return None
-    if not user.has_perm("runs.cancel_run"):
-        return f"To {doing} builds needs the operator role."
-    if build.queued_by_id is not None and build.queued_by_id == user.pk:
-        return None
-    owner = build.queued_by.get_username() if build.queued_by else "somebody no longer in benchlab"
-    return f"Only {owner}, who queued this build, or an admin can {doing} it."
+    return owner_refusal(user, build.queued_by, "build", doing)
 
 
 def build_cancel(*, build: PgBuild, by: Any, request: HttpRequest | None = None) -> None:

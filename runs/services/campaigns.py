@@ -24,10 +24,12 @@ from runs.models import (
     Campaign,
     CampaignConfiguration,
     Device,
+    DeviceBaseline,
     Run,
     RunOrder,
     RunState,
 )
+from runs.roles import owner_refusal
 from runs.services.audit import audit_record
 from runs.services.baselines import BaselineRefused, baseline_cancel, baseline_queue
 from runs.services.runs import CancelRefused, run_cancel, runs_enqueue
@@ -40,6 +42,21 @@ MAX_RUNS = 5000  # one campaign; a week of 2-minute runs
 
 class CampaignRefused(Exception):
     """The campaign cannot be queued as it stands; str() says why, for the user to read."""
+
+
+class NothingToCancel(CampaignRefused):
+    """Every run (and baseline) the cancel would reach has ended already."""
+
+
+class CampaignForbidden(Exception):
+    """The user may not retry this campaign; str() says who may."""
+
+
+def campaign_owner_refusal(user: AbstractBaseUser | AnonymousUser, campaign: Campaign, doing: str) -> str | None:
+    """Why `user` may not cancel or retry (`doing`) `campaign`, or None: operators their own
+    campaigns, admins anybody's (as runs: roles.cancel_refusal)."""
+    needs = "runs.cancel_run" if doing == "cancel" else "runs.queue_run"
+    return owner_refusal(user, campaign.created_by, "campaign", doing, needs)
 
 
 @dataclass(frozen=True)
@@ -182,21 +199,29 @@ def campaign_cancel(
     configuration: CampaignConfiguration | None = None,
     request: HttpRequest | None = None,
 ) -> int:
-    """Cancel every unfinished run of the campaign (or of one configuration); how many."""
-    runs = Run.objects.filter(campaign=campaign).exclude(state__in=[RunState.DONE, RunState.FAILED, RunState.CANCELLED])
+    """Cancel every unfinished run of the campaign (or of one configuration); how many. Its owner
+    and admins may (CancelRefused for anyone else); NothingToCancel when everything has ended."""
+    if refusal := campaign_owner_refusal(by, campaign, "cancel"):
+        raise CancelRefused(refusal)
+    runs = Run.objects.filter(campaign=campaign, cancel_requested=False)  # one being stopped is cancelled
+    runs = runs.exclude(state__in=[RunState.DONE, RunState.FAILED, RunState.CANCELLED])
     if configuration is not None:
         runs = runs.filter(configuration=configuration)
     # Queued runs first (their hosts go to nobody else of the campaign), running ones last.
-    pending = sorted(runs.select_related("queued_by"), key=lambda run: (run.state != RunState.QUEUED, run.pk))
+    runs = runs.select_related("queued_by", "campaign__created_by")
+    pending = sorted(runs, key=lambda run: (run.state != RunState.QUEUED, run.pk))
+    baselines = [] if configuration is not None else _unended_baselines(campaign)
+    if not pending and not baselines:
+        what = f"configuration {configuration.index} ({configuration.label})" if configuration else "this campaign"
+        raise NothingToCancel(f"Nothing of {what} is left to cancel: its runs have ended or are being stopped.")
     with transaction.atomic():
         for run in pending:
             run_cancel(run=run, by=by, request=request)  # CancelRefused rolls all of them back
-        if configuration is None:  # the whole campaign: its fio baselines not yet ended too
-            for baseline in campaign.baselines.exclude(state__in=ENDED_BASELINE_STATES).select_related("queued_by"):
-                try:
-                    baseline_cancel(baseline=baseline, by=by, request=request)
-                except BaselineRefused as exc:
-                    raise CancelRefused(str(exc)) from None
+        for baseline in baselines:  # the whole campaign: its fio baselines not yet ended too
+            try:
+                baseline_cancel(baseline=baseline, by=by, request=request)
+            except BaselineRefused as exc:
+                raise CancelRefused(str(exc)) from None
         what = f"configuration {configuration.index} ({configuration.label})" if configuration else "all"
         user = by if isinstance(by, User) else None
         audit_record(
@@ -209,10 +234,18 @@ def campaign_cancel(
     return len(pending)
 
 
+def _unended_baselines(campaign: Campaign) -> list[DeviceBaseline]:
+    unended = campaign.baselines.exclude(state__in=ENDED_BASELINE_STATES).filter(cancel_requested=False)
+    return list(unended.select_related("queued_by"))
+
+
 def campaign_retry_failed(
     *, campaign: Campaign, by: AbstractBaseUser | AnonymousUser, request: HttpRequest | None = None
 ) -> int:
-    """Queue again, at the end of the queue, each repetition whose latest attempt failed."""
+    """Queue again, at the end of the queue, each repetition whose latest attempt failed. Its
+    owner and admins may (CampaignForbidden for anyone else)."""
+    if refusal := campaign_owner_refusal(by, campaign, "retry"):
+        raise CampaignForbidden(refusal)
     latest: dict[tuple[int, int], Run] = {}
     for run in Run.objects.filter(campaign=campaign).order_by("pk"):
         if run.configuration_id is not None and run.repetition is not None:
@@ -246,11 +279,14 @@ def campaign_retry_failed(
 
 
 __all__ = [
+    "CampaignForbidden",
     "CampaignPlan",
     "CampaignRefused",
     "CancelRefused",
+    "NothingToCancel",
     "campaign_cancel",
     "campaign_create",
+    "campaign_owner_refusal",
     "campaign_refusal",
     "campaign_retry_failed",
 ]

@@ -2,6 +2,7 @@
 input refused with what is wrong and nothing written."""
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from runs.campaign_results import campaign_runs, campaign_statistics
@@ -103,3 +104,54 @@ def test_cancel_and_retry_through_the_api(users: dict[str, User]) -> None:
     retried = client.post(f"/api/campaigns/{campaign_id}/retry/", format="json")
     assert retried.status_code == 200 and retried.json()["queued"] == 9
     assert api_client(users["vera"]).post(f"/api/campaigns/{campaign_id}/cancel/", format="json").status_code == 403
+
+
+# Three variables of 100 values each: a million combinations from a request of a few kB.
+A_MILLION = [
+    {"field": "scale", "values": list(range(1, 101))},
+    {"field": "clients", "values": [str(n) for n in range(1, 101)]},
+    {"field": "mount_options", "values": [f"commit={n}" for n in range(1, 101)]},
+]
+A_MILLION_REFUSED = "100 × 100 × 100 values make 1,000,000 combinations: a campaign's values may make at most 1,000"
+
+
+@pytest.mark.parametrize("preview", [True, False], ids=["preview", "create"])
+def test_a_million_combinations_are_refused_by_their_count_before_any_is_expanded(
+    users: dict[str, User], preview: bool
+) -> None:
+    host = lab1()
+
+    response = api_client(users["otto"]).post(
+        "/api/campaigns/", body(host, variables=A_MILLION, preview=preview), format="json"
+    )
+
+    assert response.status_code == 400
+    assert A_MILLION_REFUSED in response.json()["variables"][0], response.json()
+    assert not Campaign.objects.exists() and not Run.objects.exists()
+
+
+def test_the_most_combinations_may_still_be_previewed(users: dict[str, User]) -> None:
+    """1,000 combinations (10 by 100): expanded, their runnable ones counted against the 200 allowed."""
+    host = lab1()
+    variables = [{"field": "scale", "values": list(range(1, 11))}, A_MILLION[2]]
+
+    response = api_client(users["otto"]).post(
+        "/api/campaigns/", body(host, variables=variables, preview=True), format="json"
+    )
+
+    assert response.status_code == 200, response.json()
+    assert len(response.json()["configurations"]) == 1000 and "at most 200" in response.json()["refusal"]
+
+
+def test_a_body_larger_than_django_takes_is_refused_before_it_is_parsed(users: dict[str, User]) -> None:
+    """DRF reads a JSON body through request.body, which Django caps at DATA_UPLOAD_MAX_MEMORY_SIZE."""
+    host = lab1()
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+    values = [f"commit={n}" for n in range(limit // 10)]  # more than `limit` bytes of JSON
+
+    response = api_client(users["otto"]).post(
+        "/api/campaigns/", body(host, variables=[{"field": "mount_options", "values": values}]), format="json"
+    )
+
+    assert response.status_code == 400
+    assert not Campaign.objects.exists() and not Run.objects.exists()

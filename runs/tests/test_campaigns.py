@@ -288,6 +288,15 @@ def test_the_form_s_base_run_takes_two_client_hosts_sharing_one_database(otto: C
         ({"base-clients": 0}, "clients must be between 1 and 10000; got 0."),
         ({"seed": "7"}, "A seed only means something with the shuffled order."),
         ({"mount_options": "nodatacow"}, "No combination of the values can run"),
+        (
+            {
+                "scale": ", ".join(map(str, range(1, 101))),
+                "clients": ", ".join(map(str, range(1, 101))),
+                "mount_options": "\n".join(f"commit={n}" for n in range(1, 101)),
+                "device": [],
+            },
+            "100 × 100 × 100 values make 1,000,000 combinations: a campaign&#x27;s values may make at most 1,000",
+        ),
     ],
 )
 def test_bad_campaign_input_says_what_is_wrong_and_queues_nothing(otto: Client, changes: dict, message: str) -> None:

@@ -244,7 +244,8 @@ MATRIX: dict[str, Row] = {
     "baseline-cancel": Row(OPERATORS, POST, baseline_pk),
     "campaign-new": Row(OPERATORS, FORM),
     "campaign-detail": Row(VIEWERS, args=campaign_pk),
-    # The campaign's runs were queued by otto: operators cancel their own, admins anybody's.
+    # otto's campaign: its owner and admins cancel and retry it (otto is the cast's one operator;
+    # another operator is refused: test_refusals.py).
     "campaign-cancel": Row(OPERATORS, POST, campaign_pk),
     "campaign-retry": Row(OPERATORS, POST, campaign_pk),
     # Queues the builds the page-size study lacks (refused here, with the reason: the test's host

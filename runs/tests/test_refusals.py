@@ -1,17 +1,21 @@
-"""What benchlab refuses, and that it says why: cancelling another operator's run, queueing on
-benchlab's own server unless an admin allows it, event streams that cannot be served."""
+"""What benchlab refuses, and that it says why: cancelling another operator's run or campaign,
+retrying another's campaign, queueing on benchlab's own server unless an admin allows it, event
+streams that cannot be served."""
 
 import logging
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from runs.models import Host, Run, RunState
+from runs.models import AuditEvent, Campaign, Host, Run, RunState
+from runs.services.campaigns import campaign_create
 from runs.services.execute import run_execute
 from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
+from runs.tests.test_campaigns import devices_and_options, lab1, plan_on
 
 pytestmark = pytest.mark.django_db
 
@@ -178,3 +182,99 @@ def test_a_refused_event_stream_is_logged_in_one_line_without_a_traceback(
     assert response.status_code == 403
     assert [record.getMessage() for record in caplog.records] == [f"Forbidden: /runs/{ottos_run.pk}/events"]
     assert all(record.exc_info is None for record in caplog.records)
+
+
+# ---- campaigns: their owner and admins cancel and retry them, nobody else ----
+
+
+@pytest.fixture
+def ottos_campaign(users: dict[str, User]) -> Campaign:
+    """otto's campaign of 4 configurations, 2 rounds: the first round failed, the second is queued."""
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host), repetitions=2), by=users["otto"])
+    Run.objects.filter(campaign=campaign, repetition=1).update(state=RunState.FAILED, error="mkfs failed")
+    return campaign
+
+
+def campaign_state(campaign: Campaign) -> list[tuple[int, str, bool, str | None]]:
+    runs = Run.objects.filter(campaign=campaign).select_related("queued_by").order_by("pk")
+    return [
+        (run.pk, run.state, run.cancel_requested, run.queued_by.username if run.queued_by else None) for run in runs
+    ]
+
+
+def test_another_operator_can_neither_cancel_nor_retry_a_campaign_on_its_page_or_through_the_api(
+    ottos_campaign: Campaign,
+) -> None:
+    olga = make_user("olga", "operator")
+    page, api = Client(), APIClient()
+    page.force_login(olga)
+    api.force_authenticate(olga)
+    before, audited = campaign_state(ottos_campaign), AuditEvent.objects.count()
+
+    answers = {
+        "cancel": [
+            page.post(reverse("campaign-cancel", args=[ottos_campaign.pk])),
+            page.post(reverse("campaign-cancel", args=[ottos_campaign.pk]), {"configuration": "0"}),
+            api.post(f"/api/campaigns/{ottos_campaign.pk}/cancel/", {}, format="json"),
+            api.post(f"/api/campaigns/{ottos_campaign.pk}/cancel/", {"configuration": 0}, format="json"),
+        ],
+        "retry": [
+            page.post(reverse("campaign-retry", args=[ottos_campaign.pk])),
+            api.post(f"/api/campaigns/{ottos_campaign.pk}/retry/", {}, format="json"),
+        ],
+    }
+
+    for doing, responses in answers.items():
+        for response in responses:
+            assert response.status_code == 403, (doing, response.status_code)
+            said = f"Only otto, who queued this campaign, or an admin can {doing} it."
+            assert said in response.content.decode(), response.content[:300]
+    assert campaign_state(ottos_campaign) == before and AuditEvent.objects.count() == audited
+
+
+def test_the_owner_cancels_his_campaign_after_an_admin_retried_it(
+    ottos_campaign: Campaign, users: dict[str, User]
+) -> None:
+    ada = APIClient()
+    ada.force_authenticate(users["ada"])
+    otto = Client()
+    otto.force_login(users["otto"])
+
+    retried = ada.post(f"/api/campaigns/{ottos_campaign.pk}/retry/", {}, format="json")
+    run_by_ada = Run.objects.filter(campaign=ottos_campaign, queued_by=users["ada"]).first()
+    assert run_by_ada is not None
+    page = otto.get(reverse("run-detail", args=[run_by_ada.pk])).content.decode()
+    cancelled = otto.post(reverse("campaign-cancel", args=[ottos_campaign.pk]))
+
+    assert retried.status_code == 200 and retried.json()["queued"] == 4
+    assert 'id="cancel" disabled' not in page  # a run of his campaign is his to cancel
+    assert cancelled.status_code == 302, cancelled.content[:300]
+    states = {(name, state) for _, state, _, name in campaign_state(ottos_campaign)}
+    assert states == {("otto", RunState.FAILED), ("otto", RunState.CANCELLED), ("ada", RunState.CANCELLED)}
+
+
+def test_a_cancel_with_nothing_left_to_cancel_says_so_and_writes_no_audit_entry(
+    ottos_campaign: Campaign, users: dict[str, User]
+) -> None:
+    """Every run has ended but configuration 0's second, which is being stopped (cancel requested)."""
+    queued = Run.objects.filter(campaign=ottos_campaign, state=RunState.QUEUED)
+    queued.exclude(configuration__index=0).update(state=RunState.DONE)
+    queued.update(state=RunState.MEASURING, cancel_requested=True)
+    page, api = Client(), APIClient()
+    page.force_login(users["otto"])
+    api.force_authenticate(users["otto"])
+    audited = AuditEvent.objects.count()
+
+    on_the_page = page.post(reverse("campaign-cancel", args=[ottos_campaign.pk]))
+    one = page.post(reverse("campaign-cancel", args=[ottos_campaign.pk]), {"configuration": "1"})
+    through_the_api = api.post(f"/api/campaigns/{ottos_campaign.pk}/cancel/", {}, format="json")
+
+    for response in (on_the_page, through_the_api):
+        assert response.status_code == 400
+        assert (
+            "Nothing of this campaign is left to cancel: its runs have ended or are being stopped."
+            in response.content.decode()
+        )
+    assert one.status_code == 400 and "Nothing of configuration 1 (lab1:ram · (none)) is left" in one.content.decode()
+    assert AuditEvent.objects.count() == audited

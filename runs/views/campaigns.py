@@ -26,10 +26,12 @@ from runs.models import Campaign, CampaignConfiguration
 from runs.params import BadParameter, parse_choice, parse_whole_number
 from runs.presets import PRESETS, page_size_study, preset_initial
 from runs.services.campaigns import (
+    CampaignForbidden,
     CampaignRefused,
     CancelRefused,
     campaign_cancel,
     campaign_create,
+    campaign_owner_refusal,
     campaign_refusal,
     campaign_retry_failed,
 )
@@ -110,6 +112,8 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
         context = campaign_context(campaign, request.GET.get("baseline"))
     except BadParameter as exc:
         return refused(request, str(exc))
+    context["cancel_refusal"] = campaign_owner_refusal(request.user, campaign, "cancel")
+    context["retry_refusal"] = campaign_owner_refusal(request.user, campaign, "retry")
     return render(request, "runs/campaign_detail.html", context)
 
 
@@ -160,6 +164,8 @@ def campaign_cancel_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         campaign_cancel(campaign=campaign, by=request.user, configuration=configuration, request=request)
     except CancelRefused as exc:
         return refused(request, str(exc), status=403)
+    except CampaignRefused as exc:  # nothing left to cancel
+        return refused(request, str(exc))
     return redirect("campaign-detail", campaign_id=campaign.pk)
 
 
@@ -169,6 +175,8 @@ def campaign_retry_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     try:
         campaign_retry_failed(campaign=campaign, by=request.user, request=request)
+    except CampaignForbidden as exc:
+        return refused(request, str(exc), status=403)
     except CampaignRefused as exc:
         return refused(request, str(exc))
     return redirect("campaign-detail", campaign_id=campaign.pk)
