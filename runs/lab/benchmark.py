@@ -100,6 +100,7 @@ def _run_stages(run: Stages, handover: Handover | None, keep: bool) -> Benchmark
     stages.collect(run, result, metrics)
     if keep and result.exit_status == 0:
         stages.keep(run, result)
+    run.observer.collected(result)  # before the cleanups unwind: kept even if this process dies in them
     return result
 
 

@@ -136,6 +136,7 @@ def _resume(
     measured = Measured(transport, bench.transport, record.cluster, spec.database, before, process, spec.run,
                         spec.warmup_s)  # fmt: skip
     collect_results(result, measured)
+    observer.collected(result)  # before the cleanups unwind, as benchmark.py does
     return result
 
 

@@ -21,11 +21,9 @@ from django.utils import timezone
 
 from runs import live
 from runs.lab.kept import KeptSetup
-from runs.lab.probe import probe_host
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
 from runs.services.cancel_watch import CancelWatch
-from runs.services.drift_facts import drift_facts
 from runs.services.execute import (
     Ending,
     close_hosts,
@@ -34,7 +32,9 @@ from runs.services.execute import (
     ending_said,
     failure,
     result_ending,
+    run_facts,
     run_for_worker,
+    store_when_collected,
     with_pending_cleanup,
 )
 from runs.services.lab_access import host_connect
@@ -42,7 +42,7 @@ from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.reuse import record_kept
 from runs.services.run_observer import RunObserver
-from runs.services.run_results import store_log, store_results
+from runs.services.run_results import store_log
 from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE
 
 log = logging.getLogger(__name__)
@@ -86,13 +86,11 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
         return _failed(run, observer, exc)
     ending: Ending | None = None
     try:
+        store_when_collected(run, observer, run_facts(run, transport, clients, reused_from))
         connect = partial(host_connect, run.server_host)  # the follower reconnects with it
         result = resume_benchmark(
             transport, connect, spec, observer, clients=clients, offset=run.progress_offset, taken_over=taken_over
         )
-        facts = probe_host(transport).as_json()
-        clients_facts = [probe_host(client.transport).as_json() for client in clients]
-        drift = drift_facts(transport, run)
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
         ending = (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
     finally:
@@ -101,10 +99,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
             record_kept(run, None)  # released with the run, or discarded by the cleanup
     if ending is not None:
         store_log(run, observer, ending_said(ending))
-    else:
-        observer.reuse = {"reused_from_run": reused_from if result.reused else None,
-                          "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
-        store_results(run, result, facts, clients_facts, observer, drift)
+    else:  # its results were stored before the cleanup (store_when_collected)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 
