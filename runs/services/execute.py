@@ -41,7 +41,14 @@ from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.run_observer import RunCancelled, RunObserver
-from runs.services.run_results import RunFacts, mark_results_stored, reuse_said, store_log, store_results
+from runs.services.run_results import (
+    RunFacts,
+    mark_results_stored,
+    reuse_said,
+    store_log,
+    store_results,
+    store_stage_times,
+)
 from runs.services.runs import run_transition
 
 log = logging.getLogger(__name__)
@@ -146,6 +153,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     if ending is not None:
         store_log(run, observer, ending_said(ending))
     else:  # its results were stored before the cleanup (store_when_collected)
+        store_stage_times(run, result)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 

@@ -3,6 +3,7 @@ metrics, the environment it ran in, and its raw outputs."""
 
 import dataclasses
 import statistics
+from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
@@ -97,6 +98,17 @@ def mark_results_stored(run: Run, failure: dict[str, Any]) -> None:
     fields = {"results_stored_at": run.results_stored_at, **failure}
     rows = Run.objects.filter(pk=run.pk)
     with_database_retry(lambda: rows.update(**fields), f"run {run.pk}: marking its results stored")
+
+
+def store_stage_times(run: Run, result: BenchmarkResult) -> None:
+    """The seconds each stage took, the cleanup's too: it ran after the results were stored."""
+    run.environment["stages"] = _stage_times(result)
+    save = partial(run.save, update_fields=["environment"])
+    with_database_retry(save, f"run {run.pk}: storing its stages' times")
+
+
+def _stage_times(result: BenchmarkResult) -> dict[str, float]:
+    return {name: round(seconds, 3) for name, seconds in result.stages.items()}
 
 
 def stored_failure(run: Run) -> dict[str, Any]:
@@ -194,7 +206,7 @@ def _environment(
         "start_skew_ms": result.start_skew_ms,
         "init_command": result.init_command,
         "reuse": observer.reuse,
-        "stages": {name: round(seconds, 3) for name, seconds in result.stages.items()},
+        "stages": _stage_times(result),
     }
 
 
