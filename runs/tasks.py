@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TypedDict
 
 from celery import Task, shared_task
+from celery.signals import worker_ready
 from django.db import connection
 
 from runs.services.baseline_execute import baseline_execute
@@ -90,3 +91,10 @@ def sweep_stale_runs_task() -> list[int]:
     sweep_stale_builds()
     sweep_stale_baselines()
     return sweep_stale_runs()
+
+
+@worker_ready.connect
+def sweep_when_ready(**_: object) -> None:
+    """A worker that starts (again: `make run` after the last worker was killed, or the machine
+    restarted) takes over at once the runs whose worker died, instead of at beat's next sweep."""
+    sweep_stale_runs_task.delay()

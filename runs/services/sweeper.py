@@ -37,10 +37,12 @@ REATTACH_PENDING = "(its worker died: waiting for a worker to reattach)"  # Run.
 
 
 def stale_runs() -> list[Run]:
-    """Started runs in an active state whose worker has not given a sign of life lately."""
+    """Started runs in an active state whose worker has not given a sign of life lately; also
+    those still "queued" that a worker had started (it died connecting, before the first step)."""
     cutoff = timezone.now() - timedelta(seconds=stale_after_s())
     silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    runs = Run.objects.filter(silent, state__in=ACTIVE_STATES, started_at__isnull=False)
+    running = Q(state__in=ACTIVE_STATES) | Q(state=RunState.QUEUED)
+    runs = Run.objects.filter(silent, running, started_at__isnull=False)
     runs = runs.select_related("server_host", "device", "pg_install").prefetch_related("run_clients__host")
     return list(runs.order_by("pk"))
 
@@ -117,4 +119,5 @@ def run_ended_from_results(run: Run, was: RunState, last_sign: datetime | None) 
 
 def _stopped_while(was: RunState, last_sign: datetime | None) -> str:
     since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
-    return f"the worker running it stopped while {was.label} ({since})"
+    stage = "starting it" if was == RunState.QUEUED else was.label  # connecting to its hosts, probing them
+    return f"the worker running it stopped while {stage} ({since})"
