@@ -1,4 +1,4 @@
-"""A run whose worker died while it was warming up or measuring, finished by another worker.
+"""A run whose worker died while it was warming up, measuring or collecting, finished by another worker.
 
 pgbench runs detached on the lab host, so it goes on when the worker that started it is
 killed. The sweeper finds such a run by its silent heartbeat, leaves it in its state marked as
@@ -8,9 +8,10 @@ and stores the results and cleans up on the host (runs/lab/resume.py), and ends 
 
 pgbench's progress is followed on from the byte its first worker had stored by its last
 heartbeat (Run.progress_offset); the few seconds after it are read again, and stored per second
-(services.samples upserts them), so none is lost and none doubled. If the host no longer has
-the run's record or pgbench's files, what is left of the run is removed by its run key
-(runs/lab/abandon.py) and the run fails saying why.
+(services.samples upserts them), so none is lost and none doubled. With several client hosts,
+each one's pgbench is followed again from its first line (their totals are stored per second
+too). If the host no longer has the run's record or pgbench's files, what is left of the run is
+removed by its run key (runs/lab/abandon.py) and the run fails saying why.
 """
 
 import logging
@@ -75,7 +76,9 @@ def _reattach(run: Run) -> Ending:
 
 def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     observer.current_step = run.state  # where a failure from here on happened
-    note = f"its worker stopped; {run.worker} follows pgbench again from byte {run.progress_offset}"
+    several = len(run.client_host_list) > 1  # each client's pgbench is followed again from its start
+    where = "on each client host from its start" if several else f"from byte {run.progress_offset}"
+    note = f"its worker stopped; {run.worker} follows pgbench again {where}"
     live.publish(run.pk, "log", {"line": note})
     log.warning("run %s: %s", run.pk, note)
     taken_over, reused_from = _taken_over_setup(run)

@@ -108,3 +108,36 @@ def test_a_worker_killed_in_any_stage_leaves_a_finished_run_or_a_failed_one_and_
     else:  # another worker followed pgbench again (it had ended meanwhile) and collected
         assert stored_before_sweep is None and run.worker.endswith("(reattached)"), run.worker
         assert run.error == ""
+
+
+def test_a_run_on_two_client_hosts_whose_worker_is_killed_mid_measurement_is_reattached_and_finished(
+    prefork_worker: CeleryWorker, lab_inventory: dict[str, Host]
+) -> None:
+    lab1, lab2, lab3 = (lab_inventory[name] for name in ("lab1", "lab2", "lab3"))
+    run = new_run(lab1, make_user("otto", "operator"), client_hosts=(lab2, lab3), duration_s=8, warmup_s=0)
+    died_in = kill_in(prefork_worker, run, RunState.MEASURING)
+
+    sweep_stale_runs()
+    run = wait_until_finished(run, timeout=90)
+
+    assert died_in == RunState.MEASURING
+    assert run.state == RunState.DONE, (run.error, prefork_worker.log()[-3000:])
+    assert run.worker.endswith("(reattached)")
+    assert "follows pgbench again on each client host from its start" in prefork_worker.log()
+    assert every_second(run) == list(range(1, 9)), every_second(run)
+    clients = list(run.run_clients.order_by("host__name"))
+    for client in clients:  # each client host's own seconds, and its figures
+        seconds = list(client.samples.order_by("second").values_list("second", flat=True))
+        assert seconds == list(range(1, 9)), (client.host.name, seconds)
+        assert client.tps and client.tps > 0 and client.exit_status == 0 and client.command.endswith(client.database)
+    # Combined as the first worker would have: throughput summed, both clients' outputs kept.
+    assert run.tps == pytest.approx(sum(client.tps for client in clients))
+    assert run.summary["clients"] == 4 and run.start_skew_ms is not None
+    outputs = {f"pgbench.{lab2.name}.stdout.txt", f"pgbench.{lab3.name}.stderr.txt"}
+    assert {a.name for a in run.artifacts.all()} >= outputs
+    for host in (lab1, lab2, lab3):
+        assert left_on_host(host, run) == CLEAN, host.name
+    assert (
+        list(Host.objects.filter(pk__in=[lab1.pk, lab2.pk, lab3.pk]).values_list("claimed_by_id", flat=True))
+        == [None] * 3
+    )
