@@ -3,9 +3,9 @@
 pgbench runs detached on the host, and iostat/vmstat beside it; they go on when the worker
 that started them is killed. A worker that reattaches reads the run's resume record (written
 by benchmark.py when the measurement started, collect.py), follows pgbench's output to its
-end, collects the results exactly as the first worker would have, and cleans up: the cluster
-stopped, the run user's processes stopped, the storage released. A reattached run never keeps
-its setup for a next run.
+end (several client hosts: each one's, together), collects the results exactly as the first
+worker would have, and cleans up: the cluster stopped, the run user's processes stopped, the
+storage released. A reattached run never keeps its setup for a next run.
 
 The record lies in the run's directory on the host, and what it names is stopped, unmounted
 and removed as root: every path in it must be the run's own (named after its run key), or
