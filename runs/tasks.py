@@ -18,7 +18,7 @@ from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.queue import queue_dispatch
 from runs.services.reattach import run_reattach
-from runs.services.sweeper import sweep_run, sweep_stale_runs
+from runs.services.sweeper import resend_claimed_runs, sweep_run, sweep_stale_runs
 
 
 class WorkerSelfCheck(TypedDict):
@@ -93,8 +93,16 @@ def sweep_stale_runs_task() -> list[int]:
     return sweep_stale_runs()
 
 
+@shared_task(name="runs.take_over_after_start")
+def take_over_after_start() -> list[int]:
+    """What a worker that starts does first: runs whose task was lost are sent again, and runs
+    whose worker died are taken over (sweep_stale_runs_task). The ids of the runs ended."""
+    resend_claimed_runs()
+    return sweep_stale_runs_task()
+
+
 @worker_ready.connect
-def sweep_when_ready(**_: object) -> None:
+def take_over_when_ready(**_: object) -> None:
     """A worker that starts (again: `make run` after the last worker was killed, or the machine
-    restarted) takes over at once the runs whose worker died, instead of at beat's next sweep."""
-    sweep_stale_runs_task.delay()
+    restarted) takes over at once what the dead one left, instead of at beat's next sweep."""
+    take_over_after_start.delay()

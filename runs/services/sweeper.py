@@ -22,7 +22,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from runs.models import ACTIVE_STATES, Run, RunState
+from runs.models import ACTIVE_STATES, Host, Run, RunState
 from runs.services.execute import run_after_end
 from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import clean_up_run_hosts
@@ -54,6 +54,20 @@ def sweep_stale_runs() -> list[int]:
         if _take_over(run):
             ended.append(run.pk)
     return ended
+
+
+def resend_claimed_runs() -> list[int]:
+    """Send again the task of each run the dispatcher gave its hosts to and no worker started:
+    it may have been lost with the worker that had taken it, or with the broker (a machine
+    restart). A run is started once however often its task comes (services.execute); its ids."""
+    from runs.tasks import execute_run  # tasks import services; import here to avoid a cycle
+
+    holding = Host.objects.filter(claimed_by__isnull=False).values("claimed_by_id")
+    waiting = list(Run.objects.filter(pk__in=holding, state=RunState.QUEUED, started_at__isnull=True).order_by("pk"))
+    for run in waiting:
+        log.warning("run %s holds its hosts and no worker has started it: its task is sent again", run.pk)
+        transaction.on_commit(partial(execute_run.delay, run.pk))
+    return [run.pk for run in waiting]
 
 
 def sweep_run(run_id: int) -> bool:

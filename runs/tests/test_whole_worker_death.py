@@ -2,14 +2,18 @@
 with it (as on a machine restart), while one run measures and another is being started; then a
 new worker starts in its place, as `make run` starts one. On its own (no sweep called by the
 test) it reattaches the measuring run and finishes it with every sample, fails the one that was
-being started saying so, and frees both hosts."""
+being started saying so, and frees both hosts. A run whose task the broker lost (a restart of a
+Redis that had not saved it) is started by the next worker that starts."""
 
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import LazySettings
 
+from benchlab.celery import app as celery_app
 from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState
 from runs.tests.factories import make_user
@@ -70,3 +74,29 @@ def test_a_worker_killed_whole_is_replaced_and_the_new_one_takes_over_its_runs(
     assert starting.error.startswith("the worker running it stopped while starting it (no sign of life since ")
     assert f"cleaned up on {lab2.name}:" in starting.error
     assert list(Host.objects.filter(pk__in=[lab1.pk, lab2.pk]).values_list("claimed_by_id", flat=True)) == [None] * 2
+
+
+def test_a_run_holding_its_host_whose_task_was_lost_is_started_by_the_next_worker(
+    settings: LazySettings, lab_inventory: dict[str, Host]
+) -> None:
+    queue, default = f"test-lost-{uuid.uuid4().hex[:10]}", celery_app.conf.task_default_queue
+    celery_app.conf.task_default_queue = queue
+    try:
+        run = new_run(lab_inventory["lab1"], make_user("otto", "operator"))  # claimed, its task sent
+        broker = redis.Redis.from_url(settings.REDIS_URL)
+        sent = broker.llen(queue)
+        broker.delete(queue)  # lost: the broker restarted without having saved it
+        broker.close()
+        worker = start_celery_worker(concurrency=1, queue=queue)
+        try:
+            run = wait_until_finished(run, timeout=90)
+        finally:
+            log = worker.log()
+            worker.stop()
+    finally:
+        celery_app.conf.task_default_queue = default
+
+    assert sent == 1
+    assert run.state == RunState.DONE, (run.error, log[-3000:])
+    assert "holds its hosts and no worker has started it: its task is sent again" in log
+    assert Host.objects.get(pk=lab_inventory["lab1"].pk).claimed_by_id is None
