@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TypedDict
 
 from celery import Task, shared_task
+from celery.signals import worker_ready
 from django.db import connection
 
 from runs.services.baseline_execute import baseline_execute
@@ -17,7 +18,7 @@ from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.queue import queue_dispatch
 from runs.services.reattach import run_reattach
-from runs.services.sweeper import sweep_run, sweep_stale_runs
+from runs.services.sweeper import resend_claimed_runs, sweep_run, sweep_stale_runs
 
 
 class WorkerSelfCheck(TypedDict):
@@ -90,3 +91,18 @@ def sweep_stale_runs_task() -> list[int]:
     sweep_stale_builds()
     sweep_stale_baselines()
     return sweep_stale_runs()
+
+
+@shared_task(name="runs.take_over_after_start")
+def take_over_after_start() -> list[int]:
+    """What a worker that starts does first: runs whose task was lost are sent again, and runs
+    whose worker died are taken over (sweep_stale_runs_task). The ids of the runs ended."""
+    resend_claimed_runs()
+    return sweep_stale_runs_task()
+
+
+@worker_ready.connect
+def take_over_when_ready(**_: object) -> None:
+    """A worker that starts (again: `make run` after the last worker was killed, or the machine
+    restarted) takes over at once what the dead one left, instead of at beat's next sweep."""
+    take_over_after_start.delay()

@@ -19,7 +19,8 @@ kept.py. A kept setup given to a run is used up by it on every path: reused, or 
 
 When the measurement starts, a record of it goes into the run directory (collect.py): if the
 worker running this dies, another one follows pgbench to its end and finishes the run from
-there (resume.py).
+there (resume.py). The results go to the observer (collected) before anything is cleaned up:
+a worker that dies in the cleanup has kept them.
 
 A failure once the storage is prepared, or a pgbench that exits non-zero, is looked into
 (diagnose.py): when the device is why (I/O errors, a full disk), the run fails with
@@ -100,6 +101,7 @@ def _run_stages(run: Stages, handover: Handover | None, keep: bool) -> Benchmark
     stages.collect(run, result, metrics)
     if keep and result.exit_status == 0:
         stages.keep(run, result)
+    run.observer.collected(result)  # before the cleanups unwind: kept even if this process dies in them
     return result
 
 

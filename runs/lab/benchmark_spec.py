@@ -9,7 +9,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from runs.lab.options import InitOptions, RunOptions
 from runs.lab.parse_pgbench import ProgressSample
@@ -17,6 +17,9 @@ from runs.lab.pgbench import Detached
 from runs.lab.storage import FilesystemSpec
 from runs.lab.storage_checks import DeviceIdentity
 from runs.lab.transport import Transport
+
+if TYPE_CHECKING:  # collect.py imports this module
+    from runs.lab.collect import BenchmarkResult
 
 log = logging.getLogger(__name__)
 RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test
@@ -93,6 +96,11 @@ class Observer(Protocol):
         """mkfs is about to run (every safety check has passed)."""
         ...
 
+    def collected(self, result: "BenchmarkResult") -> None:
+        """The measurement's results are in hand and nothing is cleaned up yet: keep them now.
+        (A process that dies while cleaning up then loses nothing of what was measured.)"""
+        ...
+
 
 class SilentObserver:
     def step(self, name: str) -> None:
@@ -115,6 +123,9 @@ class SilentObserver:
 
     def formatting(self, command: str) -> None:
         log.info("formatting: %s", command)
+
+    def collected(self, result: "BenchmarkResult") -> None:
+        pass
 
 
 def run_dir_for(run_key: str) -> str:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # benchmark.py imports this module
     from runs.lab.clients import ClientResult
 
 RESUME_RECORD = "resume.json"  # in the run directory (root's), next to iostat's and vmstat's files
-RESUME_RECORD_VERSION = 1
+RESUME_RECORD_VERSION = 2  # 2: several client hosts' pgbench recorded too
 
 
 @dataclass
@@ -69,6 +69,29 @@ class BenchmarkResult:
 
 
 @dataclass(frozen=True)
+class RecordedClient:
+    """One of several client hosts' pgbench, as the resume record keeps it: what measure.py's
+    ClientBench is made of again, and its process."""
+
+    name: str
+    database: str
+    command: list[str]
+    pgbench_version: str
+    rtt_ms: float | None
+    process: Detached
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "database": self.database,
+            "command": self.command,
+            "pgbench_version": self.pgbench_version,
+            "rtt_ms": self.rtt_ms,
+            "pgbench": asdict(self.process),
+        }
+
+
+@dataclass(frozen=True)
 class ResumeRecord:
     """What a process other than the one that started the measurement needs to finish it."""
 
@@ -88,6 +111,8 @@ class ResumeRecord:
     pg_stats_before: PgStatsSnapshot
     iostat_device: str | None
     collectors: tuple[str, ...]  # the names of the collectors started in the run directory
+    # With several client hosts, each one's pgbench (the first is also `pgbench`); none otherwise.
+    clients: tuple[RecordedClient, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         storage = asdict(self.storage)
@@ -109,6 +134,7 @@ class ResumeRecord:
             "pg_stats_before": asdict(self.pg_stats_before),
             "iostat_device": self.iostat_device,
             "collectors": list(self.collectors),
+            "clients": [client.as_json() for client in self.clients],
         }
 
 
@@ -120,6 +146,7 @@ def resume_record(
     on_server: bool,
     before: PgStatsSnapshot,
     iostat_device: str | None,
+    clients: tuple[RecordedClient, ...] = (),
 ) -> ResumeRecord:
     """The record of a measurement just started: what the result holds so far, and the rest."""
     return ResumeRecord(
@@ -139,6 +166,7 @@ def resume_record(
         pg_stats_before=before,
         iostat_device=iostat_device,
         collectors=collectors_for(iostat_device),
+        clients=clients,
     )
 
 

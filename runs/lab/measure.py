@@ -3,6 +3,7 @@ client host (followed, resumable by another worker: resume.py), or on several cl
 once (clients.py), with what each measured."""
 
 import shlex
+from collections.abc import Callable
 from contextlib import ExitStack
 
 from runs.lab.benchmark_spec import Bench, BenchmarkSpec, Endpoint, Observer, work_dir_for
@@ -17,7 +18,7 @@ from runs.lab.clients import (
     start_together,
     started_epoch,
 )
-from runs.lab.collect import BenchmarkResult, progress_reader, resume_record, write_resume_record
+from runs.lab.collect import BenchmarkResult, RecordedClient, progress_reader, resume_record, write_resume_record
 from runs.lab.follow import Follower
 from runs.lab.metrics import PgStatsSnapshot
 from runs.lab.pgbench import Connection, Detached, cancel, run_command, start_detached, wait_for_exit
@@ -100,17 +101,46 @@ def measure_several(
     cleanup: ExitStack,
     result: BenchmarkResult,
     timeout: float,
+    record: Callable[[list[Detached]], None],
 ) -> list[Detached]:
-    """pgbench on every client host at once, behind the barrier, followed together. A client
-    that fails stops the others; its name and status go into the result (the run fails)."""
+    """pgbench on every client host at once, behind the barrier, followed together; resumable by
+    another worker if this one dies (`record` writes what it needs, resume.py). A client that
+    fails stops the others; its name and status go into the result (the run fails)."""
     processes = start_together(measuring, work_dir_for(result.run_dir))
     for bench, process in zip(measuring, processes, strict=True):
         cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
         observer.started(process, on=bench.name)
+    note_starts(result, measuring, processes)
+    record(processes)  # if this worker dies now, another one finishes the run from this record
+    follow_several(measuring, processes, spec, observer, result, timeout)
+    return processes
+
+
+def recorded_clients(measuring: list[ClientBench], processes: list[Detached]) -> tuple[RecordedClient, ...]:
+    """Several client hosts' pgbench as the resume record keeps them."""
+    return tuple(
+        RecordedClient(m.name, m.result.database, m.command, m.result.pgbench_version, m.result.rtt_ms, process)
+        for m, process in zip(measuring, processes, strict=True)
+    )
+
+
+def note_starts(result: BenchmarkResult, measuring: list[ClientBench], processes: list[Detached]) -> None:
+    """When each client's pgbench started (its host's clock), how far apart, and the first."""
     result.start_skew_ms = start_skew_ms(measuring, processes)
     epochs = [m.result.started_epoch for m in measuring if m.result.started_epoch is not None]
     result.pgbench_started_epoch = min(epochs, default=None)
 
+
+def follow_several(
+    measuring: list[ClientBench],
+    processes: list[Detached],
+    spec: BenchmarkSpec,
+    observer: Observer,
+    result: BenchmarkResult,
+    timeout: float,
+) -> None:
+    """Every client's pgbench followed to its end (from its first line); the exit status, or
+    which client failed and how."""
     try:
         follow_together(measuring, processes, observer, observer.progress, timeout, spec.unreachable_limit_s)
         result.exit_status = 0
@@ -119,4 +149,3 @@ def measure_several(
         statuses = [m.result.exit_status for m in measuring]
         result.exit_status = next((status for status in statuses if status not in (0, None)), -1)
         result.failure = str(failed)
-    return processes

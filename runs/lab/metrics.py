@@ -107,9 +107,15 @@ def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str | Se
 
 
 def _summed(rows: list[dict[str, object]]) -> dict[str, object]:
-    """Several databases' counters as one row: whole numbers added, anything else dropped."""
-    keys = [key for key, value in rows[0].items() if isinstance(value, int) and not isinstance(value, bool)]
-    return {key: sum(int(str(row.get(key) or 0)) for row in rows) for key in keys if key != "datid"}
+    """Several databases' counters as one row: whole numbers added, anything else dropped. A
+    column is whole in every row or left out: JSON prints a float8 that happens to be whole
+    (session_time 0) as an integer, in one row and not in the next."""
+
+    def whole(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool)
+
+    keys = [key for key in rows[0] if key != "datid" and all(whole(row.get(key, 0)) for row in rows)]
+    return {key: sum(int(str(row.get(key) or 0)) for row in rows) for key in keys}
 
 
 def _delta(before: dict[str, object], after: dict[str, object], key: str) -> int:

@@ -3,9 +3,9 @@
 pgbench runs detached on the host, and iostat/vmstat beside it; they go on when the worker
 that started them is killed. A worker that reattaches reads the run's resume record (written
 by benchmark.py when the measurement started, collect.py), follows pgbench's output to its
-end, collects the results exactly as the first worker would have, and cleans up: the cluster
-stopped, the run user's processes stopped, the storage released. A reattached run never keeps
-its setup for a next run.
+end (several client hosts: each one's, together), collects the results exactly as the first
+worker would have, and cleans up: the cluster stopped, the run user's processes stopped, the
+storage released. A reattached run never keeps its setup for a next run.
 
 The record lies in the run's directory on the host, and what it names is stopped, unmounted
 and removed as root: every path in it must be the run's own (named after its run key), or
@@ -16,6 +16,7 @@ KeptSetup that is not benchlab's.
 import json
 import posixpath
 import re
+import shlex
 from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 from runs.lab.abandon import stop_collector
 from runs.lab.benchmark import (
     BenchmarkSpec,
+    ClientSpec,
     Endpoint,
     Observer,
     SilentObserver,
@@ -30,19 +32,23 @@ from runs.lab.benchmark import (
     run_dir_for,
     work_dir_for,
 )
+from runs.lab.clients import ClientBench, ClientResult, collect_several
 from runs.lab.collect import (
     RESUME_RECORD,
     RESUME_RECORD_VERSION,
     BenchmarkResult,
     Measured,
+    RecordedClient,
     ResumeRecord,
     collect_results,
+    collect_server_results,
     progress_reader,
 )
 from runs.lab.errors import LabError
 from runs.lab.follow import Follower
 from runs.lab.kept import KeptSetup
-from runs.lab.metrics import PgStatsSnapshot, collectors_for, read_os_metrics
+from runs.lab.measure import follow_several, note_starts
+from runs.lab.metrics import OsMetrics, PgStatsSnapshot, collectors_for, read_os_metrics
 from runs.lab.pgbench import Detached, cancel, exit_status, is_running, wait_for_exit
 from runs.lab.postgres import PORT_RANGE, Cluster, stop
 from runs.lab.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
@@ -53,10 +59,11 @@ from runs.lab.transport import Transport
 _KEYS = {
     "version", "run_key", "cluster", "storage", "pgbench", "command", "pgbench_version", "pg_version",
     "pg_non_default_settings", "init_command", "init_output", "reused", "reuse_refused", "pg_stats_before",
-    "iostat_device", "collectors",
+    "iostat_device", "collectors", "clients",
 }  # fmt: skip
 _TEXTS = ("run_key", "command", "pgbench_version", "pg_version", "init_command", "init_output", "reuse_refused")
 _STORAGE_KEYS = {"mountpoint", "fstype", "device_node", "mount_options", "mkfs_command", "directory"}
+_PROCESS_KEYS = {"run_dir", "name", "pid", "user"}
 _KERNEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # loop3, dm-0, nvme0n1: as iostat names them
 
 
@@ -78,38 +85,41 @@ def resume_benchmark(
     observer = observer or SilentObserver()
     if len(spec.clients) != len(clients):
         raise ValueError("each client host needs both its specification and its connection")
-    if len(clients) > 1:  # several pgbench followed together: no record lets another worker do that
-        raise LabError("a run with several client hosts is not resumed by another worker")
     server = Endpoint(transport, connect)
     with ExitStack() as cleanup:
         try:
-            return _resume(server, clients[0] if clients else server, spec, observer, cleanup, offset, taken_over)
+            return _resume(server, list(clients) or [server], spec, observer, cleanup, offset, taken_over)
         finally:
             observer.step(Step.CLEANING_UP)
 
 
 def _resume(
     server: Endpoint,
-    bench: Endpoint,
+    benches: list[Endpoint],
     spec: BenchmarkSpec,
     observer: Observer,
     cleanup: ExitStack,
     offset: int,
     taken_over: KeptSetup | None,
 ) -> BenchmarkResult:
+    """`benches`: where pgbench runs, the client hosts in the spec's order or the server."""
     transport = server.transport
     record = read_resume_record(transport, spec, taken_over)
-    run_dir, process = run_dir_for(spec.run_key), record.pgbench
-    _check_still_there(bench.transport, process)
+    run_dir = run_dir_for(spec.run_key)
+    processes = [client.process for client in record.clients] or [record.pgbench]
+    for bench, process in zip(benches, processes, strict=True):
+        _check_still_there(bench.transport, process)
     # Unwound in the order the stages that started them would have: pgbench, the collectors,
     # the cluster, the run user's processes, and the storage last.
     cleanup.callback(release_storage, transport, record.storage)
-    for endpoint in {id(server): server, id(bench): bench}.values():
+    for endpoint in {id(e): e for e in [server, *benches]}.values():
         cleanup.callback(stop_run_user_processes, endpoint.transport)
     cleanup.callback(stop, transport, record.cluster)
     cleanup.callback(stop_collectors, transport, run_dir, record.collectors)
-    cleanup.callback(cancel, bench.transport, process, 2.0)
-    observer.started(process, on=spec.clients[0].name if spec.clients else None)
+    names: list[str | None] = [client.name for client in spec.clients] or [None]
+    for bench, process, name in zip(benches, processes, names, strict=True):
+        cleanup.callback(cancel, bench.transport, process, 2.0)
+        observer.started(process, on=name)
     result = BenchmarkResult(
         storage=record.storage,
         pg_version=record.pg_version,
@@ -123,20 +133,59 @@ def _resume(
         reuse_refused=record.reuse_refused,
     )
     timeout = spec.run.duration_s + 120  # from the start, which was earlier still
+    if record.clients:
+        return _resume_several(server, benches, spec, observer, record, result, timeout)
+    bench, process = benches[0], processes[0]
     reader = progress_reader(observer, result)
     limit = spec.unreachable_limit_s
     follower = Follower(bench.connect, process, "stderr", reader, offset, limit, on_offset=observer.followed)
     follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.transport, process, 60)
-    stop_collectors(transport, run_dir, record.collectors)
-    result.os = read_os_metrics(transport, run_dir, record.iostat_device)
+    result.os = _os_metrics(transport, run_dir, record)
 
     observer.step(Step.COLLECTING)
     before = record.pg_stats_before
     measured = Measured(transport, bench.transport, record.cluster, spec.database, before, process, spec.run,
                         spec.warmup_s)  # fmt: skip
     collect_results(result, measured)
+    observer.collected(result)  # before the cleanups unwind, as benchmark.py does
     return result
+
+
+def _resume_several(
+    server: Endpoint,
+    benches: list[Endpoint],
+    spec: BenchmarkSpec,
+    observer: Observer,
+    record: ResumeRecord,
+    result: BenchmarkResult,
+    timeout: float,
+) -> BenchmarkResult:
+    """Several client hosts' pgbench followed again together, each from its first line (their
+    seconds are stored again, each once), then collected and combined as measure.py does."""
+    measuring = [
+        ClientBench(c.name, bench, c.command, ClientResult(name=c.name, database=c.database, command=shlex.join(
+            c.command), pgbench_version=c.pgbench_version, rtt_ms=c.rtt_ms))
+        for c, bench in zip(record.clients, benches, strict=True)
+    ]  # fmt: skip
+    processes = [client.process for client in record.clients]
+    result.clients = [bench.result for bench in measuring]
+    note_starts(result, measuring, processes)
+    follow_several(measuring, processes, spec, observer, result, timeout)
+    transport, run_dir = server.transport, run_dir_for(spec.run_key)
+    result.os = _os_metrics(transport, run_dir, record)
+
+    observer.step(Step.COLLECTING)
+    collect_server_results(result, transport, record.cluster, spec.databases, record.pg_stats_before)
+    collect_several(result, measuring, processes, spec.run, spec.warmup_s)
+    observer.collected(result)  # before the cleanups unwind, as benchmark.py does
+    return result
+
+
+def _os_metrics(transport: Transport, run_dir: str, record: ResumeRecord) -> OsMetrics:
+    """iostat's and vmstat's output once they are stopped (they were started for longer)."""
+    stop_collectors(transport, run_dir, record.collectors)
+    return read_os_metrics(transport, run_dir, record.iostat_device)
 
 
 def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: KeptSetup | None = None) -> ResumeRecord:
@@ -194,6 +243,7 @@ def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup
         pg_stats_before=_snapshot(fields["pg_stats_before"]),
         iostat_device=iostat_device,
         collectors=collectors,
+        clients=_clients(fields["clients"], spec),
     )
 
 
@@ -244,7 +294,14 @@ def _storage(data: object, cluster: Cluster, spec: BenchmarkSpec, taken_over: Ke
 
 
 def _pgbench(data: object, spec: BenchmarkSpec) -> Detached:
-    fields = _fields(data, "pgbench's process", {"run_dir", "name", "pid", "user", "host"})
+    fields = _fields(data, "pgbench's process", _PROCESS_KEYS | {"host"})
+    host = "client" if spec.clients else "server"
+    if fields["host"] != host:
+        raise ValueError(f"pgbench ran on the {fields['host']!r}, the run's runs on the {host}")
+    return _process(fields, spec)
+
+
+def _process(fields: dict[str, Any], spec: BenchmarkSpec) -> Detached:
     work_dir = work_dir_for(run_dir_for(spec.run_key))
     if fields["run_dir"] != work_dir:
         raise ValueError(f"pgbench's directory {fields['run_dir']!r} is not the run's {work_dir}")
@@ -253,10 +310,33 @@ def _pgbench(data: object, spec: BenchmarkSpec) -> Detached:
     pid = fields["pid"]
     if isinstance(pid, bool) or not isinstance(pid, int) or pid < 2:
         raise ValueError(f"pgbench's PID {pid!r} is not a process's")
-    host = "client" if spec.clients else "server"
-    if fields["host"] != host:
-        raise ValueError(f"pgbench ran on the {fields['host']!r}, the run's runs on the {host}")
     return Detached(run_dir=work_dir, name="pgbench", pid=pid, user=RUN_USER)
+
+
+def _clients(data: object, spec: BenchmarkSpec) -> tuple[RecordedClient, ...]:
+    """Each client host's pgbench in a run with several, in the spec's order; none otherwise."""
+    if not isinstance(data, list):
+        raise ValueError("clients is not a list")
+    expected = spec.clients if len(spec.clients) > 1 else ()
+    if len(data) != len(expected):
+        raise ValueError(f"the record names {len(data)} client hosts' pgbench, the run has {len(expected)}")
+    return tuple(_client(item, spec, client) for item, client in zip(data, expected, strict=True))
+
+
+def _client(data: object, spec: BenchmarkSpec, client: ClientSpec) -> RecordedClient:
+    keys = {"name", "database", "command", "pgbench_version", "rtt_ms", "pgbench"}
+    fields = _fields(data, "a client host's pgbench", keys)
+    if (fields["name"], fields["database"]) != (client.name, client.database):
+        raise ValueError(f"the client {fields['name']!r} on {fields['database']!r} is not the run's {client.name}")
+    command, rtt = fields["command"], fields["rtt_ms"]
+    if not isinstance(command, list) or not command or not all(isinstance(arg, str) for arg in command):
+        raise ValueError(f"{client.name}'s command is not a list of strings")
+    if not isinstance(fields["pgbench_version"], str):
+        raise ValueError(f"{client.name}'s pgbench_version is not a string")
+    if rtt is not None and (isinstance(rtt, bool) or not isinstance(rtt, int | float)):
+        raise ValueError(f"{client.name}'s rtt_ms {rtt!r} is not a number")
+    process = _process(_fields(fields["pgbench"], f"{client.name}'s pgbench process", _PROCESS_KEYS), spec)
+    return RecordedClient(client.name, client.database, command, fields["pgbench_version"], rtt, process)
 
 
 def _snapshot(data: object) -> PgStatsSnapshot:

@@ -8,15 +8,23 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from runs.lab.benchmark_spec import RUNS_ROOT, Bench, BenchmarkSpec, Endpoint, Observer, Step, work_dir_for
 from runs.lab.clients import ClientBench, collect_several, joined_commands
-from runs.lab.collect import BenchmarkResult, Measured, collect_results, collect_server_results
+from runs.lab.collect import (
+    BenchmarkResult,
+    Measured,
+    collect_results,
+    collect_server_results,
+    resume_record,
+    write_resume_record,
+)
 from runs.lab.diagnose import FaultWatch, command_output_tail
 from runs.lab.follow import run_followed
 from runs.lab.kept import Handover, KeptSetup, keep_setup, reused_database_note, reused_storage
-from runs.lab.measure import measure_one, measure_several, one_client_result, prepare_benches
+from runs.lab.measure import measure_one, measure_several, one_client_result, prepare_benches, recorded_clients
 from runs.lab.metrics import OsMetrics, PgStatsSnapshot, iostat_device, os_metrics, pg_stats_snapshot
 from runs.lab.mounts import kernel_log_cursor
 from runs.lab.pgbench import Connection, Detached, create_database_command, init_command
@@ -160,13 +168,22 @@ def measure(run: Stages, result: BenchmarkResult) -> OsMetrics:
             run.processes = [measure_one(run.server, run.measuring[0], run.spec, run.observer, run.cleanup, result,
                                          run.storage, run.cluster, run.before, device, timeout)]  # fmt: skip
         else:
-            run.processes = measure_several(run.measuring, run.spec, run.observer, run.cleanup, result, timeout)
+            record = partial(_record_several, run, result)
+            run.processes = measure_several(run.measuring, run.spec, run.observer, run.cleanup, result, timeout, record)
     if result.exit_status != 0:  # the storage may be why: then the run fails saying so
         failing = next((m for m in run.measuring if m.result.exit_status not in (0, None)), run.measuring[0])
         process = run.processes[run.measuring.index(failing)]
         stderr = command_output_tail(failing.endpoint.transport, process.path("stderr"))
         run.watch.raise_if_faulty(result.command, result.exit_status, stderr)
     return metrics
+
+
+def _record_several(run: Stages, result: BenchmarkResult, processes: list[Detached]) -> None:
+    """The resume record of a measurement on several client hosts, in the server's run directory."""
+    assert run.cluster is not None and run.before is not None
+    clients = recorded_clients(run.measuring, processes)
+    record = resume_record(run.spec.run_key, result, run.cluster, processes[0], False, run.before, run.device, clients)
+    write_resume_record(run.transport, result.run_dir, record)
 
 
 def collect(run: Stages, result: BenchmarkResult, metrics: OsMetrics) -> None:

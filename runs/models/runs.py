@@ -146,6 +146,9 @@ class Run(models.Model):
     # Bytes of pgbench's progress output already stored as samples, stamped with the heartbeat:
     # a worker that reattaches after this one died follows on from there (services.reattach).
     progress_offset = models.BigIntegerField(default=0, editable=False)
+    # When its results were stored, before its cleanup on the lab hosts: a worker that dies after
+    # this loses no measurement (services.sweeper finishes the cleanup and ends the run from them).
+    results_stored_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     # --- what came out ---
     environment = models.JSONField(default=dict, blank=True)

@@ -5,6 +5,7 @@ lab layer on every path; this module makes sure the run ends in done, failed or 
 and that its hosts are released whatever happens.
 """
 
+import dataclasses
 import logging
 import socket
 from collections.abc import Callable, Sequence
@@ -42,7 +43,14 @@ from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.run_observer import RunCancelled, RunObserver
-from runs.services.run_results import store_log, store_results
+from runs.services.run_results import (
+    RunFacts,
+    mark_results_stored,
+    reuse_said,
+    store_log,
+    store_results,
+    store_stage_times,
+)
 from runs.services.runs import run_transition
 
 log = logging.getLogger(__name__)
@@ -139,13 +147,9 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
         return failure(observer, exc)
     ending: Ending | None = None
     try:
-        facts = probe_host(transport).as_json()
-        clients_facts = [probe_host(client.transport).as_json() for client in clients]
-        own_server_assert_closed(
-            zip([run.server_host, *run.client_host_list], [transport, *(c.transport for c in clients)], strict=True)
-        )
-        drift = drift_facts(transport, run)
-        result = _run_with_reuse(run, transport, spec, observer, clients)
+        facts = run_facts(run, transport, clients)
+        own_server_assert_closed(zip(run.hosts, [transport, *(c.transport for c in clients)], strict=True))
+        result = _run_with_reuse(run, transport, spec, observer, clients, facts)
     except RunCancelled:
         ending = RunState.CANCELLED, {}
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
@@ -154,8 +158,8 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
         pending = close_hosts(run, spec, transport, clients)
     if ending is not None:
         store_log(run, observer, ending_said(ending))
-    else:
-        store_results(run, result, facts, clients_facts, observer, drift)
+    else:  # its results were stored before the cleanup (store_when_collected)
+        store_stage_times(run, result)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 
@@ -163,6 +167,26 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
 def back_in_line(away: HostAway) -> Ending:
     """Queued again, as it was before its worker took it (its hosts are released as ever)."""
     return RunState.QUEUED, NOT_STARTED | {"note": away.wait}
+
+
+def run_facts(run: Run, transport: Transport, clients: Sequence[Endpoint], reused_from: int | None = None) -> RunFacts:
+    """The hosts as they are before the measurement: stored with its results."""
+    clients_facts = [probe_host(client.transport).as_json() for client in clients]
+    return RunFacts(probe_host(transport).as_json(), clients_facts, drift_facts(transport, run), reused_from)
+
+
+def store_when_collected(run: Run, observer: RunObserver, facts: RunFacts) -> None:
+    """The results go to the database as soon as the lab layer has collected them, before it
+    cleans up, with how they end the run: a worker that dies in the cleanup loses nothing
+    (services.sweeper finishes the cleanup and ends the run from what is stored)."""
+
+    def store(result: BenchmarkResult) -> None:
+        observer.reuse = reuse_said(facts.reused_from, result)
+        store_results(run, result, facts.host, facts.clients, observer, facts.drift)
+        state, fields = result_ending(result, observer)
+        mark_results_stored(run, fields if state == RunState.FAILED else {})
+
+    observer.on_collected = store
 
 
 def run_for_worker(run_id: int) -> Run:
@@ -247,11 +271,17 @@ def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:
 
 
 def _run_with_reuse(
-    run: Run, transport: Transport, spec: BenchmarkSpec, observer: RunObserver, clients: Sequence[Endpoint]
+    run: Run,
+    transport: Transport,
+    spec: BenchmarkSpec,
+    observer: RunObserver,
+    clients: Sequence[Endpoint],
+    facts: RunFacts,
 ) -> BenchmarkResult:
     """The benchmark, starting from a setup an earlier run of the campaign kept when there is
     one, and keeping this one's for the next run when it shares it (services.reuse)."""
     plan = reuse_plan(run)
+    store_when_collected(run, observer, dataclasses.replace(facts, reused_from=plan.reused_from))
     discard_setups(transport, plan.discard)
     kept = None
     try:
@@ -265,8 +295,6 @@ def _run_with_reuse(
             keep=plan.keep,
         )
         kept = result.kept
-        observer.reuse = {"reused_from_run": plan.reused_from if result.reused else None,
-                          "reuse_refused": result.reuse_refused, "kept_for_next_run": kept is not None}  # fmt: skip
         return result
     finally:
         if plan.reuse is not None or plan.keep:

@@ -1,4 +1,4 @@
-"""A run whose worker died while it was warming up or measuring, finished by another worker.
+"""A run whose worker died while it was warming up, measuring or collecting, finished by another worker.
 
 pgbench runs detached on the lab host, so it goes on when the worker that started it is
 killed. The sweeper finds such a run by its silent heartbeat, leaves it in its state marked as
@@ -8,9 +8,10 @@ and stores the results and cleans up on the host (runs/lab/resume.py), and ends 
 
 pgbench's progress is followed on from the byte its first worker had stored by its last
 heartbeat (Run.progress_offset); the few seconds after it are read again, and stored per second
-(services.samples upserts them), so none is lost and none doubled. If the host no longer has
-the run's record or pgbench's files, what is left of the run is removed by its run key
-(runs/lab/abandon.py) and the run fails saying why.
+(services.samples upserts them), so none is lost and none doubled. With several client hosts,
+each one's pgbench is followed again from its first line (their totals are stored per second
+too). If the host no longer has the run's record or pgbench's files, what is left of the run is
+removed by its run key (runs/lab/abandon.py) and the run fails saying why.
 """
 
 import logging
@@ -21,11 +22,9 @@ from django.utils import timezone
 
 from runs import live
 from runs.lab.kept import KeptSetup
-from runs.lab.probe import probe_host
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
 from runs.services.cancel_watch import CancelWatch
-from runs.services.drift_facts import drift_facts
 from runs.services.execute import (
     Ending,
     close_hosts,
@@ -34,7 +33,9 @@ from runs.services.execute import (
     ending_said,
     failure,
     result_ending,
+    run_facts,
     run_for_worker,
+    store_when_collected,
     with_pending_cleanup,
 )
 from runs.services.lab_access import host_connect
@@ -42,7 +43,7 @@ from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.reuse import record_kept
 from runs.services.run_observer import RunObserver
-from runs.services.run_results import store_log, store_results
+from runs.services.run_results import store_log
 from runs.services.sweeper import REATTACH_PENDING, REATTACHABLE
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,9 @@ def _reattach(run: Run) -> Ending:
 
 def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     observer.current_step = run.state  # where a failure from here on happened
-    note = f"its worker stopped; {run.worker} follows pgbench again from byte {run.progress_offset}"
+    several = len(run.client_host_list) > 1  # each client's pgbench is followed again from its start
+    where = "on each client host from its start" if several else f"from byte {run.progress_offset}"
+    note = f"its worker stopped; {run.worker} follows pgbench again {where}"
     live.publish(run.pk, "log", {"line": note})
     log.warning("run %s: %s", run.pk, note)
     taken_over, reused_from = _taken_over_setup(run)
@@ -86,13 +89,11 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
         return _failed(run, observer, exc)
     ending: Ending | None = None
     try:
+        store_when_collected(run, observer, run_facts(run, transport, clients, reused_from))
         connect = partial(host_connect, run.server_host)  # the follower reconnects with it
         result = resume_benchmark(
             transport, connect, spec, observer, clients=clients, offset=run.progress_offset, taken_over=taken_over
         )
-        facts = probe_host(transport).as_json()
-        clients_facts = [probe_host(client.transport).as_json() for client in clients]
-        drift = drift_facts(transport, run)
     except Exception as exc:  # noqa: BLE001 - every failure ends the run as failed, with its reason
         ending = (RunState.CANCELLED, {}) if observer.cancelled else _failed(run, observer, exc)
     finally:
@@ -101,10 +102,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
             record_kept(run, None)  # released with the run, or discarded by the cleanup
     if ending is not None:
         store_log(run, observer, ending_said(ending))
-    else:
-        observer.reuse = {"reused_from_run": reused_from if result.reused else None,
-                          "reuse_refused": result.reuse_refused, "kept_for_next_run": False}  # fmt: skip
-        store_results(run, result, facts, clients_facts, observer, drift)
+    else:  # its results were stored before the cleanup (store_when_collected)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
 

@@ -4,10 +4,11 @@ samples and live events, and a cancel turned into stopping what runs on the host
 import logging
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from runs import live
-from runs.lab.benchmark import Step
+from runs.lab.benchmark import BenchmarkResult, Step
 from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
 from runs.lab.pgbench import Detached, cancel
 from runs.models import AuditAction, Run, RunClient, RunSample, RunState
@@ -49,6 +50,8 @@ class RunObserver:
         self._cancel_lock = threading.Lock()  # CancelWatch's thread and this one both stop the process
         self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
         self.reuse: dict[str, Any] = {}  # what the run reused and kept (services.reuse)
+        # Stores the results the lab layer has collected (services.execute.store_when_collected).
+        self.on_collected: Callable[[BenchmarkResult], None] | None = None
 
     def check_cancel(self) -> bool:
         """Has a cancel been asked for (or the run ended from outside while its worker was
@@ -151,6 +154,10 @@ class RunObserver:
                 cancel(connection, process)
             finally:
                 connection.close()
+
+    def collected(self, result: BenchmarkResult) -> None:
+        if self.on_collected is not None:
+            self.on_collected(result)
 
     def formatting(self, command: str) -> None:
         self.line("storage", f"$ {command}")

@@ -3,9 +3,11 @@ metrics, the environment it ran in, and its raw outputs."""
 
 import dataclasses
 import statistics
+from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
+from django.utils import timezone
 
 from runs import live
 from runs.lab.benchmark import BenchmarkResult
@@ -67,6 +69,54 @@ def store_results(
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
     _store_artifacts(run, _artifacts(result))
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFacts:
+    """What the worker learned before the measurement, stored with its results."""
+
+    host: dict[str, Any]  # the server's probe
+    clients: list[dict[str, Any]]  # each client host's probe
+    drift: dict[str, Any] | None  # services.drift_facts
+    reused_from: int | None = None  # the run whose kept setup this one was given
+
+
+def reuse_said(reused_from: int | None, result: BenchmarkResult) -> dict[str, Any]:
+    """What the run reused and kept, as its environment records it."""
+    return {
+        "reused_from_run": reused_from if result.reused else None,
+        "reuse_refused": result.reuse_refused,
+        "kept_for_next_run": result.kept is not None,
+    }
+
+
+def mark_results_stored(run: Run, failure: dict[str, Any]) -> None:
+    """The run's results are stored, and how they end it (`failure`: the fields of a pgbench
+    that failed; none: done). A worker that dies from here on loses no measurement:
+    services.sweeper cleans up and ends the run from what is stored (stored_ending)."""
+    run.results_stored_at = timezone.now()
+    fields = {"results_stored_at": run.results_stored_at, **failure}
+    rows = Run.objects.filter(pk=run.pk)
+    with_database_retry(lambda: rows.update(**fields), f"run {run.pk}: marking its results stored")
+
+
+def store_stage_times(run: Run, result: BenchmarkResult) -> None:
+    """The seconds each stage took, the cleanup's too: it ran after the results were stored."""
+    run.environment["stages"] = _stage_times(result)
+    save = partial(run.save, update_fields=["environment"])
+    with_database_retry(save, f"run {run.pk}: storing its stages' times")
+
+
+def _stage_times(result: BenchmarkResult) -> dict[str, float]:
+    return {name: round(seconds, 3) for name, seconds in result.stages.items()}
+
+
+def stored_failure(run: Run) -> dict[str, Any]:
+    """The failure mark_results_stored recorded with the results ({}: they end the run done)."""
+    if not run.failed_step:
+        return {}
+    names = ("failed_step", "failed_command", "failed_exit_status", "failed_output", "error")
+    return {name: getattr(run, name) for name in names}
 
 
 def _set_pgbench_figures(run: Run, result: BenchmarkResult) -> None:
@@ -156,7 +206,7 @@ def _environment(
         "start_skew_ms": result.start_skew_ms,
         "init_command": result.init_command,
         "reuse": observer.reuse,
-        "stages": {name: round(seconds, 3) for name, seconds in result.stages.items()},
+        "stages": _stage_times(result),
     }
 
 

@@ -665,3 +665,23 @@ def test_a_cancelled_run_and_a_one_second_run_read_whole(web_server: str) -> Non
     assert count == "1 of 1 second" and steady == "1611.9 (one second: no sd)", (count, steady)
     assert not violations, violations
     assert not errors, errors
+
+
+@BROWSER
+def test_a_run_done_after_its_worker_died_in_the_cleanup_says_so_with_its_results(web_server: str) -> None:
+    note = (
+        "the worker running it stopped while cleaning up (no sign of life since 14:04:07 UTC), after its results"
+        " were stored; cleaned up on lab1: stopped the run user's processes (pgbench, PostgreSQL); unmounted"
+    )
+    run = finished_run(state=RunState.DONE, error=note, results_stored_at=START + timedelta(seconds=40))
+    make_user("vera", "viewer", password=PASSWORD)
+    with chromium(height=900) as (context, violations):
+        page = context.new_page()
+        log_in(page, web_server, "vera")
+        page.goto(f"{web_server}/runs/{run.pk}/")
+        page.locator("#run-note").screenshot(path=str(ARTIFACTS / "run-page-done-with-note.png"))
+        shown, failure = text(page, "#run-note"), page.locator("section.failure").count()
+
+    assert shown == f"Done, with a note {note}"
+    assert failure == 0
+    assert not violations, violations

@@ -196,6 +196,9 @@ class Recorder:
     def formatting(self, command: str) -> None:
         self.formatted.append((self.steps[-1], command))
 
+    def collected(self, result: BenchmarkResult) -> None:
+        self.steps.append("results collected")
+
 
 def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(virtual_lab: VirtualLab) -> None:
     """The follower's SSH connection is killed on the host; pgbench goes on, the follower resumes."""
@@ -265,7 +268,9 @@ def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
         remove_run_dir(transport, "steps")
         transport.close()
 
-    assert recorder.steps == ["preparing storage", "initializing database", "measuring", "collecting", "cleaning up"]
+    # The results are handed over (to be stored) before anything is cleaned up.
+    assert recorder.steps == ["preparing storage", "initializing database", "measuring", "collecting",
+                              "results collected", "cleaning up"]  # fmt: skip
     # Told before mkfs ran (the audit log records it then), once, with the device's node.
     assert recorder.formatted == [("preparing storage", f"mkfs.ext4 -F -q {result.storage.device_node}")]
     assert result.summary is not None and result.summary.duration_s == 2 and result.summary.transactions_processed

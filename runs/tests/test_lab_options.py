@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from runs.lab.errors import InvalidOption
-from runs.lab.metrics import PgStatsDelta, PgStatsSnapshot, pg_stats_delta
+from runs.lab.metrics import PgStatsDelta, PgStatsSnapshot, _summed, pg_stats_delta
 from runs.lab.options import parse_mkfs_options, parse_mount_options
 from runs.lab.pgbench import Connection, InitOptions, RunOptions, init_command, run_command
 from runs.lab.postgres import RESERVED_SETTINGS, check_setting, hba_address, parse_settings
@@ -594,3 +594,13 @@ def test_pg_hba_refuses_anything_but_one_host(address: str) -> None:
     # pg_hba's keywords would match whole networks; a CIDR or spaces would widen or break the line.
     with pytest.raises(InvalidOption):
         hba_address(address)
+
+
+def test_several_databases_counters_are_summed_and_a_column_whole_in_one_row_only_is_left_out() -> None:
+    # As pg_stat_database's rows come back as JSON: session_time is a float8, printed 0 when it is.
+    rows: list[dict[str, object]] = [
+        {"datid": 1, "datname": "bench_1", "xact_commit": 10, "session_time": 0},
+        {"datid": 2, "datname": "bench_2", "xact_commit": 32, "session_time": 197.494},
+    ]
+
+    assert _summed(rows) == {"xact_commit": 42}

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from runs.lab.benchmark import BenchmarkSpec, remove_run_dir, run_benchmark
+from runs.lab.benchmark import BenchmarkResult, BenchmarkSpec, remove_run_dir, run_benchmark
 from runs.lab.errors import CommandFailed, SafetyCheckFailed
 from runs.lab.mounts import is_mounted
 from runs.lab.parse_pgbench import ProgressSample
@@ -164,6 +164,8 @@ def test_cancel_stops_pgbench_and_the_run_still_cleans_up(virtual_lab: VirtualLa
             started.append(process)
 
         def followed(self, offset: int) -> None: ...
+
+        def collected(self, result: BenchmarkResult) -> None: ...
 
     def canceller() -> None:
         wait_until(lambda: len(samples) >= 2, 120, 0.1)  # else the run ends uncancelled: asserted below

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from runs.lab.benchmark import BenchmarkSpec, ClientSpec, run_dir_for, work_dir_for
-from runs.lab.collect import BenchmarkResult, resume_record
+from runs.lab.collect import BenchmarkResult, RecordedClient, resume_record
 from runs.lab.errors import LabError
 from runs.lab.kept import KeptSetup
 from runs.lab.metrics import PgStatsSnapshot
@@ -41,14 +41,20 @@ TAKEN_OVER = KeptSetup(
 )  # fmt: skip
 
 
-def record(mountpoint: str = OWN_MOUNT, on_server: bool = True, iostat: str | None = "sdb") -> dict[str, Any]:
-    """As benchmark.py writes it when the measurement starts."""
+def record(
+    mountpoint: str = OWN_MOUNT, on_server: bool = True, iostat: str | None = "sdb", clients: int = 0
+) -> dict[str, Any]:
+    """As benchmark.py writes it when the measurement starts (with `clients` client hosts' pgbench)."""
     storage = PreparedStorage(mountpoint, "ext4", "/dev/sdb", "rw,noatime", "mkfs.ext4 -F -q /dev/sdb")
     result = BenchmarkResult(storage=storage, command=f"{BIN}/pgbench -c 2 bench", pg_version="PostgreSQL 16.4")
     cluster = Cluster(bin_dir=BIN, base_dir=f"{mountpoint}/postgres", port=54321)
     process = Detached(run_dir=work_dir_for(run_dir_for(KEY)), name="pgbench", pid=4242, user=RUN_USER)
     before = PgStatsSnapshot(database={"blks_hit": 10}, bgwriter={"checkpoints_timed": 1})
-    written = resume_record(KEY, result, cluster, process, on_server, before, iostat).as_json()
+    several = tuple(
+        RecordedClient(f"lab{i}", f"bench_{i}", [f"{BIN}/pgbench", f"bench_{i}"], "pgbench 16.4", 0.2, process)
+        for i in range(1, clients + 1)
+    )
+    written = resume_record(KEY, result, cluster, process, on_server, before, iostat, several).as_json()
     return json.loads(json.dumps(written))  # as it comes back from the file
 
 
@@ -90,7 +96,8 @@ def removed(name: str) -> Callable[[dict[str, Any]], None]:
     [
         (removed("cluster"), "the record lacks cluster"),
         (changed("extra", 1), r"unknown keys \['extra'\]"),
-        (changed("version", 2), "version 2 is not 1"),
+        (changed("version", 1), "version 1 is not 2"),
+        (changed("clients", {}), "clients is not a list"),
         (changed("run_key", "run-8-0123456789ab"), "it is the record of 'run-8-"),
         (changed("command", None), "command is not a string"),
         (changed("cluster.bin_dir", "/tmp/evil/bin"), "the cluster's binaries '/tmp/evil/bin' are not the run's"),
@@ -175,3 +182,48 @@ def test_the_record_is_read_from_the_runs_directory() -> None:
     host = Host({f"{run_dir_for(KEY)}/resume.json": json.dumps(record())})
 
     assert read_resume_record(host, SPEC).pgbench.pid == 4242  # type: ignore[arg-type]
+
+
+TWO_CLIENTS = dataclasses.replace(
+    SPEC,
+    clients=tuple(
+        ClientSpec(BIN, address=f"10.0.0.{i}", server_address="10.0.0.1", name=f"lab{i}", database=f"bench_{i}")
+        for i in (1, 2)
+    ),
+)
+
+
+def test_several_client_hosts_pgbench_are_each_recorded() -> None:
+    written = record(on_server=False, clients=2)
+
+    read = parse_resume_record(written, TWO_CLIENTS)
+
+    assert read.as_json() == written
+    assert [(c.name, c.database, c.command[-1], c.rtt_ms) for c in read.clients] == [
+        ("lab1", "bench_1", "bench_1", 0.2),
+        ("lab2", "bench_2", "bench_2", 0.2),
+    ]
+    assert read.clients[1].process.pid == 4242 and read.clients[1].process.user == RUN_USER
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda data: data["clients"].pop(), "the record names 1 client hosts' pgbench, the run has 2"),
+        (lambda data: data["clients"].__setitem__(1, {}), "a client host's pgbench lacks"),
+        (lambda data: data["clients"][1].update(name="lab9"), "the client 'lab9' on 'bench_2' is not the run's lab2"),
+        (lambda data: data["clients"][0].update(database="postgres"), "on 'postgres' is not the run's lab1"),
+        (lambda data: data["clients"][0].update(command="rm -rf /"), "lab1's command is not a list of strings"),
+        (lambda data: data["clients"][0].update(rtt_ms="fast"), "lab1's rtt_ms 'fast' is not a number"),
+        (lambda data: data["clients"][0]["pgbench"].update(run_dir="/tmp"), "pgbench's directory '/tmp' is not"),
+        (lambda data: data["clients"][0]["pgbench"].update(user="root"), "not pgbench of"),
+    ],
+)
+def test_a_client_hosts_pgbench_that_is_not_the_runs_own_is_refused(
+    change: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    data = record(on_server=False, clients=2)
+    change(data)
+
+    with pytest.raises(ValueError, match=message):
+        parse_resume_record(data, TWO_CLIENTS)

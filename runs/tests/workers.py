@@ -90,10 +90,15 @@ def _stop_orphan(pid: int, started: str | None, grace_s: float = 10.0) -> None:
 
 
 def start_celery_worker(
-    ready_timeout: float = 60.0, pool: str = "prefork", concurrency: int = 4, env: dict[str, str] | None = None
+    ready_timeout: float = 60.0,
+    pool: str = "prefork",
+    concurrency: int = 4,
+    env: dict[str, str] | None = None,
+    queue: str | None = None,
 ) -> CeleryWorker:
+    """A worker on a queue of its own, or on `queue` (one that replaces a worker that died)."""
     tag = uuid.uuid4().hex[:10]
-    queue, nodename = f"test-{tag}", f"test-{tag}@localhost"
+    queue, nodename = queue or f"test-{tag}", f"test-{tag}@localhost"
     log_path = Path(f"/tmp/benchlab-test-worker-{tag}.log")
     # Its own queue also for the tasks it sends itself (the dispatcher in a worker starts runs).
     env = (
@@ -146,6 +151,10 @@ def own_worker(settings: Any, concurrency: int = 1, **overrides: float) -> Itera
     environment, which benchlab's settings read)."""
     for name, value in overrides.items():
         setattr(settings, name, value)
-    env = {name: f"{value:g}" for name, value in overrides.items()}
-    with tasks_sent_to(start_celery_worker(concurrency=concurrency, env=env)) as worker:
+    with tasks_sent_to(start_celery_worker(concurrency=concurrency, env=worker_env(overrides))) as worker:
         yield worker
+
+
+def worker_env(overrides: dict[str, float]) -> dict[str, str]:
+    """Settings in seconds as a worker's environment gives them to benchlab's settings."""
+    return {name: f"{value:g}" for name, value in overrides.items()}
