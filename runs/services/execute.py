@@ -39,6 +39,7 @@ from runs.services.lab_specs import benchmark_spec
 from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
+from runs.services.run_installs import run_installs_present
 from runs.services.run_observer import RunCancelled, RunObserver
 from runs.services.run_results import store_log, store_results
 from runs.services.runs import run_transition
@@ -136,6 +137,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         facts = probe_host(transport).as_json()
         clients_facts = [probe_host(client.transport).as_json() for client in clients]
+        run_installs_present(run, transport, clients)  # before anything touches storage
         drift = drift_facts(transport, run)
         result = _run_with_reuse(run, transport, spec, observer, clients)
     except RunCancelled:
