@@ -43,6 +43,10 @@ def start_django(
         ({"CREDENTIALS_KEY": "not-a-fernet-key"}, "CREDENTIALS_KEY is not a valid Fernet key"),
         ({"CREDENTIALS_KEY": ""}, "CREDENTIALS_KEY is set but empty"),
         ({"REDIS_URL": "redis://127.0.0.1:notaport/0"}, "has a bad port"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "pg-tarballs"}, "BENCHLAB_PG_TARBALL_DIR='pg-tarballs': give an absolute"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "/"}, "BENCHLAB_PG_TARBALL_DIR='/': give an absolute directory path other than /"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "/srv/a/../etc"}, "without '.', '..', '//' or a trailing '/'"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "/srv/tar balls"}, "of letters, digits and"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:
