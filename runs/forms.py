@@ -180,7 +180,7 @@ class RunForm(forms.ModelForm):
         self.fields["device"].queryset = Device.objects.select_related("host")  # type: ignore[attr-defined]
         live_installs = PgInstall.objects.filter(removed_at__isnull=True)  # a removed build's install runs nothing new
         self.fields["pg_install"].queryset = live_installs.select_related("host")  # type: ignore[attr-defined]
-        self.fields["pg_install"].label_from_instance = _install_label  # type: ignore[attr-defined]
+        self.fields["pg_install"].label_from_instance = lambda install: install.choice_label  # type: ignore[attr-defined]
         # Which pgbench each client host runs is a note static/js/run_form.js keeps beside its box.
         self._describe_rows()
         for name in NUMBER_FIELDS:
@@ -256,11 +256,6 @@ def _client_data(client: Host, server_installs: Iterable[PgInstall]) -> dict[str
 
 def _host_label(host: Host) -> str:
     return f"{host.name} (benchlab's own server: runs not allowed)" if host.own_server_refusal() else host.name
-
-
-def _install_label(install: PgInstall) -> str:
-    # Still offered, marked: queueing on it says why not and what to do (spec_checks).
-    return f"{install} ({install.missing_note})" if install.missing_since else str(install)
 
 
 def _client_label(host: Host) -> str:

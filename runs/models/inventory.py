@@ -294,6 +294,11 @@ class PgInstall(models.Model):
             return ""
         return f"missing from {self.host.name} since {self.missing_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
 
+    @property
+    def choice_label(self) -> str:
+        """As a form offers it: still offered when missing, marked (queueing on it says why not)."""
+        return f"{self} ({self.missing_note})" if self.missing_since else str(self)
+
     def missing_refusal(self) -> str:
         """Why no new run may use this install while a probe finds it gone."""
         return (

@@ -382,11 +382,14 @@ def test_an_install_missing_from_its_host_is_marked_and_queueing_on_it_says_to_r
         page.wait_for_selector("#error-summary")
         summary = note(page, "#error-summary")
         page.screenshot(path=str(ARTIFACTS / "run-form-install-missing.png"), full_page=False)
+        page.goto(f"{page_server}/campaigns/new/")  # a campaign's swept installs say so too
+        swept = page.locator(f"label:has(input[name='pg_install'][value='{gone.pk}'])").text_content()
 
     assert offered == [
         str(server.pg_installs.get(version="15.19")),
         f"{gone} (missing from lab2 since 2026-11-26 23:40 UTC)",
     ]
+    assert (swept or "").strip() == f"lab2: {gone} (missing from lab2 since 2026-11-26 23:40 UTC)"
     assert (
         f"PostgreSQL install: {gone} ({gone.bin_dir}) is missing from lab2 since 2026-11-26 23:40 UTC: the probe "
         "found none of its programs there. Choose another install; once it is back, re-probe lab2 (admin: Hosts, "

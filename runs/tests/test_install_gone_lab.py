@@ -26,17 +26,28 @@ __all__ = ["lab_inventory"]  # a fixture of test_run_execution's, used here
 
 
 @pytest.fixture
-def custom_install(lab_inventory: dict[str, Host], virtual_lab: VirtualLab) -> Iterator[PgInstall]:
-    """An install of lab1's in the inventory, in a directory of this test's (the lab's hosts share
-    this machine's files): its programs are links to the lab's PostgreSQL 15."""
-    root = Path(f"/var/tmp/benchlab-test-install-{virtual_lab.lab_id}-{os.getpid()}")
-    (root / "bin").mkdir(parents=True)
-    for program in SERVER_PROGRAMS:
-        (root / "bin" / program).symlink_to(f"{PG_BIN}/{program}")
-    lab1 = lab_inventory["lab1"]
-    packaged = lab1.pg_installs.get(bin_dir=PG_BIN)
-    yield PgInstall.objects.create(host=lab1, bin_dir=f"{root}/bin", version=packaged.version, label="PG 15 (custom)")
-    shutil.rmtree(root)
+def custom_installs(lab_inventory: dict[str, Host], virtual_lab: VirtualLab) -> Iterator[dict[str, PgInstall]]:
+    """An install of lab1's and one of lab2's in the inventory, each in a directory of this test's
+    (the lab's hosts share this machine's files): their programs are links to the lab's
+    PostgreSQL 15. lab2's says it is newer than the packaged one: a client's pgbench comes from it."""
+    installs = {}
+    for name in ("lab1", "lab2"):
+        root = Path(f"/var/tmp/benchlab-test-install-{virtual_lab.lab_id}-{os.getpid()}-{name}")
+        (root / "bin").mkdir(parents=True)
+        for program in SERVER_PROGRAMS:
+            (root / "bin" / program).symlink_to(f"{PG_BIN}/{program}")
+        host = lab_inventory[name]
+        version = "15.99" if name == "lab2" else host.pg_installs.get(bin_dir=PG_BIN).version
+        label = f"PG 15 (custom, {name})"
+        installs[name] = PgInstall.objects.create(host=host, bin_dir=f"{root}/bin", version=version, label=label)
+    yield installs
+    for install in installs.values():
+        shutil.rmtree(Path(install.bin_dir).parent)
+
+
+@pytest.fixture
+def custom_install(custom_installs: dict[str, PgInstall]) -> PgInstall:
+    return custom_installs["lab1"]
 
 
 def moved_away(install: PgInstall) -> Path:
@@ -59,7 +70,7 @@ def test_a_run_on_an_install_gone_from_its_host_fails_before_its_storage_is_touc
 
     assert run.state == RunState.FAILED
     assert run.error == (
-        f"PG 15 (custom) is not on {lab1.name} any more: {custom_install.bin_dir} has no "
+        f"PG 15 (custom, lab1) is not on {lab1.name} any more: {custom_install.bin_dir} has no "
         "initdb, pg_ctl, postgres, psql, createdb, pgbench. Nothing of the run was done on its storage. "
         f"Re-probe {lab1.name} (admin: Hosts, select it, action “Probe now”; or `manage.py probe_host {lab1.name}`) "
         "so the inventory marks the install missing, or install it there again"
@@ -71,7 +82,22 @@ def test_a_run_on_an_install_gone_from_its_host_fails_before_its_storage_is_touc
     assert not formatted.exists(), "the audit log has a mkfs of the run's device"
     assert label == "KEEPME", "the device was formatted"
     assert run.run_key not in mounts
-    assert "initializing_database" not in run.transitions.values_list("state", flat=True)
+    assert list(run.transitions.values_list("state", flat=True)) == ["queued", "failed"]
+    assert run.failed_step == RunState.QUEUED  # before preparing its storage
+
+
+def test_a_run_whose_client_host_s_pgbench_is_gone_fails_before_its_storage_is_touched(
+    celery_worker: CeleryWorker, lab_inventory: dict[str, Host], custom_installs: dict[str, PgInstall]
+) -> None:
+    lab1, lab2, gone = lab_inventory["lab1"], lab_inventory["lab2"], custom_installs["lab2"]
+    moved_away(gone)
+
+    run = wait_until_finished(new_run(lab1, make_user("otto", "operator"), client_hosts=(lab2,)))
+
+    assert run.state == RunState.FAILED
+    assert run.error.startswith(f"PG 15 (custom, lab2) is not on {lab2.name} any more: {gone.bin_dir} has no pgbench.")
+    assert run.failed_step == RunState.QUEUED  # before preparing its storage
+    assert not AuditEvent.objects.filter(action=AuditAction.DEVICE_FORMATTED).exists()
 
 
 def test_the_probe_marks_an_install_gone_and_unmarks_it_when_found_again(
