@@ -315,6 +315,20 @@ def test_an_install_the_probe_found_gone_is_refused_on_the_queue_page_naming_the
     assert Run.objects.count() == 0
 
 
+def test_the_api_shows_since_when_an_install_is_missing_and_refuses_a_run_on_it(lab1: Host) -> None:
+    install = lab1.pg_installs.get()
+    PgInstall.objects.filter(pk=install.pk).update(missing_since=datetime(2026, 11, 26, 23, 40, tzinfo=UTC))
+    api = APIClient()
+    api.force_authenticate(make_user("otto", "operator"))
+
+    shown = api.get(f"/api/pg-installs/{install.pk}/").json()
+    refused = api.post("/api/runs/", {FORM_FIELDS[n]: v for n, v in spec_on(lab1).as_json().items()}, format="json")
+
+    assert shown["missing_since"] == "2026-11-26T23:40:00Z"
+    assert refused.status_code == 400 and "re-probe lab1" in refused.json()["pg_install"][0]
+    assert Run.objects.count() == 0
+
+
 def test_a_client_host_s_missing_install_gives_it_no_pgbench(lab1: Host) -> None:
     lab2 = other_host("lab2")
     lab2.pg_installs.update(missing_since=timezone.now())
