@@ -24,6 +24,7 @@ from benchlab.env import (
     env_url,
 )
 from benchlab.redis_keys import redis_prefix
+from runs.lab.pg_build_options import DEFAULT_TARBALL_DIR, tarball_dir_problem
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Untracked local state: generated secrets, the database password file, collected static files.
@@ -31,6 +32,11 @@ VAR_DIR = Path(env_str("BENCHLAB_VAR_DIR", str(BASE_DIR / "var")))
 # The directory runs on "this machine" use as their disk (register_local_host): outside the
 # checkout and var/, which hold benchlab's own data and may not be a device.
 LOCAL_DEVICE_DIR = Path(env_str("BENCHLAB_LOCAL_DEVICE_DIR", "/srv/benchlab/this-machine"))
+# Where PostgreSQL builds from a release tarball take it from, on each lab host: a build names
+# a file in this directory, never a path (runs/lab/pg_build_source.py checks it there as root).
+PG_TARBALL_DIR = env_str("BENCHLAB_PG_TARBALL_DIR", DEFAULT_TARBALL_DIR)
+if tarball_dir_wrong := tarball_dir_problem(PG_TARBALL_DIR):
+    raise ImproperlyConfigured(f"BENCHLAB_PG_TARBALL_DIR={PG_TARBALL_DIR!r}: {tarball_dir_wrong}")
 
 SECRET_KEY = env_secret("SECRET_KEY", VAR_DIR / "secret_key")
 DEBUG = env_bool("DEBUG", False)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.db.models import QuerySet
 
 from runs.lab.pg_build_options import (
@@ -71,11 +72,11 @@ class BuildForm(forms.Form):
         widget=forms.TextInput(attrs={"placeholder": "15.20-0+deb12u1"}),
     )
     tarball_path = forms.CharField(
-        label="Tarball path",
+        label="Tarball",
         required=False,
-        max_length=1024,
-        help_text="An upstream release tarball already on the host (.tar.gz, .tar.bz2 or .tar.xz), by absolute path.",
-        widget=forms.TextInput(attrs={"placeholder": "/srv/src/postgresql-15.20.tar.bz2"}),
+        max_length=255,
+        # The directory is the setting's: said in __init__.
+        widget=forms.TextInput(attrs={"placeholder": "postgresql-15.20.tar.bz2"}),
     )
     sha256 = forms.CharField(
         label="SHA-256",
@@ -107,6 +108,13 @@ class BuildForm(forms.Form):
         },
     )
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["tarball_path"].help_text = (
+            f"The file name of an upstream release tarball (.tar.gz, .tar.bz2 or .tar.xz) in {settings.PG_TARBALL_DIR} "
+            "on the host: builds take tarballs only from there."
+        )
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         from_package = not data.get("version") and data.get("source_kind") == BuildSourceKind.DEBIAN
@@ -131,6 +139,7 @@ class BuildForm(forms.Form):
             package_version=data.get("package_version", ""),
             tarball_path=data.get("tarball_path", ""),
             sha256=data.get("sha256", ""),
+            tarball_dir=settings.PG_TARBALL_DIR,
         )
         return BuildOptions(
             version=data.get("version", ""),

@@ -119,7 +119,7 @@ class SweepForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["device"].label_from_instance = lambda d: f"{d.host.name}:{d.name} ({d.get_kind_display()})"  # type: ignore[attr-defined]
-        self.fields["pg_install"].label_from_instance = lambda pg: f"{pg.host.name}: {pg}"  # type: ignore[attr-defined]
+        self.fields["pg_install"].label_from_instance = lambda pg: f"{pg.host.name}: {pg.choice_label}"  # type: ignore[attr-defined]
         clients = Host.objects.filter(runs_clients=True).order_by("name")
         self.fields["client_host"].choices = [("", "pgbench on the server itself")] + [  # type: ignore[attr-defined]
             (str(host.pk), host.name) for host in clients

@@ -180,6 +180,7 @@ class RunForm(forms.ModelForm):
         self.fields["device"].queryset = Device.objects.select_related("host")  # type: ignore[attr-defined]
         live_installs = PgInstall.objects.filter(removed_at__isnull=True)  # a removed build's install runs nothing new
         self.fields["pg_install"].queryset = live_installs.select_related("host")  # type: ignore[attr-defined]
+        self.fields["pg_install"].label_from_instance = lambda install: install.choice_label  # type: ignore[attr-defined]
         # Which pgbench each client host runs is a note static/js/run_form.js keeps beside its box.
         self._describe_rows()
         for name in NUMBER_FIELDS:

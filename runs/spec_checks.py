@@ -132,6 +132,8 @@ def _check_hosts(spec: RunSpec, inventory: Inventory, problems: _Problems) -> No
             problems.add("pg_install", f"{install} is not installed on {server}.")
     if install and install.removed_at is not None:
         problems.add("pg_install", f"{install} was removed from its host with its build: choose another install.")
+    elif install and install.missing_since is not None:
+        problems.add("pg_install", install.missing_refusal())
 
 
 def _check_clients(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
@@ -183,6 +185,9 @@ def _client_problem(client: Host, server: Host | None, install: PgInstall | None
     # The pgbench the run would use (lab_specs' choice); without a valid install the install's
     # own problem is reported.
     if install is not None and client_pgbench_install(install, client) is None:
+        missing = [pg for pg in client.pg_installs.all() if pg.missing_since and pg.removed_at is None]
+        if missing:
+            return f"{client} has no PostgreSQL install, so no pgbench: {missing[0].missing_refusal()}"
         return f"{client} has no PostgreSQL install, so no pgbench, in the inventory."
     return client.refusal_for_runs()
 

@@ -50,8 +50,8 @@ class DeviceInline(admin.TabularInline):
 class PgInstallInline(admin.TabularInline):
     model = PgInstall
     extra = 0
-    fields = ["bin_dir", "version", "block_size", "wal_block_size", "label", "removed_at"]
-    readonly_fields = ["removed_at"]
+    fields = ["bin_dir", "version", "block_size", "wal_block_size", "label", "removed_at", "missing_since"]
+    readonly_fields = ["removed_at", "missing_since"]
     show_change_link = True
 
 
@@ -212,6 +212,8 @@ class HostAdmin(AuditedAdmin):
                 f"{len(facts.block_devices)} block devices, PostgreSQL installs: {installs}.",
                 messages.SUCCESS,
             )
+            for install in host.pg_installs.filter(missing_since__isnull=False, removed_at__isnull=True):
+                self.message_user(request, f"{install} ({install.bin_dir}): {install.missing_note}.", messages.WARNING)
 
     @admin.action(description="Fetch and pin host keys…", permissions=["change"])
     def pin_host_keys(self, request: HttpRequest, queryset: QuerySet[Host]) -> TemplateResponse | None:
@@ -338,9 +340,18 @@ class DeviceAdmin(AuditedAdmin):
 
 @admin.register(PgInstall)
 class PgInstallAdmin(AuditedAdmin):
-    list_display = ["__str__", "host", "version", "block_size", "wal_block_size", "bin_dir", "removed_at"]
-    list_filter = ["version", "block_size", "wal_block_size", "host"]
+    list_display = [
+        "__str__",
+        "host",
+        "version",
+        "block_size",
+        "wal_block_size",
+        "bin_dir",
+        "removed_at",
+        "missing_since",
+    ]
+    list_filter = ["version", "block_size", "wal_block_size", "host", ("missing_since", admin.EmptyFieldListFilter)]
     search_fields = ["label", "version", "bin_dir", "host__name"]
     list_select_related = ["host"]
     autocomplete_fields = ["host"]
-    readonly_fields = ["removed_at", "created_at", "updated_at"]
+    readonly_fields = ["removed_at", "missing_since", "created_at", "updated_at"]

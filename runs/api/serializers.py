@@ -25,7 +25,17 @@ class DeviceSerializer(serializers.ModelSerializer):
 class PgInstallSerializer(serializers.ModelSerializer):
     class Meta:
         model = PgInstall
-        fields = ["id", "host", "bin_dir", "version", "block_size", "wal_block_size", "label", "removed_at"]
+        fields = [
+            "id",
+            "host",
+            "bin_dir",
+            "version",
+            "block_size",
+            "wal_block_size",
+            "label",
+            "removed_at",
+            "missing_since",
+        ]
 
 
 class ClientHostIdsField(serializers.ListField):

@@ -43,6 +43,9 @@ CONFLICTING_FLAGS = (("--with-icu", "--without-icu"),)
 FLAG_SINCE_MAJOR = {"--with-icu": 10, "--without-icu": 10, "--with-lz4": 14, "--with-zstd": 15}
 
 BUILDS_ROOT = "/var/lib/benchlab/builds"  # every build's prefix and work dir lives under it, on the host
+# Where a build from a release tarball takes it from, on the host (settings.PG_TARBALL_DIR): a
+# build names a file in it, never a path, so no build reads, hashes or reports any other file.
+DEFAULT_TARBALL_DIR = "/var/cache/benchlab/pg-tarballs"
 MANIFEST_NAME = "benchlab-build.json"  # in a build's prefix: what it is (find_build reads it)
 # Bumped whenever the build recipe changes what it produces: older builds are then not reused.
 RECIPE_VERSION = 1
@@ -58,11 +61,15 @@ _DEBIAN_REVISION = re.compile(r"[A-Za-z0-9.+~]+")
 _PACKAGE = re.compile(r"postgresql-(?P<major>[1-9][0-9])")
 _SHA256 = re.compile(r"[0-9a-fA-F]{64}")
 _PATH_CHARACTERS = re.compile(r"[A-Za-z0-9._+~@%=,:/-]+")
+_TARBALL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+~-]{0,254}")  # a file name: no '/', no leading '.'
+
+
+_FIELD_NAMES = {"tarball_path": "tarball", "sha256": "sha256"}
 
 
 class SourceKind(StrEnum):
     DEBIAN = "debian"  # Debian's source package of a version the host has installed
-    TARBALL = "tarball"  # an upstream release tarball already on the host
+    TARBALL = "tarball"  # an upstream release tarball in the host's tarball directory
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,9 @@ class BuildSource:
     kind: SourceKind
     package: str = ""  # DEBIAN: the source package, e.g. "postgresql-15"
     package_version: str = ""  # DEBIAN: e.g. "15.20-0+deb12u1", installed on the host
-    tarball_path: str = ""  # TARBALL: absolute path of a .tar.gz/.tar.bz2/.tar.xz on the host
+    tarball_path: str = ""  # TARBALL: the file name of a .tar.gz/.tar.bz2/.tar.xz in tarball_dir
     sha256: str = ""  # TARBALL: the published SHA-256 (64 hex), optional; verified when given
+    tarball_dir: str = DEFAULT_TARBALL_DIR  # TARBALL: the directory it is in on the host (a setting)
 
 
 @dataclass(frozen=True)
@@ -153,22 +161,35 @@ def _debian_errors(options: BuildOptions, errors: dict[str, str]) -> None:
         )
     for field, value in (("tarball_path", source.tarball_path), ("sha256", source.sha256)):
         if value:
-            errors[field] = f"{field.replace('_', ' ')}: only for a tarball source; a Debian source is checked by apt"
+            errors[field] = f"{_FIELD_NAMES[field]}: only for a tarball source; a Debian source is checked by apt"
+
+
+def tarball_dir_problem(directory: object) -> str | None:
+    """What is wrong with a tarball directory (the setting), or None: an absolute, normal path
+    of plain characters, not the root."""
+    if not isinstance(directory, str) or not _PATH_CHARACTERS.fullmatch(directory) or len(directory) > 500:
+        return "give an absolute directory path of letters, digits and . _ + ~ @ % = , : / -"
+    if not directory.startswith("/") or posixpath.normpath(directory) != directory or directory == "/":
+        return "give an absolute directory path other than / without '.', '..', '//' or a trailing '/'"
+    return None
 
 
 def _tarball_errors(options: BuildOptions, errors: dict[str, str]) -> None:
     source = options.source
-    path = source.tarball_path
-    if not isinstance(path, str) or not path:
-        errors["tarball_path"] = "tarball path: give the absolute path of the release tarball on the host"
-    elif not _PATH_CHARACTERS.fullmatch(path) or len(path) > 1024:
-        errors["tarball_path"] = (
-            f"tarball path {path[:80]!r}: only letters, digits and . _ + ~ @ % = , : / - are allowed"
-        )
-    elif not path.startswith("/") or posixpath.normpath(path) != path or "//" in path:
-        errors["tarball_path"] = f"tarball path {path}: give an absolute path without '..', '//' or a trailing '/'"
-    elif not path.endswith(TARBALL_SUFFIXES):
-        errors["tarball_path"] = f"tarball path {path}: a release tarball ends in {', '.join(TARBALL_SUFFIXES)}"
+    name, directory = source.tarball_path, source.tarball_dir
+    wanted = (
+        f"give the file name of a release tarball in {directory} on the host, e.g. postgresql-15.20.tar.bz2 "
+        "(letters, digits and . _ + ~ -; no '/', no '..', not starting with '.'): builds take tarballs only "
+        "from that directory"
+    )
+    if problem := tarball_dir_problem(directory):
+        errors["tarball_path"] = f"tarball directory {str(directory)[:80]!r}: {problem}"
+    elif not isinstance(name, str) or not name:
+        errors["tarball_path"] = f"tarball: {wanted}"
+    elif not _TARBALL_NAME.fullmatch(name):
+        errors["tarball_path"] = f"tarball {name[:80]!r}: {wanted}"
+    elif not name.endswith(TARBALL_SUFFIXES):
+        errors["tarball_path"] = f"tarball {name}: a release tarball ends in {', '.join(TARBALL_SUFFIXES)}"
     if source.sha256 and not (isinstance(source.sha256, str) and _SHA256.fullmatch(source.sha256)):
         errors["sha256"] = (
             f"SHA-256 {str(source.sha256)[:80]!r}: give the 64 hexadecimal digits published with the tarball, "
@@ -236,6 +257,12 @@ def check_build_options(options: BuildOptions) -> None:
         raise InvalidOption("; ".join(errors.values()))
 
 
+def tarball_file(source: BuildSource) -> str:
+    """Where a tarball source's file is on the host, before symbolic links are resolved (there,
+    pg_build_source.resolve_tarball checks that it stays in the directory)."""
+    return f"{source.tarball_dir}/{source.tarball_path}"
+
+
 def canonical_options(options: BuildOptions) -> dict[str, object]:
     """Everything that changes the binaries, in one canonical form (the key's input and the
     manifest's record). A tarball with a published checksum is that content wherever it lies."""
@@ -245,8 +272,8 @@ def canonical_options(options: BuildOptions) -> dict[str, object]:
         origin = {"kind": "debian", "package": source.package, "package_version": source.package_version}
     elif source.sha256:
         origin = {"kind": "tarball", "sha256": source.sha256.lower()}
-    else:
-        origin = {"kind": "tarball", "tarball_path": source.tarball_path}
+    else:  # its place (as earlier builds, named by path, were keyed)
+        origin = {"kind": "tarball", "tarball_path": tarball_file(source)}
     return {
         "recipe": RECIPE_VERSION,
         "version": options.version,

@@ -24,6 +24,7 @@ from runs.lab.pg_build_options import (
     build_prefix,
     canonical_options,
 )
+from runs.lab.pg_build_source import resolve_tarball
 from runs.lab.pg_build_verify import VerifiedFacts
 from runs.lab.probe import TRUSTED_PATH
 from runs.lab.run_user import run_as_run_user
@@ -109,7 +110,11 @@ def _tarball_unchanged(transport: Transport, options: BuildOptions, manifest: di
     source = options.source
     if source.kind != SourceKind.TARBALL or source.sha256:
         return True
-    found = run_as_run_user(transport, ["sha256sum", "--", source.tarball_path], check=False, timeout=900)
+    try:
+        path = resolve_tarball(transport, source)
+    except BuildFailed:
+        return False  # the build's source step says why
+    found = run_as_run_user(transport, ["sha256sum", "--", path], check=False, timeout=900)
     return found.exit_status == 0 and found.stdout.split()[:1] == [manifest.get("source_sha256")]
 
 

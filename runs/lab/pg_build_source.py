@@ -6,17 +6,23 @@ hashes (so a host without network builds from a filled cache), and the upstream 
 checked against the .dsc. Only that upstream tarball is built: Debian's packaging patches move
 socket directories and paths for the packaged layout, which a benchlab build does not use.
 
-The tarball is read, hashed and unpacked as the unprivileged run user, never as root: a path a
-person typed must not make root hand a file to that user, and what the user cannot read fails.
+A release tarball is a file in the host's tarball directory (BuildSource.tarball_dir), named by
+its file name only. Root resolves it there (symbolic links included) and refuses one that leads
+outside, saying nothing of what it leads to; the directory and those above it must be root's to
+change, so nobody else can swap a link between that check and the copy. The tarball is then
+read, hashed and unpacked as the unprivileged run user, never as root, through the resolved
+path: what the user cannot read fails.
 """
 
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from runs.lab.errors import LabError
 from runs.lab.pg_build_model import BuildFailed, BuildPaths, BuildStep
-from runs.lab.pg_build_options import TARBALL_SUFFIXES, BuildSource, SourceKind
+from runs.lab.pg_build_options import TARBALL_SUFFIXES, BuildSource, SourceKind, tarball_file
+from runs.lab.probe import TRUSTED_PATH
 from runs.lab.run_user import RUN_USER, run_as_run_user
 from runs.lab.transport import Transport, clean_text
 
@@ -27,6 +33,20 @@ UNPACK_TIMEOUT_S = 900
 # sandboxed (as root it warns and downloads unsandboxed); apt moves finished files in as root.
 _ENSURE_CACHE = 'install -d -m 0755 "$1" && { ! id -u _apt >/dev/null 2>&1 || chown _apt:root "$1"; }'
 _ORIG_TARBALL = re.compile(r"[A-Za-z0-9.+~_-]+\.orig\.tar\.(?:gz|bz2|xz)")
+# As root: $1 the tarball directory, $2 the file name. Prints the directory and the file, each
+# resolved (the file's final link need not exist: "outside" says nothing of its target), or
+# "untrusted" when someone other than root could change the directory or one above it.
+_RESOLVE = (
+    f"{TRUSTED_PATH}; "
+    'd=$(realpath -e -- "$1") || exit 3; [ -d "$d" ] || exit 3; trusted "$d" || { echo untrusted; exit 0; }; '
+    'f=$(realpath -m -- "$d/$2") || exit 4; printf "%s\n%s\n" "$d" "$f"'
+)
+# As root: $1 the directory; each file in it whose name is a tarball's and that is a regular file
+# in it once links are resolved (one leading out is not listed, whether or not its target exists).
+_LIST = (
+    'd=$(realpath -e -- "$1") || exit 3; cd -- "$d" || exit 3; for f in *.tar.gz *.tar.bz2 *.tar.xz; do '
+    'r=$(realpath -e -- "$f" 2>/dev/null) && [ "${r%/*}" = "$d" ] && [ -f "$r" ] && echo "$f"; done; true'
+)
 
 
 @dataclass(frozen=True)
@@ -129,6 +149,53 @@ def fetch_debian_source(
     return SourceTarball(path=f"{SOURCE_CACHE}/{name}", expected_sha256=sha256)
 
 
+def host_tarballs(transport: Transport, directory: str) -> list[str]:
+    """The names of the release tarballs in `directory` on the host, sorted: what a build may name."""
+    listed = transport.run(["sh", "-c", _LIST, "sh", directory], check=False)
+    return sorted(listed.stdout.split()) if listed.exit_status == 0 else []
+
+
+def _tarballs_there(transport: Transport, directory: str) -> str:
+    names = host_tarballs(transport, directory)
+    return f"tarballs there: {', '.join(names[:20])}" if names else "there are none"
+
+
+def resolve_tarball(transport: Transport, source: BuildSource) -> str:
+    """The tarball's path on the host with every link resolved, checked by root to be inside its
+    directory; BuildFailed otherwise, naming only what the build was asked for."""
+    directory, name = source.tarball_dir, source.tarball_path
+    found = transport.run(["sh", "-c", _RESOLVE, "sh", directory, name], check=False)
+    lines = found.stdout.splitlines()
+    if found.exit_status == 3:
+        raise BuildFailed(
+            BuildStep.SOURCE,
+            f"there is no tarball directory {directory} on {transport.label}: "
+            "builds take release tarballs from it (an admin creates it, root's, and puts tarballs there)",
+        )
+    if lines == ["untrusted"]:
+        raise BuildFailed(
+            BuildStep.SOURCE,
+            f"the tarball directory {directory} on {transport.label} (or a directory above it) may be changed by "
+            "someone other than root: make it root's and writable by nobody else",
+        )
+    if found.exit_status != 0 or len(lines) != 2:
+        raise BuildFailed(BuildStep.SOURCE, f"cannot resolve tarball {name} in {directory} on {transport.label}")
+    real_dir, real_file = lines
+    if real_dir == "/" or posixpath.dirname(real_file) != real_dir:  # elsewhere, or in a directory below
+        raise BuildFailed(
+            BuildStep.SOURCE,
+            f"tarball {name} in {directory} on {transport.label} leads outside that directory (a symbolic link?): "
+            f"builds take only tarballs that are in it; {_tarballs_there(transport, directory)}",
+        )
+    if run_as_run_user(transport, ["test", "-f", real_file, "-a", "-r", real_file], check=False).exit_status != 0:
+        raise BuildFailed(
+            BuildStep.SOURCE,
+            f"there is no tarball {name} in {directory} on {transport.label} that {RUN_USER} may read "
+            f"(builds read their source as that user: give it mode 0644); {_tarballs_there(transport, directory)}",
+        )
+    return real_file
+
+
 def copy_checked(transport: Transport, tarball: SourceTarball, paths: BuildPaths) -> tuple[str, str]:
     """Copy the tarball into the work dir as the run user and hash the copy (what gets built):
     (the copy's path, its SHA-256). A copy that does not match the expected checksum fails."""
@@ -137,7 +204,7 @@ def copy_checked(transport: Transport, tarball: SourceTarball, paths: BuildPaths
         raise BuildFailed(
             BuildStep.SOURCE,
             f"source tarball {tarball.path}: no such file on {transport.label}, or {RUN_USER} may not read it "
-            "(builds read their source as that user: put it where it can, e.g. /var/tmp with mode 0644)",
+            "(builds read their source as that user: give it mode 0644)",
         )
     suffix = next((s for s in TARBALL_SUFFIXES if tarball.path.endswith(s)), ".tar.gz")
     copy = paths.tarball(suffix)
@@ -174,9 +241,10 @@ def obtain_source(transport: Transport, source: BuildSource, paths: BuildPaths, 
         check_installed(transport, source.package, source.package_version)
         tarball = fetch_debian_source(transport, source.package, source.package_version, on_line)
     else:
-        tarball = SourceTarball(path=source.tarball_path, expected_sha256=source.sha256)
+        tarball = SourceTarball(path=resolve_tarball(transport, source), expected_sha256=source.sha256)
     copy, sha256 = copy_checked(transport, tarball, paths)
-    on_line(f"source: {tarball.path}, SHA-256 {sha256}" + (" (as expected)" if tarball.expected_sha256 else ""))
+    named = tarball.path if source.kind == SourceKind.DEBIAN else tarball_file(source)
+    on_line(f"source: {named}, SHA-256 {sha256}" + (" (as expected)" if tarball.expected_sha256 else ""))
     unpack(transport, copy, paths)
     run_as_run_user(transport, ["rm", "-f", "--", copy])  # unpacked: 25 MB less on the host
     return sha256

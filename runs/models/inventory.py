@@ -5,6 +5,7 @@ they need from here into their own record, so later edits never rewrite history.
 """
 
 import ipaddress
+from datetime import UTC
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -143,6 +144,13 @@ class Host(models.Model):
             )
         return None
 
+    @property
+    def reprobe_hint(self) -> str:
+        """How the inventory learns what this host has now, as a sentence's start."""
+        return (
+            f"Re-probe {self.name} (admin: Hosts, select it, action “Probe now”; or `manage.py probe_host {self.name}`)"
+        )
+
     def refusal_for_runs(self) -> str | None:
         """Why no run may be queued on this host now, or None."""
         if not self.enabled:
@@ -279,6 +287,14 @@ class PgInstall(models.Model):
     removed_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="Its build was removed from the host: no new run uses it."
     )
+    # The last probe of its host found none of its programs (a host rebuilt, a build deleted by
+    # hand): offered to no new run until a probe finds it again (services.probe).
+    missing_since = models.DateTimeField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="A probe of its host found none of its programs since then: no new run uses it until one does.",
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -292,3 +308,22 @@ class PgInstall(models.Model):
 
     def __str__(self) -> str:
         return self.label or f"PostgreSQL {self.version} ({self.block_size // 1024} kB pages) on {self.host.name}"
+
+    @property
+    def missing_note(self) -> str:
+        """ "missing from lab1 since 2026-11-26 23:40 UTC", or "" while it is there."""
+        if self.missing_since is None:
+            return ""
+        return f"missing from {self.host.name} since {self.missing_since.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+    @property
+    def choice_label(self) -> str:
+        """As a form offers it: still offered when missing, marked (queueing on it says why not)."""
+        return f"{self} ({self.missing_note})" if self.missing_since else str(self)
+
+    def missing_refusal(self) -> str:
+        """Why no new run may use this install while a probe finds it gone."""
+        return (
+            f"{self} ({self.bin_dir}) is {self.missing_note}: the probe found none of its programs there. "
+            f"Choose another install; once it is back, {self.host.reprobe_hint[0].lower()}{self.host.reprobe_hint[1:]}."
+        )

@@ -77,7 +77,8 @@ class RunClientSample(models.Model):
 def client_pgbench_install(server_install: PgInstall, client: Host) -> PgInstall | None:
     """The client's PostgreSQL install whose pgbench drives the run: the server's major
     version when the client has it (same protocol features and output), else its newest."""
-    live = [pg for pg in client.pg_installs.all() if pg.removed_at is None]  # a removed build's pgbench is gone
+    # A removed build's pgbench is gone, and so is a missing install's.
+    live = [pg for pg in client.pg_installs.all() if pg.removed_at is None and pg.missing_since is None]
     installs = sorted(live, key=lambda pg: version_key(pg.version))
     major = server_install.version.split(".")[0]
     same_major = [pg for pg in installs if pg.version.split(".")[0] == major]

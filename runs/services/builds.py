@@ -11,6 +11,7 @@ making two.
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
@@ -42,6 +43,7 @@ def build_options_of(build: PgBuild) -> BuildOptions:
         package_version=build.package_version,
         tarball_path=build.tarball_path,
         sha256=build.sha256,
+        tarball_dir=settings.PG_TARBALL_DIR,
     )
     return BuildOptions(
         version=build.version,
@@ -90,6 +92,8 @@ def build_queue(
     built again); so is one queued or building. Bad options or a host that takes no builds
     raise ValidationError, field by field, and nothing is created."""
     errors = dict(build_option_errors(options))
+    if options.source.kind == SourceKind.TARBALL and options.source.tarball_dir != settings.PG_TARBALL_DIR:
+        errors.setdefault("tarball_path", f"tarball: builds take tarballs only from {settings.PG_TARBALL_DIR}")
     if refusal := build_host_refusal(host):
         errors["host"] = refusal
     if errors:

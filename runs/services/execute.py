@@ -42,6 +42,7 @@ from runs.services.own_server import own_server_assert_closed
 from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
 from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
+from runs.services.run_installs import run_installs_present
 from runs.services.run_observer import RunCancelled, RunObserver
 from runs.services.run_results import (
     RunFacts,
@@ -148,6 +149,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     ending: Ending | None = None
     try:
         facts = run_facts(run, transport, clients)
+        run_installs_present(run, transport, clients)  # before anything touches storage
         own_server_assert_closed(zip(run.hosts, [transport, *(c.transport for c in clients)], strict=True))
         result = _run_with_reuse(run, transport, spec, observer, clients, facts)
     except RunCancelled:

@@ -1,13 +1,16 @@
-"""Probe a host and store what it is: facts on the Host, its PostgreSQL installs, and the
-identity of its devices where the inventory has none yet (never overwriting a recorded one:
-the safety checks compare against it)."""
+"""Probe a host and store what it is: facts on the Host, its PostgreSQL installs (those found,
+and those of the inventory that are gone: marked missing), and the identity of its devices
+where the inventory has none yet (never overwriting a recorded one: the safety checks compare
+against it)."""
 
+from collections.abc import Collection
 from dataclasses import asdict
 
 from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
+from runs.lab.installs import installs_gone
 from runs.lab.probe import HostFacts, probe_host
 from runs.lab.transport import Transport
 from runs.models import AuditAction, Device, Host, PgInstall
@@ -18,21 +21,29 @@ from runs.services.lab_access import host_connect
 def host_probe(*, host: Host, transport: Transport | None = None, request: HttpRequest | None = None) -> HostFacts:
     """Probe the host and store what it is (an audited inventory change: installs may appear)."""
     connection = transport or host_connect(host)
+    registered = PgInstall.objects.filter(host=host, removed_at__isnull=True).values_list("bin_dir", flat=True)
     try:
         facts = probe_host(connection)
+        gone = installs_gone(connection, registered)
     finally:
         if transport is None:
             connection.close()
-    host_store_facts(host=host, facts=facts)
+    host_store_facts(host=host, facts=facts, gone=gone)
     installs = ", ".join(f"{pg.version} ({pg.block_size // 1024} kB)" for pg in facts.pg_installs) or "none"
+    missing = f"; missing: {', '.join(sorted(gone))}" if gone else ""
     audit_record(
-        action=AuditAction.INVENTORY_CHANGED, target=host, request=request, message=f"probed: PostgreSQL {installs}"
+        action=AuditAction.INVENTORY_CHANGED,
+        target=host,
+        request=request,
+        message=f"probed: PostgreSQL {installs}{missing}",
     )
     return facts
 
 
 @transaction.atomic
-def host_store_facts(*, host: Host, facts: HostFacts) -> None:
+def host_store_facts(*, host: Host, facts: HostFacts, gone: Collection[str] = ()) -> None:
+    """The facts on the host and its installs; `gone`: bin directories of its installs that hold
+    no PostgreSQL any more (marked missing, and unmarked once a probe finds them again)."""
     host.hostname = facts.hostname
     host.cpu_model = facts.cpu_model
     host.cpu_cores = facts.cpu_cores
@@ -52,7 +63,15 @@ def host_store_facts(*, host: Host, facts: HostFacts) -> None:
                 "wal_block_size": install.wal_block_size,
             },
         )
+    _mark_missing_installs(host, gone)
     _fill_device_identities(host, facts)
+
+
+def _mark_missing_installs(host: Host, gone: Collection[str]) -> None:
+    """Missing since the first probe that did not find it (the time stays while it is gone)."""
+    installs = PgInstall.objects.filter(host=host, removed_at__isnull=True)
+    installs.filter(bin_dir__in=gone, missing_since__isnull=True).update(missing_since=timezone.now())
+    installs.exclude(bin_dir__in=gone).filter(missing_since__isnull=False).update(missing_since=None)
 
 
 def _fill_device_identities(host: Host, facts: HostFacts) -> None:

@@ -137,6 +137,11 @@ def _test_database_name() -> str:
 LOCAL_DEVICE_DIR = Path(f"/var/tmp/benchlab-test-{os.getpid()}-this-machine")
 settings.LOCAL_DEVICE_DIR = LOCAL_DEVICE_DIR
 os.environ["BENCHLAB_LOCAL_DEVICE_DIR"] = str(LOCAL_DEVICE_DIR)
+# Builds from a release tarball take it from a directory of the tests' (root's, on this machine,
+# which the virtual lab's hosts share): test_pg_build_lab links the cached tarballs there.
+TEST_TARBALL_DIR = "/var/cache/benchlab/test-pg-tarballs"
+settings.PG_TARBALL_DIR = TEST_TARBALL_DIR
+os.environ["BENCHLAB_PG_TARBALL_DIR"] = TEST_TARBALL_DIR
 
 # The cache (API throttle counters) under the test database's prefix, set before any cache is
 # made: a test's requests never count against a real benchlab's users sharing this Redis.

@@ -231,3 +231,19 @@ def test_device_list_filters_by_kind_and_wipeability(ada: Client) -> None:
     changelist = ada.get(reverse("admin:runs_device_changelist"), {"kind": "ssd", "wipe_allowed__exact": "1"})
 
     assert list(changelist.context["cl"].queryset) == [ssd]
+
+
+@pytest.mark.django_db
+def test_the_install_list_shows_and_filters_installs_a_probe_found_missing(ada: Client) -> None:
+    host = make_host()
+    make_pg_install(host, label="PG 15 there")
+    gone = make_pg_install(host, bin_dir="/var/lib/benchlab/builds/pg-15-b4k/bin", label="PG 15 gone")
+    gone.missing_since = timezone.now()
+    gone.save()
+    changelist = reverse("admin:runs_pginstall_changelist")
+
+    listed = ada.get(changelist).content.decode()
+    only_missing = ada.get(changelist, {"missing_since__isempty": "0"}).content.decode()
+
+    assert "Missing since" in listed
+    assert "PG 15 gone" in only_missing and "PG 15 there" not in only_missing

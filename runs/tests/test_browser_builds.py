@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.conf import settings
 from playwright.sync_api import Page
 
 from runs import live
@@ -71,7 +72,8 @@ def test_the_form_lists_what_is_wrong_at_the_top_and_keeps_what_was_typed(web_se
         chosen = page.eval_on_selector("#id_host", "select => select.selectedOptions[0].textContent")
         page.screenshot(path=str(ARTIFACTS / "build-form.png"), full_page=True)
         page.check("#id_source_kind_1")  # a tarball
-        page.fill("#id_tarball_path", "/srv/src/postgresql-15.20.zip")
+        help_text = text(page, "#id_tarball_path_helptext")
+        page.fill("#id_tarball_path", "/srv/src/postgresql-15.20.tar.bz2")  # a path, not a name in the directory
         page.fill("#id_sha256", "not-a-checksum")
         page.fill("#id_version", "15.20")
         page.select_option("#id_block_size_kb", "4")
@@ -86,13 +88,20 @@ def test_the_form_lists_what_is_wrong_at_the_top_and_keeps_what_was_typed(web_se
 
     assert chosen == "lab1"
     assert summary.startswith("The build was not queued. Correct what is listed here (and marked below):")
-    assert (
-        "Tarball path: /srv/src/postgresql-15.20.zip: a release tarball ends in .tar.gz, .tar.bz2, .tar.xz." in summary
+    directory = settings.PG_TARBALL_DIR
+    assert help_text == (
+        f"The file name of an upstream release tarball (.tar.gz, .tar.bz2 or .tar.xz) in {directory} on the host: "
+        "builds take tarballs only from there."
     )
+    assert (
+        f"Tarball: '/srv/src/postgresql-15.20.tar.bz2': give the file name of a release tarball in {directory} on the "
+        "host, e.g. postgresql-15.20.tar.bz2 (letters, digits and . _ + ~ -; no '/', no '..', not starting with '.'): "
+        "builds take tarballs only from that directory." in summary
+    ), summary
     assert (
         "SHA-256: 'not-a-checksum': give the 64 hexadecimal digits published with the tarball, or nothing." in summary
     )
-    assert kept == ("/srv/src/postgresql-15.20.zip", "4")
+    assert kept == ("/srv/src/postgresql-15.20.tar.bz2", "4")
     assert focused == "id_tarball_path"
     assert not PgBuild.objects.exists()
     assert not violations, violations

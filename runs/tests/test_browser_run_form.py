@@ -6,6 +6,7 @@ test-artifacts/."""
 
 import json
 import re
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 
 import pytest
@@ -358,5 +359,41 @@ def test_two_client_hosts_are_numbered_share_a_database_on_request_and_come_back
     assert f"Scale: {TOO_BIG}" in summary, summary
     assert kept == ([True, True, True], True)
     assert alone == (True, False) and alone_note.startswith("client 1: ")
+    assert not Run.objects.exists()
+    assert not violations, violations
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_an_install_missing_from_its_host_is_marked_and_queueing_on_it_says_to_re_probe(page_server: str) -> None:
+    server = lab2()
+    gone = server.pg_installs.get(version="16.4")
+    PgInstall.objects.filter(pk=gone.pk).update(missing_since=datetime(2026, 11, 26, 23, 40, tzinfo=UTC))
+    make_user("otto", "operator", password=PASSWORD)
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium(height=1200) as (context, violations):
+        page = context.new_page()
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/runs/new/")
+        page.select_option("#id_server_host", label=server.name)
+        offered = visible_options(page, "#id_pg_install")
+        page.select_option("#id_pg_install", label=offered[-1])
+        page.select_option("#id_filesystem", "ext4")
+        page.click("form.run-form button[type=submit]")
+        page.wait_for_selector("#error-summary")
+        summary = note(page, "#error-summary")
+        page.screenshot(path=str(ARTIFACTS / "run-form-install-missing.png"), full_page=False)
+        page.goto(f"{page_server}/campaigns/new/")  # a campaign's swept installs say so too
+        swept = page.locator(f"label:has(input[name='pg_install'][value='{gone.pk}'])").text_content()
+
+    assert offered == [
+        str(server.pg_installs.get(version="15.19")),
+        f"{gone} (missing from lab2 since 2026-11-26 23:40 UTC)",
+    ]
+    assert (swept or "").strip() == f"lab2: {gone} (missing from lab2 since 2026-11-26 23:40 UTC)"
+    assert (
+        f"PostgreSQL install: {gone} ({gone.bin_dir}) is missing from lab2 since 2026-11-26 23:40 UTC: the probe "
+        "found none of its programs there. Choose another install; once it is back, re-probe lab2 (admin: Hosts, "
+        "select it, action “Probe now”; or `manage.py probe_host lab2`)." in summary
+    ), summary
     assert not Run.objects.exists()
     assert not violations, violations

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.test import Client
@@ -144,6 +145,18 @@ def test_bad_options_are_refused_field_by_field_and_nothing_is_created() -> None
     assert errors["block_size_kb"] == ["block size 3 kB: PostgreSQL accepts 1, 2, 4, 8, 16 or 32 kB"]
     assert "--enable-debug" in errors["configure_flags"][0] and "--with-llvm" in errors["configure_flags"][0]
     assert "64 hexadecimal digits" in errors["sha256"][0]
+    assert not PgBuild.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_the_service_takes_tarballs_only_from_the_configured_directory() -> None:
+    source = BuildSource(SourceKind.TARBALL, tarball_path="postgresql-15.20.tar.bz2", tarball_dir="/srv/elsewhere")
+
+    with pytest.raises(ValidationError) as refused:
+        build_queue(host=make_host(), options=BuildOptions(version="15.20", source=source), by=make_user("otto"))
+
+    assert refused.value.message_dict == {
+        "tarball_path": [f"tarball: builds take tarballs only from {settings.PG_TARBALL_DIR}"]
+    }
     assert not PgBuild.objects.exists() and not AuditEvent.objects.exists()
 
 
@@ -681,6 +694,31 @@ def test_the_api_refuses_bad_input_with_the_forms_words_and_a_viewer_may_not_que
     ]
     assert viewer.status_code == 403 and bad_filter.status_code == 400
     assert not PgBuild.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "asked", ["/etc/shadow", "../../etc/passwd", f"{settings.PG_TARBALL_DIR}/x.tar.gz", "sub/x.tar.gz"]
+)
+def test_a_tarball_outside_the_tarball_directory_is_refused_by_the_page_and_the_api_and_nothing_is_queued(
+    users: dict[str, User], lab: SimpleNamespace, asked: str
+) -> None:
+    host = make_host()
+    body = form_fields(host, source_kind="tarball", package="", package_version="", version="15.20", tarball_path=asked)
+    page = Client()
+    page.force_login(users["otto"])
+
+    by_page = page.post(reverse("build-new"), body)
+    by_api = api_client(users["otto"]).post("/api/builds/", body, format="json")
+
+    said = (
+        f"{asked!r}: give the file name of a release tarball in {settings.PG_TARBALL_DIR} on the host, e.g. "
+        "postgresql-15.20.tar.bz2 (letters, digits and . _ + ~ -; no '/', no '..', not starting with '.'): builds "
+        "take tarballs only from that directory."
+    )
+    assert by_page.status_code == 400 and by_page.context["form"].errors == {"tarball_path": [said]}
+    assert by_api.status_code == 400 and by_api.json() == {"tarball_path": [said]}
+    assert not PgBuild.objects.exists() and not AuditEvent.objects.exists()
+    assert lab.sent_builds == []  # no worker was asked to go near the host
 
 
 def test_the_api_removes_a_build_or_says_why_not(users: dict[str, User], lab: SimpleNamespace) -> None:

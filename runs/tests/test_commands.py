@@ -9,6 +9,7 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 
 from runs.models import AuditAction, AuditEvent, Device, Host
+from runs.tests.factories import make_host
 
 
 def run(command: str) -> str:
@@ -90,3 +91,12 @@ def test_register_local_host_moves_the_device_out_of_var_and_records_allowing_ru
 def test_the_health_command_fails_when_a_component_is_down() -> None:
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"), pytest.raises(CommandError, match="degraded"):
         run("health")
+
+
+@pytest.mark.django_db
+def test_probe_host_names_the_hosts_it_knows_when_given_one_it_does_not() -> None:
+    make_host(name="lab1")
+
+    with pytest.raises(CommandError, match=r"^no host named lab9 in the inventory \(hosts: lab1\)$"):
+        call_command("probe_host", "lab1", "lab9", stdout=StringIO())
+    assert not AuditEvent.objects.exists()  # not even lab1 was probed

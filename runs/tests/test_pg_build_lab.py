@@ -12,6 +12,7 @@ the same time share that directory (test_build_lab uses this module's `lab1` too
 only its own jobs' directories, and two builds of the same options end with one prefix.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -24,6 +25,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 
 from runs.lab import pg_build_compile
 from runs.lab.errors import LabError
@@ -127,6 +129,16 @@ def cached_sources() -> dict[str, tuple[Path, str]]:
     return found
 
 
+def tarball_source(tarball: Path, sha256: str = "") -> BuildSource:
+    """A build source of a cached tarball, linked by its name into the tests' tarball directory
+    (settings.PG_TARBALL_DIR, root's): builds take tarballs only from there."""
+    directory = Path(settings.PG_TARBALL_DIR)
+    directory.mkdir(mode=0o755, parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):  # linked by an earlier session
+        os.link(tarball, directory / tarball.name)
+    return BuildSource(SourceKind.TARBALL, tarball_path=tarball.name, sha256=sha256, tarball_dir=str(directory))
+
+
 def version_order(debian_version: str) -> list[int]:
     return [int(part) for part in re.findall(r"[0-9]+", debian_version)]
 
@@ -144,8 +156,7 @@ def real_build_source() -> tuple[str, BuildSource, Path]:
         pytest.fail(f"no postgresql-15 source in {SOURCE_CACHE}: run scripts/fetch-pg-source (make test does)")
     newest = max(sources, key=version_order)
     tarball, sha256 = sources[newest]
-    source = BuildSource(SourceKind.TARBALL, tarball_path=str(tarball), sha256=sha256)
-    return str(debian_upstream_version(newest)), source, tarball
+    return str(debian_upstream_version(newest)), tarball_source(tarball, sha256), tarball
 
 
 def four_kb_options() -> tuple[BuildOptions, Path]:
@@ -234,13 +245,84 @@ def test_a_tarball_whose_checksum_does_not_match_fails_at_source_and_leaves_noth
     lab1: SSHTransport, connect: Callable[[], Transport]
 ) -> None:
     version, tarball, sha256 = newest_cached_tarball()
-    source = BuildSource(SourceKind.TARBALL, tarball_path=str(tarball), sha256="0" * 64)
-    options = BuildOptions(version=version, source=source, block_size_kb=2)
+    options = BuildOptions(version=version, source=tarball_source(tarball, "0" * 64), block_size_kb=2)
     with pytest.raises(BuildFailed) as failed:
         build_postgres(lab1, connect, options, RecordingObserver(), job_name=f"{JOB}-checksum")
     assert failed.value.step == BuildStep.SOURCE
-    assert str(failed.value) == f"source tarball {tarball}: its SHA-256 is {sha256}, not the expected {'0' * 64}"
+    linked = f"{settings.PG_TARBALL_DIR}/{tarball.name}"
+    assert str(failed.value) == f"source tarball {linked}: its SHA-256 is {sha256}, not the expected {'0' * 64}"
     assert_nothing_left(lab1, options, f"{JOB}-checksum")
+
+
+@pytest.mark.parametrize("target", ["cached tarball", "/etc/shadow", "/nonexistent/x.tar.gz"])
+def test_a_tarball_linked_out_of_the_tarball_directory_is_refused_by_the_host_and_nothing_of_its_target_is_told(
+    lab1: SSHTransport, connect: Callable[[], Transport], target: str
+) -> None:
+    version, tarball, sha256 = newest_cached_tarball()
+    source = tarball_source(tarball)  # the directory with a real tarball in it
+    # Outside the directory: a tarball the run user may read, a file it may not, nothing at all.
+    outside = str(tarball) if target == "cached tarball" else target
+    name = f"escape-{JOB}.tar.bz2"
+    link = Path(source.tarball_dir) / name
+    link.symlink_to(outside)
+    options = BuildOptions(version, dataclasses.replace(source, tarball_path=name), block_size_kb=2)
+    observer = RecordingObserver()
+    try:
+        with pytest.raises(BuildFailed) as failed:
+            build_postgres(lab1, connect, options, observer, job_name=f"{JOB}-escape")
+    finally:
+        link.unlink()
+    told = str(failed.value)
+    assert failed.value.step == BuildStep.SOURCE and observer.steps == [BuildStep.SOURCE]
+    assert told == (
+        f"tarball {name} in {source.tarball_dir} on {lab1.label} leads outside that directory (a symbolic link?): "
+        f"builds take only tarballs that are in it; tarballs there: {tarball.name}"
+    )
+    assert outside not in told + "".join(observer.lines) and sha256 not in told + "".join(observer.lines)
+    assert observer.lines == [] and failed.value.output == ""
+    assert_nothing_left(lab1, options, f"{JOB}-escape")
+
+
+def test_a_tarball_not_in_the_tarball_directory_is_refused_naming_those_that_are(
+    lab1: SSHTransport, connect: Callable[[], Transport]
+) -> None:
+    version, tarball, _ = newest_cached_tarball()
+    source = dataclasses.replace(tarball_source(tarball), tarball_path="postgresql-99.1.tar.gz")
+    options = BuildOptions(version, source, block_size_kb=2)
+    with pytest.raises(BuildFailed) as failed:
+        build_postgres(lab1, connect, options, RecordingObserver(), job_name=f"{JOB}-absent")
+    assert str(failed.value) == (
+        f"there is no tarball postgresql-99.1.tar.gz in {source.tarball_dir} on {lab1.label} that {RUN_USER} may "
+        f"read (builds read their source as that user: give it mode 0644); tarballs there: {tarball.name}"
+    )
+    assert_nothing_left(lab1, options, f"{JOB}-absent")
+
+
+@pytest.mark.parametrize("directory", ["missing", "writable by all"])
+def test_a_tarball_directory_that_is_missing_or_others_may_change_is_refused(
+    lab1: SSHTransport, connect: Callable[[], Transport], directory: str
+) -> None:
+    version, tarball, _ = newest_cached_tarball()
+    place = Path(f"/var/tmp/benchlab-test-tarballs-{JOB}")
+    if directory == "writable by all":  # anyone could swap a tarball for a link between check and copy
+        place.mkdir(mode=0o755)
+        place.chmod(0o777)
+        os.link(tarball, place / tarball.name)
+    source = BuildSource(SourceKind.TARBALL, tarball_path=tarball.name, tarball_dir=str(place))
+    options = BuildOptions(version, source, block_size_kb=2)
+    try:
+        with pytest.raises(BuildFailed) as failed:
+            build_postgres(lab1, connect, options, RecordingObserver(), job_name=f"{JOB}-directory")
+    finally:
+        subprocess.run(["rm", "-rf", str(place)], check=True)
+    said = {
+        "missing": f"there is no tarball directory {place} on {lab1.label}: builds take release tarballs from it "
+        "(an admin creates it, root's, and puts tarballs there)",
+        "writable by all": f"the tarball directory {place} on {lab1.label} (or a directory above it) may be "
+        "changed by someone other than root: make it root's and writable by nobody else",
+    }
+    assert str(failed.value) == said[directory]
+    assert_nothing_left(lab1, options, f"{JOB}-directory")
 
 
 def test_clean_build_leftovers_stops_a_dead_jobs_processes_and_removes_its_dirs(lab1: SSHTransport) -> None:
@@ -260,7 +342,7 @@ def test_an_observer_that_stops_the_build_during_configure_gets_its_exception_an
     lab1: SSHTransport, connect: Callable[[], Transport]
 ) -> None:
     version, tarball, _ = newest_cached_tarball()
-    options = BuildOptions(version, BuildSource(SourceKind.TARBALL, tarball_path=str(tarball)), block_size_kb=2)
+    options = BuildOptions(version, tarball_source(tarball), block_size_kb=2)
     seen_configure: list[str] = []
 
     def stop_a_few_checks_in(text: str) -> None:
@@ -282,7 +364,7 @@ def test_a_configure_error_fails_the_build_at_configure_saying_why_and_leaves_no
     lab1: SSHTransport, connect: Callable[[], Transport], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     version, tarball, sha256 = newest_cached_tarball()
-    options = BuildOptions(version, BuildSource(SourceKind.TARBALL, tarball_path=str(tarball), sha256=sha256))
+    options = BuildOptions(version, tarball_source(tarball, sha256))
     real_args = pg_build_compile.configure_args
     # A value the options would refuse, injected after them: configure's own error path.
     monkeypatch.setattr(pg_build_compile, "configure_args", lambda o: [*real_args(o), "--with-blocksize=3"])
@@ -305,8 +387,7 @@ def test_a_cancel_during_make_stops_the_compilers_and_leaves_nothing(
     lab1: SSHTransport, connect: Callable[[], Transport]
 ) -> None:
     version, tarball, sha256 = newest_cached_tarball()
-    source = BuildSource(SourceKind.TARBALL, tarball_path=str(tarball), sha256=sha256)
-    options = BuildOptions(version, source, block_size_kb=2)
+    options = BuildOptions(version, tarball_source(tarball, sha256), block_size_kb=2)
     compilers: list[str] = []
     errors: list[Exception] = []
 
@@ -420,7 +501,7 @@ def test_placing_a_build_replaces_a_stale_prefix_whole_and_never_writes_through_
 ) -> None:
     # Options of this session's own (an unchecked tarball is keyed by its path): a prefix no
     # other session uses.
-    source = BuildSource(SourceKind.TARBALL, tarball_path=f"/var/tmp/benchlab-test-{JOB}.tar.gz")
+    source = BuildSource(SourceKind.TARBALL, tarball_path=f"benchlab-test-{JOB}.tar.gz")
     options = BuildOptions("15.20", source, block_size_kb=16)
     prefix, paths = build_prefix(options), BuildPaths(f"{JOB}-place")
     manifest_path = f"{paths.staged}/{MANIFEST_NAME}"

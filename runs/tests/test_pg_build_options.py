@@ -21,6 +21,7 @@ from runs.lab.pg_build_options import (
     build_label,
     build_option_errors,
     build_prefix,
+    canonical_options,
     configure_args,
     debian_upstream_version,
 )
@@ -29,7 +30,7 @@ from runs.lab.pg_build_source import dsc_orig_tarball
 from runs.lab.pg_build_verify import parse_sizes, setting_bytes
 
 DEBIAN = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version="15.20-0+deb12u1")
-TARBALL = BuildSource(SourceKind.TARBALL, tarball_path="/var/tmp/postgresql-15.20.tar.bz2", sha256="ab" * 32)
+TARBALL = BuildSource(SourceKind.TARBALL, tarball_path="postgresql-15.20.tar.bz2", sha256="ab" * 32)
 GOOD = BuildOptions(version="15.20", source=DEBIAN, block_size_kb=4)
 
 
@@ -124,8 +125,8 @@ def test_it_refuses_a_package_version_of_another_release() -> None:
 
 
 def test_a_debian_source_takes_no_tarball_fields_and_a_tarball_no_package() -> None:
-    errors = source_errors(dataclasses.replace(DEBIAN, tarball_path="/tmp/x.tar.gz", sha256="ab" * 32))
-    assert errors["tarball_path"] == "tarball path: only for a tarball source; a Debian source is checked by apt"
+    errors = source_errors(dataclasses.replace(DEBIAN, tarball_path="x.tar.gz", sha256="ab" * 32))
+    assert errors["tarball_path"] == "tarball: only for a tarball source; a Debian source is checked by apt"
     assert errors["sha256"] == "sha256: only for a tarball source; a Debian source is checked by apt"
     errors = source_errors(dataclasses.replace(TARBALL, package="postgresql-15", package_version="15.20-1"))
     assert errors == {
@@ -134,27 +135,42 @@ def test_a_debian_source_takes_no_tarball_fields_and_a_tarball_no_package() -> N
     }
 
 
+NAME_WANTED = (
+    "give the file name of a release tarball in /var/cache/benchlab/pg-tarballs on the host, e.g. "
+    "postgresql-15.20.tar.bz2 (letters, digits and . _ + ~ -; no '/', no '..', not starting with '.'): builds take "
+    "tarballs only from that directory"
+)
+
+
 @pytest.mark.parametrize(
-    "path, says",
+    "name, says",
     [
-        ("", "give the absolute path of the release tarball on the host"),
-        ("postgresql-15.20.tar.gz", "give an absolute path without '..'"),
-        ("/var/tmp/../etc/postgresql-15.20.tar.gz", "give an absolute path without '..'"),
-        ("/var/tmp/./postgresql-15.20.tar.gz", "give an absolute path without '..'"),
-        ("//var/tmp/postgresql-15.20.tar.gz", "give an absolute path without '..'"),
-        ("/var/tmp//postgresql-15.20.tar.gz", "give an absolute path without '..'"),
-        ("/var/tmp/postgresql-15.20.zip", "a release tarball ends in .tar.gz, .tar.bz2, .tar.xz"),
-        ("/etc/shadow", "a release tarball ends in .tar.gz, .tar.bz2, .tar.xz"),
-        ("/var/tmp/$(id).tar.gz", "only letters, digits and . _ + ~ @ % = , : / - are allowed"),
-        ("/var/tmp/a b.tar.gz", "only letters, digits and . _ + ~ @ % = , : / - are allowed"),
-        ("/var/tmp/x.tar.gz\n/etc/passwd", "only letters, digits"),
-        ("/" + "a" * 1030 + ".tar.gz", "only letters, digits"),
+        ("", f"tarball: {NAME_WANTED}"),
+        ("/etc/shadow", f"tarball '/etc/shadow': {NAME_WANTED}"),
+        ("../../etc/passwd", f"tarball '../../etc/passwd': {NAME_WANTED}"),
+        ("..", f"tarball '..': {NAME_WANTED}"),
+        (".hidden.tar.gz", f"tarball '.hidden.tar.gz': {NAME_WANTED}"),
+        ("/var/cache/benchlab/pg-tarballs/postgresql-15.20.tar.gz", "give the file name of a release tarball in"),
+        ("sub/postgresql-15.20.tar.gz", "give the file name"),
+        ("$(id).tar.gz", "give the file name"),
+        ("a b.tar.gz", "give the file name"),
+        ("x.tar.gz\n/etc/passwd", "give the file name"),
+        ("a" * 250 + ".tar.gz", "give the file name"),
+        ("postgresql-15.20.zip", "tarball postgresql-15.20.zip: a release tarball ends in .tar.gz, .tar.bz2, .tar.xz"),
+        ("shadow", "tarball shadow: a release tarball ends in .tar.gz, .tar.bz2, .tar.xz"),
     ],
 )
-def test_it_refuses_a_tarball_path_that_is_not_a_plain_absolute_tarball_path(path: str, says: str) -> None:
-    errors = source_errors(dataclasses.replace(TARBALL, tarball_path=path))
+def test_it_refuses_a_tarball_that_is_not_a_file_name_in_the_tarball_directory(name: str, says: str) -> None:
+    errors = source_errors(dataclasses.replace(TARBALL, tarball_path=name))
     assert list(errors) == ["tarball_path"]
     assert says in errors["tarball_path"]
+
+
+@pytest.mark.parametrize("directory", ["", "relative/dir", "/", "/srv/../etc", "/srv/tarballs/", "/srv/a b"])
+def test_a_tarball_directory_that_is_no_plain_absolute_path_is_refused(directory: str) -> None:
+    errors = source_errors(dataclasses.replace(TARBALL, tarball_dir=directory))
+    assert list(errors) == ["tarball_path"]
+    assert errors["tarball_path"].startswith(f"tarball directory {directory!r}: give an absolute directory path")
 
 
 @pytest.mark.parametrize("sha256", ["ab" * 31, "ab" * 33, "zz" * 32, "ab" * 31 + " a", "sha256:" + "ab" * 32])
@@ -280,19 +296,22 @@ def test_the_key_changes_with_everything_that_changes_the_binaries(changes: dict
 
 def test_a_checksummed_tarball_is_keyed_by_content_and_an_unchecked_one_by_path() -> None:
     tarball = BuildOptions(version="15.20", source=TARBALL)
-    moved = dataclasses.replace(
-        tarball, source=dataclasses.replace(TARBALL, tarball_path="/srv/postgresql-15.20.tar.bz2")
-    )
+    moved = dataclasses.replace(tarball, source=dataclasses.replace(TARBALL, tarball_dir="/srv/tarballs"))
     assert build_key(moved) == build_key(tarball)
     upper = dataclasses.replace(tarball, source=dataclasses.replace(TARBALL, sha256="AB" * 32))
     assert build_key(upper) == build_key(tarball)
     other = dataclasses.replace(tarball, source=dataclasses.replace(TARBALL, sha256="cd" * 32))
     assert build_key(other) != build_key(tarball)
     unchecked = dataclasses.replace(tarball, source=dataclasses.replace(TARBALL, sha256=""))
-    unchecked_moved = dataclasses.replace(
-        unchecked, source=dataclasses.replace(unchecked.source, tarball_path="/srv/p.tar.gz")
+    unchecked_renamed = dataclasses.replace(
+        unchecked, source=dataclasses.replace(unchecked.source, tarball_path="p.tar.gz")
     )
-    assert len({build_key(unchecked), build_key(unchecked_moved), build_key(tarball)}) == 3
+    unchecked_moved = dataclasses.replace(unchecked, source=dataclasses.replace(unchecked.source, tarball_dir="/srv/x"))
+    keys = {build_key(unchecked), build_key(unchecked_renamed), build_key(unchecked_moved), build_key(tarball)}
+    assert len(keys) == 4
+    # Keyed by its place, as a build that named it by path was: that build is found again.
+    by_path = {"kind": "tarball", "tarball_path": "/var/cache/benchlab/pg-tarballs/postgresql-15.20.tar.bz2"}
+    assert canonical_options(unchecked)["source"] == by_path
     assert build_key(tarball) != build_key(GOOD)
 
 

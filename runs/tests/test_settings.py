@@ -51,6 +51,10 @@ def start_django(
         ({"BENCHLAB_MAX_STREAMS_PER_USER": "８"}, "BENCHLAB_MAX_STREAMS_PER_USER='８' must be a whole number from 1"),
         ({"BENCHLAB_MAX_STREAMS_PER_USER": "8.5"}, "BENCHLAB_MAX_STREAMS_PER_USER='8.5' must be a whole number"),
         ({"BENCHLAB_STREAM_MAX_AGE_S": "0"}, "BENCHLAB_STREAM_MAX_AGE_S='0' must be a number of seconds from 1"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "pg-tarballs"}, "BENCHLAB_PG_TARBALL_DIR='pg-tarballs': give an absolute"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "/"}, "BENCHLAB_PG_TARBALL_DIR='/': give an absolute directory path other than /"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "/srv/a/../etc"}, "without '.', '..', '//' or a trailing '/'"),
+        ({"BENCHLAB_PG_TARBALL_DIR": "/srv/tar balls"}, "of letters, digits and"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:

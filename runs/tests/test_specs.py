@@ -5,6 +5,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -290,6 +291,54 @@ def test_an_install_whose_build_was_removed_runs_nothing_new(lab1: Host) -> None
     assert errors_of(spec_on(lab1)) == {
         "pg_install": [f"{install} was removed from its host with its build: choose another install."]
     }
+
+
+def test_an_install_the_probe_found_gone_is_refused_on_the_queue_page_naming_the_re_probe(lab1: Host) -> None:
+    install = lab1.pg_installs.get()
+    gone_at = datetime(2026, 11, 26, 23, 40, tzinfo=UTC)
+    PgInstall.objects.filter(pk=install.pk).update(missing_since=gone_at)
+    page = Client()
+    page.force_login(make_user("otto", "operator"))
+
+    shown = page.get(reverse("run-new")).content.decode()
+    response = page.post(reverse("run-new"), form_data(spec_on(lab1)))
+
+    assert f"{install} (missing from lab1 since 2026-11-26 23:40 UTC)</option>" in shown
+    assert response.status_code == 400
+    assert response.context["form"].errors == {
+        "pg_install": [
+            f"{install} ({install.bin_dir}) is missing from lab1 since 2026-11-26 23:40 UTC: the probe found none "
+            "of its programs there. Choose another install; once it is back, re-probe lab1 (admin: Hosts, select "
+            "it, action “Probe now”; or `manage.py probe_host lab1`)."
+        ]
+    }
+    assert Run.objects.count() == 0
+
+
+def test_the_api_shows_since_when_an_install_is_missing_and_refuses_a_run_on_it(lab1: Host) -> None:
+    install = lab1.pg_installs.get()
+    PgInstall.objects.filter(pk=install.pk).update(missing_since=datetime(2026, 11, 26, 23, 40, tzinfo=UTC))
+    api = APIClient()
+    api.force_authenticate(make_user("otto", "operator"))
+
+    shown = api.get(f"/api/pg-installs/{install.pk}/").json()
+    refused = api.post("/api/runs/", {FORM_FIELDS[n]: v for n, v in spec_on(lab1).as_json().items()}, format="json")
+
+    assert shown["missing_since"] == "2026-11-26T23:40:00Z"
+    assert refused.status_code == 400 and "re-probe lab1" in refused.json()["pg_install"][0]
+    assert Run.objects.count() == 0
+
+
+def test_a_client_host_s_missing_install_gives_it_no_pgbench(lab1: Host) -> None:
+    lab2 = other_host("lab2")
+    lab2.pg_installs.update(missing_since=timezone.now())
+
+    install = lab2.pg_installs.get()
+
+    assert errors_of(spec_on(lab1, client_host_ids=(lab2.pk,))) == {
+        "client_hosts": [f"lab2 has no PostgreSQL install, so no pgbench: {install.missing_refusal()}"]
+    }
+    assert "re-probe lab2" in install.missing_refusal()
 
 
 def test_the_device_must_suit_the_filesystem_and_allow_wiping(lab1: Host) -> None:
