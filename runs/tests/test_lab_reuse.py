@@ -20,10 +20,10 @@ from runs.lab.benchmark import (
     remove_run_dir,
     run_benchmark,
 )
+from runs.lab.benchmark_spec import SilentObserver
 from runs.lab.errors import CommandFailed
 from runs.lab.local_transport import LocalTransport
 from runs.lab.mounts import is_mounted
-from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached, InitOptions, RunOptions
 from runs.lab.postgres import SUPERUSER
 from runs.lab.run_user import RUN_USER, run_as_run_user, write_as_run_user
@@ -55,7 +55,7 @@ def ram_spec(
     return dataclasses.replace(spec, **changes)
 
 
-class Watcher:
+class Watcher(SilentObserver):
     """An observer that notes mkfs, and once pgbench has started looks at the running cluster
     from outside (as root, on a connection of its own): its files and the loaded table."""
 
@@ -65,23 +65,8 @@ class Watcher:
         self.files: dict[str, str] = {}
         self.accounts: int | None = None
 
-    def step(self, name: str) -> None:
-        pass
-
-    def line(self, stream: str, text: str) -> None:
-        pass
-
-    def client_progress(self, name: str, sample: ProgressSample) -> None:
-        pass
-
-    def progress(self, sample: ProgressSample) -> None:
-        pass
-
     def formatting(self, command: str) -> None:
         self.formatted.append(command)
-
-    def followed(self, offset: int) -> None:
-        pass
 
     def started(self, process: Detached, on: str | None = None) -> None:
         if self.kept is None or process.name != "pgbench":  # the cluster as pgbench measures it
