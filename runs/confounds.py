@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 BUILD_WORDS = {"pg_version": "version", "build": "build", "wal_block_size": "WAL block size"}
 BUILD_WORDS["pgbench_version"] = "pgbench version"
+SHORT_VALUES = 24  # characters of two values a marker shows; longer ones are in its title
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,9 @@ def group_confounds(differences: Sequence[Difference], group: int, baseline: int
             continue
         here, there = d.cells[group], d.cells[baseline]
         if group != baseline and d.between and not d.explained and d.values[group] != d.values[baseline]:
-            found.append(Confound(f"{d.label} {here} vs {there}", f"{d.label}: {here} here, {there} in the baseline"))
+            # "clients 4 vs 8" when short; a build's or a version's words stay in the title.
+            short = f"{d.label} {here} vs {there}" if len(here) + len(there) <= SHORT_VALUES else f"{d.label} differs"
+            found.append(Confound(short, f"{d.label}: {here} here, {there} in the baseline"))
         if group in d.varies_within:
             found.append(Confound(f"{d.label} varies inside this group", f"{d.label} varies inside this group: {here}"))
         if group != baseline and baseline in d.varies_within:

@@ -8,13 +8,25 @@ import io
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.urls import reverse
 
 from runs.comparison import compare_runs
 from runs.comparison_query import ComparisonQuery
-from runs.models import BuildSourceKind, BuildState, Campaign, CampaignConfiguration, Device, PgBuild, PgInstall, Run
+from runs.models import (
+    BuildSourceKind,
+    BuildState,
+    Campaign,
+    CampaignConfiguration,
+    Device,
+    Host,
+    PgBuild,
+    PgInstall,
+    Run,
+)
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
+from runs.tests.test_shares import make_share
 
 pytestmark = pytest.mark.django_db
 
@@ -40,6 +52,10 @@ def ids(runs: list[Run]) -> tuple[int, ...]:
 
 @pytest.fixture
 def mixed() -> list[Run]:
+    return make_mixed()
+
+
+def make_mixed() -> list[Run]:
     """The walkthrough's case: the SSD's runs had 8 clients for 12 s, the HDD's 4 for 20 s."""
     host = make_host()
     ssd, pg = make_device(host), make_pg_install(host)
@@ -154,7 +170,12 @@ def _campaign(name: str, installs: list[tuple[PgInstall, dict[str, Any], list[fl
 
 @pytest.fixture
 def campaign_5() -> tuple[Campaign, list[Run]]:
-    host = make_host()
+    return make_campaign_5()
+
+
+def make_campaign_5(host: Host | None = None) -> tuple[Campaign, list[Run]]:
+    """A 15.18 benchlab build with 4 kB pages against Debian's packaged 15.20 with 8 kB."""
+    host = host or make_host()
     make_device(host)
     built = make_pg_install(host, bin_dir="/var/lib/benchlab/builds/k4/bin", version="15.18", block_size=4096)
     _build(built, "15.18", 4)
@@ -200,7 +221,10 @@ def test_the_campaign_page_warns_about_the_mixed_builds_and_marks_its_verdicts(
     page = client_for("vera").get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
     assert PAGE_SIZE_SENTENCE in page
     assert page.index('id="differs-warnings"') < page.index('id="statistics"')
-    assert '<span class="confounded"' in page and "PostgreSQL version PostgreSQL 15.20" in page
+    assert "⚠ confounded: PostgreSQL version differs; PostgreSQL build differs; pgbench version differs" in page
+    assert (
+        "PostgreSQL version: PostgreSQL 15.20 (Debian 15.20-0+deb12u1) here, PostgreSQL 15.18 in the baseline" in page
+    )
 
 
 def test_builds_of_one_source_differing_only_in_page_size_are_no_warning() -> None:
@@ -228,3 +252,19 @@ def test_two_versions_with_one_page_size_are_what_the_install_grouping_explains(
         "15 vs 16", [(old, environment(PACKAGED), [1.0, 2.0]), (new, environment(newer), [3.0, 4.0])]
     )
     assert compare_runs(ComparisonQuery(campaign_id=campaign.pk)).warnings == []
+
+
+def test_shared_pages_warn_and_mark_as_the_pages_do(client_for: ClientFactory, mixed: list[Run]) -> None:
+    vera, anonymous = client_for("vera"), Client()
+    runs = ",".join(map(str, ids(mixed)))
+    comparison = make_share(vera, kind="comparison", runs=runs, group="device,mount_options", title="ssd or hdd")
+    campaign_5, _ = make_campaign_5(make_host(name="lab2", address="10.200.0.12"))
+    campaign = make_share(vera, kind="campaign", target=campaign_5.pk)
+    for url in (comparison, f"{comparison}print/"):
+        page = anonymous.get(url).content.decode()
+        assert "clients differs between groups" in page and "⚠ confounded: clients 4 vs 8" in page, url
+    for url in (campaign, f"{campaign}compare/", f"{campaign}compare/print/"):
+        page = anonymous.get(url).content.decode()
+        assert PAGE_SIZE_SENTENCE in page and '<span class="confounded"' in page, url
+    table = anonymous.get(f"{campaign}compare/export.csv?what=table").content.decode()
+    assert table.splitlines()[:2] == ["page size,avg,stdev,min,median,max,n", "4 kB,1110.0,10.0,1100.0,1110.0,1120.0,3"]
