@@ -11,8 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from runs.differences import BUILD_FACTS, PAGE_SIZE, Difference, short_version
-from runs.install_origin import install_origin
+from runs.differences import BUILD_FACTS, PAGE_SIZE, Difference, run_origin, short_version
 from runs.models import Run
 from runs.templatetags.units import page_size
 
@@ -55,7 +54,7 @@ def run_page_size(run: Run) -> str:
 def _run_build(run: Run) -> str:
     recorded = getattr(run, "env_pg_version", None)
     version = short_version(recorded) if recorded else f"PostgreSQL {run.pg_install.version}"
-    return f"{version}, {install_origin(run.pg_install)}"
+    return f"{version}, {run_origin(run)}"
 
 
 def page_size_warning(differences: Sequence[Difference], groups: Sequence["Group"]) -> str | None:

@@ -33,6 +33,7 @@ HOST = frozenset({"server_host_id", "device_id"})  # a device belongs to one hos
 # Settings that name a run's own port, directories and files: different for every run by design.
 PER_RUN_SETTINGS = RESERVED_SETTINGS | {"config_file", "external_pid_file", "log_directory", "cluster_name"}
 SETTINGS_ANNOTATION = "env_settings"
+CONFIGURE_ANNOTATION = "env_configure"
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ def environment_annotations() -> dict[str, Any]:
     facts hold every block device's listing)."""
     annotations: dict[str, Any] = {f"env_{fact.key}": KT(f"environment__{fact.path}") for fact in ENVIRONMENT_FACTS}
     annotations[SETTINGS_ANNOTATION] = KT("environment__postgresql__non_default_settings")
+    annotations[CONFIGURE_ANNOTATION] = KT("environment__postgresql__configure")  # pg_config's, when recorded
     return annotations
 
 
@@ -182,12 +184,13 @@ def _environment_facts() -> list[_Fact]:
 
         facts.append(_Fact(fact.key, fact.label, "environment", value, fact.explained_by))
         if fact.key == "pg_version":  # how it was built, beside its version
-            facts.append(_Fact("build", "PostgreSQL build", "environment", _origin, frozenset({"pg_install_id"})))
+            facts.append(_Fact("build", "PostgreSQL build", "environment", run_origin, frozenset({"pg_install_id"})))
     return facts
 
 
-def _origin(run: Run) -> str:
-    return install_origin(run.pg_install)
+def run_origin(run: Run) -> str:
+    """How the run's PostgreSQL was built (runs.install_origin), with the flags its pg_config gave."""
+    return install_origin(run.pg_install, getattr(run, CONFIGURE_ANNOTATION, None))
 
 
 def _facts(runs: Sequence[Run]) -> list[_Fact]:

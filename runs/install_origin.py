@@ -9,6 +9,7 @@ whether anything *but* them differs.
 
 import os
 import re
+import shlex
 
 from django.core.exceptions import ObjectDoesNotExist
 
@@ -37,12 +38,25 @@ def _flags(build: PgBuild) -> str:
     return flags if build.segment_size_gb == 1 else f"{flags}, {build.segment_size_gb} GB segments"
 
 
-def install_origin(pg: PgInstall) -> str:
+def configure_flags(configure: str) -> str:
+    """`pg_config --configure` ("'--prefix=/opt/pg' '--enable-debug'") without the install's
+    own directories and page sizes, which say where and with what pages, not how."""
+    try:
+        words = shlex.split(configure)
+    except ValueError:  # unbalanced quotes: compare it as it is
+        return configure.strip()
+    own = ("--prefix=", "--exec-prefix=", "--with-blocksize=", "--with-wal-blocksize=")
+    return " ".join(word for word in words if not word.startswith(own))
+
+
+def install_origin(pg: PgInstall, configure: str | None = None) -> str:
     """ "built by benchlab from Debian source postgresql-15 15.18-0+deb12u1, no extra configure
-    flags", "Debian package", or "installed on the host, not built by benchlab"."""
+    flags", "Debian package", or "installed on the host, not built by benchlab" with the flags
+    its pg_config gave the run (`configure`, runs.services.drift_facts), when it recorded them."""
     build = _build_of(pg)
     if build is not None:
         return f"built by benchlab from {_source(build)}, {_flags(build)}"
     if DEBIAN_BIN_DIR.fullmatch(pg.bin_dir):
         return "Debian package"
-    return "installed on the host, not built by benchlab"
+    flags = configure_flags(configure) if configure else ""
+    return "installed on the host, not built by benchlab" + (f", configured with {flags}" if flags else "")

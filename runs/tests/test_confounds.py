@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from runs.comparison import compare_runs
 from runs.comparison_query import ComparisonQuery
+from runs.install_origin import configure_flags
 from runs.models import (
     BuildSourceKind,
     BuildState,
@@ -268,3 +269,29 @@ def test_shared_pages_warn_and_mark_as_the_pages_do(client_for: ClientFactory, m
         assert PAGE_SIZE_SENTENCE in page and '<span class="confounded"' in page, url
     table = anonymous.get(f"{campaign}compare/export.csv?what=table").content.decode()
     assert table.splitlines()[:2] == ["page size,avg,stdev,min,median,max,n", "4 kB,1110.0,10.0,1100.0,1110.0,1120.0,3"]
+
+
+def test_installs_benchlab_did_not_build_are_told_apart_by_their_configure_flags() -> None:
+    assert configure_flags("'--prefix=/opt/pg4' '--with-blocksize=4' '--enable-debug' 'CFLAGS=-O2 -g'") == (
+        "--enable-debug CFLAGS=-O2 -g"
+    )
+    host = make_host()
+    make_device(host)
+    four = make_pg_install(host, bin_dir="/opt/pg4/bin", version="15.18", block_size=4096)
+    eight = make_pg_install(host, bin_dir="/opt/pg8/bin", version="15.18")
+
+    def ran(block_size: int, configure: str) -> dict[str, Any]:
+        env = environment(BUILT, block_size)
+        env["postgresql"]["configure"] = f"'--prefix=/opt/pg{block_size // 1024}' {configure}"
+        return env
+
+    campaign, _ = _campaign(
+        "page size, hand-built",
+        [(four, ran(4096, "'--enable-debug'"), [1.0, 2.0]), (eight, ran(8192, "'--enable-cassert'"), [3.0, 4.0])],
+    )
+    result = compare_runs(ComparisonQuery(campaign_id=campaign.pk))
+    assert result.warnings[0] == (
+        "These page sizes come from different builds: 4 kB is PostgreSQL 15.18, installed on the host, not built by "
+        "benchlab, configured with --enable-debug; 8 kB is PostgreSQL 15.18, installed on the host, not built by "
+        "benchlab, configured with --enable-cassert: build differs, not only the page size."
+    )
