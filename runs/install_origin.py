@@ -40,13 +40,14 @@ def _flags(build: PgBuild) -> str:
 
 def configure_flags(configure: str) -> str:
     """`pg_config --configure` ("'--prefix=/opt/pg' '--enable-debug'") without the install's
-    own directories and page sizes, which say where and with what pages, not how."""
+    page sizes and without anything naming a path (its directories say where, not how, and a
+    shared page must not show the host's paths)."""
     try:
         words = shlex.split(configure)
     except ValueError:  # unbalanced quotes: compare it as it is
         return configure.strip()
-    own = ("--prefix=", "--exec-prefix=", "--with-blocksize=", "--with-wal-blocksize=")
-    return " ".join(word for word in words if not word.startswith(own))
+    own = ("--with-blocksize=", "--with-wal-blocksize=")
+    return " ".join(word for word in words if not word.startswith(own) and "/" not in word)
 
 
 def install_origin(pg: PgInstall, configure: str | None = None) -> str:

@@ -272,9 +272,8 @@ def test_shared_pages_warn_and_mark_as_the_pages_do(client_for: ClientFactory, m
 
 
 def test_installs_benchlab_did_not_build_are_told_apart_by_their_configure_flags() -> None:
-    assert configure_flags("'--prefix=/opt/pg4' '--with-blocksize=4' '--enable-debug' 'CFLAGS=-O2 -g'") == (
-        "--enable-debug CFLAGS=-O2 -g"
-    )
+    flags = "'--prefix=/opt/pg4' '--with-blocksize=4' '--enable-debug' 'CFLAGS=-O2 -g' '--with-includes=/usr/x'"
+    assert configure_flags(flags) == "--enable-debug CFLAGS=-O2 -g"  # no page size, no path
     host = make_host()
     make_device(host)
     four = make_pg_install(host, bin_dir="/opt/pg4/bin", version="15.18", block_size=4096)
