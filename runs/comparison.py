@@ -18,6 +18,7 @@ from django.db.models.functions import Cast
 
 from runs.campaign_results import METRICS, Metric
 from runs.comparison_query import MAX_SHOWN, ComparisonQuery, group_label
+from runs.confounds import Confound, comparison_warnings, group_confounds, marker_text, marker_title
 from runs.differences import Difference, environment_annotations, what_differs
 from runs.drift_queries import SpannedChange, comparison_drift
 from runs.models import Campaign, Run, RunSample, RunState
@@ -55,6 +56,15 @@ class Row:
     values: list[tuple[int, float]]  # (run id, value) of each finished run
     comparison: Comparison | None  # None for the baseline
     failed: int
+    confounds: tuple[Confound, ...] = ()  # what its verdict mixes in besides the grouping (runs.confounds)
+
+    @property
+    def marker(self) -> str:
+        return marker_text(self.confounds)
+
+    @property
+    def marker_title(self) -> str:
+        return marker_title(self.confounds)
 
 
 @dataclass(frozen=True)
@@ -89,7 +99,9 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
     names the ids that do not exist."""
     campaign = None
     runs = (
-        Run.objects.select_related("server_host", "device__host", "pg_install__host", "configuration", "campaign")
+        Run.objects.select_related(
+            "server_host", "device__host", "pg_install__host", "pg_install__build", "configuration", "campaign"
+        )
         .prefetch_related("run_clients__host")
         .defer("summary", "metrics", "environment", "failed_output", "failed_command")
     )
@@ -139,8 +151,12 @@ def build_groups(runs: Sequence[Run], query: ComparisonQuery) -> tuple[list[Grou
     return groups, common
 
 
-def metric_tables(groups: Sequence[Group], baseline: Group) -> list[MetricTable]:
-    """Per metric with a value in any group: a row per group, compared with the baseline."""
+def metric_tables(
+    groups: Sequence[Group], baseline: Group, differences: Sequence[Difference] = ()
+) -> list[MetricTable]:
+    """Per metric with a value in any group: a row per group, compared with the baseline, with
+    what its comparison mixes in besides the grouping."""
+    confounds = {g.index: tuple(group_confounds(differences, g.index, baseline.index)) for g in groups}
     tables = []
     for metric in METRICS:
         values = {g.index: [(run.pk, v) for run in g.done if (v := metric.value(run)) is not None] for g in groups}
@@ -150,7 +166,14 @@ def metric_tables(groups: Sequence[Group], baseline: Group) -> list[MetricTable]
         others = {index: vs for index, vs in numbers.items() if index != baseline.index}
         comparisons = compare(numbers[baseline.index], others, metric.direction)
         rows = [
-            Row(g, summarise(numbers[g.index]), values[g.index], comparisons.get(g.index), len(g.failed))
+            Row(
+                g,
+                summarise(numbers[g.index]),
+                values[g.index],
+                comparisons.get(g.index),
+                len(g.failed),
+                confounds[g.index],
+            )
             for g in groups
         ]
         tables.append(MetricTable(metric, rows))
@@ -166,7 +189,7 @@ def compare_runs(query: ComparisonQuery) -> ComparisonResult:
     if query.baseline >= len(groups):
         raise BadParameter(f"baseline must be a group number from 0 to {len(groups) - 1}, not {query.baseline}")
     baseline = groups[query.baseline]
-    differences, warnings = what_differs(groups, query.grouping)
+    differences = what_differs(groups, query.grouping)
     return ComparisonResult(
         query=query,
         title=campaign.name if campaign else f"Comparison of {len(runs)} runs",
@@ -176,9 +199,9 @@ def compare_runs(query: ComparisonQuery) -> ComparisonResult:
         baseline=baseline,
         facets=list(dict.fromkeys(g.facet for g in groups if g.facet is not None)),
         common=common,
-        tables=metric_tables(groups, baseline),
+        tables=metric_tables(groups, baseline, differences),
         differences=differences,
-        warnings=warnings,
+        warnings=comparison_warnings(differences, groups),
         drift=comparison_drift(runs),
     )
 
@@ -281,6 +304,7 @@ def comparison_data(result: ComparisonResult) -> dict[str, Any]:
                         "values": [{"run": pk, "value": value} for pk, value in row.values],
                         "comparison": row.comparison.as_json() if row.comparison else None,
                         "failed": row.failed,
+                        "confounded": row.marker,
                     }
                     for row in table.rows
                 ],

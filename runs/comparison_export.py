@@ -12,7 +12,7 @@ from runs.models import RunSample
 SUMMARY_COLUMNS = (
     "metric", "unit", "group", "configuration", "baseline", "n", "mean", "sd", "minimum", "median", "maximum", "cv",
     "ci_low", "ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "difference_pct", "welch_p", "mann_whitney_p",
-    "adjusted_p", "verdict", "failed", "runs",
+    "adjusted_p", "verdict", "confounded", "failed", "runs",
 )  # fmt: skip
 SERIES_COLUMNS = ("run", "group", "configuration", "second", "tps", "latency_ms", "warmup")
 
@@ -32,6 +32,7 @@ def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
                     "baseline": row.group is result.baseline,
                     **row.summary.as_json(),
                     **{key: comparison.get(key) for key in SUMMARY_COLUMNS[14:22]},
+                    "confounded": row.marker,  # "⚠ confounded: clients 4 vs 8": what the verdict mixes in
                     "failed": row.failed,
                     "runs": [pk for pk, _ in row.values],
                 }

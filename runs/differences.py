@@ -5,8 +5,10 @@ explain - the question every published benchmark gets: "were they on the same ke
 
 A fact is explained when a grouping field determines it: grouping by device explains a
 different device model; nothing explains a kernel that changed between two "ext4 default"
-groups on one host. A fact that varies inside one group (repetitions run on different
-environments) is always worth a warning.
+groups on one host, nor 8 clients against 4 between two devices grouped by device. A fact that
+varies inside one group (repetitions run on different environments, or a field the grouping
+pools) is always worth a warning. When the groups differ in page size, the install does not
+explain its version or build: the question is then the page size (runs.confounds).
 """
 
 import json
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models.fields.json import KT
 
 from runs.comparison_query import group_label
+from runs.install_origin import install_origin
 from runs.lab.pg_settings import RESERVED_SETTINGS
 from runs.models import Run
 from runs.spec_labels import spec_value
@@ -30,6 +33,7 @@ HOST = frozenset({"server_host_id", "device_id"})  # a device belongs to one hos
 # Settings that name a run's own port, directories and files: different for every run by design.
 PER_RUN_SETTINGS = RESERVED_SETTINGS | {"config_file", "external_pid_file", "log_directory", "cluster_name"}
 SETTINGS_ANNOTATION = "env_settings"
+CONFIGURE_ANNOTATION = "env_configure"
 
 
 @dataclass(frozen=True)
@@ -82,6 +86,11 @@ ENVIRONMENT_FACTS = (
     ),
     EnvironmentFact("client_kernel", "client kernel", "client__kernel", frozenset({"client_host_ids"})),
 )
+# Spec fields another spec field fixes: a device, and an install, are on one host.
+DETERMINED_BY = {"server_host_id": frozenset({"device_id", "pg_install_id"})}
+PAGE_SIZE = "block_size"
+# What an install also fixes besides its page size: not explained by it when the page size is the question.
+BUILD_FACTS = ("pg_version", "build", "wal_block_size", "pgbench_version")
 SETTINGS_EXPLAINED_BY = frozenset({"pg_settings", "pg_install_id", "server_host_id", "device_id"})
 
 
@@ -90,16 +99,34 @@ def environment_annotations() -> dict[str, Any]:
     facts hold every block device's listing)."""
     annotations: dict[str, Any] = {f"env_{fact.key}": KT(f"environment__{fact.path}") for fact in ENVIRONMENT_FACTS}
     annotations[SETTINGS_ANNOTATION] = KT("environment__postgresql__non_default_settings")
+    annotations[CONFIGURE_ANNOTATION] = KT("environment__postgresql__configure")  # pg_config's, when recorded
     return annotations
 
 
 @dataclass(frozen=True)
 class Difference:
+    key: str  # the spec field's name, the environment fact's key, or "setting <name>"
     label: str
     kind: str  # "specification", "environment" or "setting"
-    cells: list[str]  # per group: its value, or its values joined when they vary inside it
+    values: list[list[str]]  # per group: its runs' distinct values
     explained: bool  # by the grouping
     varies_within: list[int]  # indexes of the groups whose runs differ in it
+
+    @property
+    def cells(self) -> list[str]:
+        """Per group: its value, or its values joined when they vary inside it."""
+        return [" / ".join(values) or "–" for values in self.values]
+
+    @property
+    def between(self) -> bool:
+        """The groups do not all have the same values."""
+        return any(values != self.values[0] for values in self.values)
+
+    @property
+    def confounded(self) -> bool:
+        """Mixed into the comparison: it varies inside a group, or differs between groups
+        without the grouping explaining it."""
+        return bool(self.varies_within) or (self.between and not self.explained)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -107,12 +134,15 @@ class Difference:
             "kind": self.kind,
             "values": self.cells,
             "explained": self.explained,
+            "between": self.between,
             "varies_within": self.varies_within,
+            "confounded": self.confounded,
         }
 
 
 @dataclass(frozen=True)
 class _Fact:
+    key: str
     label: str
     kind: str
     value: Callable[[Run], str | None]  # None: the run recorded no environment (it never ran)
@@ -132,21 +162,39 @@ def _run_settings(run: Run) -> dict[str, str] | None:
     }
 
 
-def _facts(runs: Sequence[Run]) -> list[_Fact]:
+def _spec_facts() -> list[_Fact]:
     facts = []
     for name in SPEC_FIELDS:
 
         def field_value(run: Run, name: str = name) -> str | None:
             return spec_value(run, name)
 
-        facts.append(_Fact(group_label(name), "specification", field_value, frozenset({name})))
+        explained_by = frozenset({name}) | DETERMINED_BY.get(name, frozenset())
+        facts.append(_Fact(name, group_label(name), "specification", field_value, explained_by))
+    return facts
+
+
+def _environment_facts() -> list[_Fact]:
+    facts = []
     for fact in ENVIRONMENT_FACTS:
 
         def value(run: Run, fact: EnvironmentFact = fact) -> str | None:
             raw = getattr(run, f"env_{fact.key}", None)
             return fact.shown(str(raw)) if raw not in (None, "") else None
 
-        facts.append(_Fact(fact.label, "environment", value, fact.explained_by))
+        facts.append(_Fact(fact.key, fact.label, "environment", value, fact.explained_by))
+        if fact.key == "pg_version":  # how it was built, beside its version
+            facts.append(_Fact("build", "PostgreSQL build", "environment", run_origin, frozenset({"pg_install_id"})))
+    return facts
+
+
+def run_origin(run: Run) -> str:
+    """How the run's PostgreSQL was built (runs.install_origin), with the flags its pg_config gave."""
+    return install_origin(run.pg_install, getattr(run, CONFIGURE_ANNOTATION, None))
+
+
+def _facts(runs: Sequence[Run]) -> list[_Fact]:
+    facts = _spec_facts() + _environment_facts()
     settings = {run.pk: _run_settings(run) for run in runs}
     names = sorted({name for found in settings.values() if found for name in found})
     for name in names:
@@ -155,15 +203,17 @@ def _facts(runs: Sequence[Run]) -> list[_Fact]:
             found = settings[run.pk]
             return None if found is None else found.get(name, "(default)")
 
-        facts.append(_Fact(f"setting {name}", "setting", setting, SETTINGS_EXPLAINED_BY))
+        facts.append(_Fact(f"setting {name}", f"setting {name}", "setting", setting, SETTINGS_EXPLAINED_BY))
     return facts
 
 
-def _explained(fact: _Fact, groups: Sequence["Group"], grouping: Sequence[str], per_group: list[list[str]]) -> bool:
+def _explained(
+    explained_by: frozenset[str], groups: Sequence["Group"], grouping: Sequence[str], per_group: list[list[str]]
+) -> bool:
     """Whether the fact follows from the grouping: some grouping field that can determine it splits
     the groups, and groups that agree on every such field agree on the fact (two groups on one
     device, one host, may not differ in kernel)."""
-    positions = [i for i, name in enumerate(grouping) if name in fact.explained_by]
+    positions = [i for i, name in enumerate(grouping) if name in explained_by]
     if len({tuple(g.key[i] for i in positions) for g in groups}) <= 1:
         return False  # nothing that could explain it differs between the groups
     seen: dict[tuple[Any, ...], list[str]] = {}
@@ -173,28 +223,33 @@ def _explained(fact: _Fact, groups: Sequence["Group"], grouping: Sequence[str], 
     return True
 
 
-def what_differs(groups: Sequence["Group"], grouping: Sequence[str]) -> tuple[list[Difference], list[str]]:
-    """The facts that are not the same for every run, and the warnings they deserve."""
+def _per_group(fact: _Fact, groups: Sequence["Group"]) -> list[list[str]]:
+    return [sorted({v for run in g.runs if (v := fact.value(run)) is not None}) for g in groups]
+
+
+def _page_sizes_differ(facts: Sequence[_Fact], groups: Sequence["Group"]) -> bool:
+    """The groups ran with different page sizes: then the page size is the question."""
+    per_group = _per_group(next(fact for fact in facts if fact.key == PAGE_SIZE), groups)
+    return any(values != per_group[0] for values in per_group)
+
+
+def what_differs(groups: Sequence["Group"], grouping: Sequence[str]) -> list[Difference]:
+    """The facts that are not the same for every run, each saying whether the grouping explains it."""
     differences: list[Difference] = []
-    warnings: list[str] = []
     runs = [run for group in groups for run in group.runs]
-    for fact in _facts(runs):
-        per_group = [sorted({v for run in g.runs if (v := fact.value(run)) is not None}) for g in groups]
+    facts = _facts(runs)
+    page_question = _page_sizes_differ(facts, groups)
+    for fact in facts:
+        per_group = _per_group(fact, groups)
         if len({v for values in per_group for v in values}) <= 1:
             continue
+        explained_by = fact.explained_by
+        if page_question and fact.key in BUILD_FACTS:
+            explained_by = explained_by - {"pg_install_id"}  # the install differs in more than its page size
         within = [g.index for g, values in zip(groups, per_group, strict=True) if len(values) > 1]
-        explained = _explained(fact, groups, grouping, per_group)
-        cells = [" / ".join(values) or "–" for values in per_group]
-        differences.append(Difference(fact.label, fact.kind, cells, explained, within))
-        if fact.kind == "specification":
-            continue  # a field left out of the grouping pools its values on purpose
-        if within:
-            names = ", ".join(f"“{groups[i].label}” ({cells[i]})" for i in within)
-            warnings.append(f"{fact.label} varies within {names}: its repetitions did not all run alike")
-        elif not explained:
-            shown = "; ".join(f"“{g.label}”: {cell}" for g, cell in zip(groups, cells, strict=True))
-            warnings.append(f"{fact.label} differs between the groups and the grouping does not explain it ({shown})")
-    return differences, warnings
+        explained = _explained(explained_by, groups, grouping, per_group)
+        differences.append(Difference(fact.key, fact.label, fact.kind, per_group, explained, within))
+    return differences
 
 
 def environment_common(runs: Sequence[Run]) -> list[tuple[str, str]]:

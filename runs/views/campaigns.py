@@ -2,10 +2,12 @@
 campaign's page (progress, the matrix with each run's state, statistics, cancel and retry)."""
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs import live
@@ -13,6 +15,8 @@ from runs.campaign_forms import CampaignForm, SweepForm
 from runs.campaign_plans import plan_from_forms
 from runs.campaign_results import (
     METRICS,
+    MetricTable,
+    StatisticsRow,
     adaptive_status,
     campaign_list,
     campaign_matrix,
@@ -21,10 +25,14 @@ from runs.campaign_results import (
     campaign_statistics,
     plan_wall_estimate,
 )
+from runs.comparison import ComparisonResult, compare_runs
+from runs.comparison_query import ComparisonQuery
+from runs.confounds import group_confounds, marker_text, marker_title
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
 from runs.params import BadParameter, parse_choice, parse_whole_number
 from runs.presets import PRESETS, page_size_study, preset_initial
+from runs.results_table import results_table
 from runs.services.campaigns import (
     CampaignForbidden,
     CampaignRefused,
@@ -131,6 +139,8 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished)
         for row in campaign_matrix(campaign, runs)
     ]
+    tables = campaign_statistics(campaign, runs, baseline) if configurations else []
+    comparison = compare_runs(ComparisonQuery(campaign_id=campaign.pk)) if runs else None
     return {
         "campaign": campaign,
         "progress": campaign_progress(campaign, runs),
@@ -141,12 +151,37 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
             else {}
         ),
         "repetitions": repetitions,
-        "tables": campaign_statistics(campaign, runs, baseline) if configurations else [],
+        "tables": tables,
+        "statistics": _marked(tables, comparison, baseline),
+        "warnings": comparison.warnings if comparison else [],
+        "results_table": results_table(comparison) if comparison else None,
+        "results_csv": reverse("compare-export-csv") + "?" + urlencode({"campaign": campaign.pk, "what": "table"}),
+        "report_url": reverse("compare-report") + "?" + urlencode({"campaign": campaign.pk}),
         "baseline": baseline,
         "metrics": METRICS,
         "events_after": events_after,
         "run_ids": [run.pk for run in runs],
     }
+
+
+def _marked(
+    tables: list[MetricTable], comparison: ComparisonResult | None, baseline: int
+) -> list[tuple[MetricTable, list[tuple[StatisticsRow, str, str]]]]:
+    """Each statistics table with its rows' confound markers (runs.confounds): the campaign's
+    comparison groups runs by their whole specification, a configuration's."""
+    group_of: dict[int | None, int] = {}
+    for group in comparison.groups if comparison else []:
+        group_of |= {run.configuration.index: group.index for run in group.runs if run.configuration}
+    differences = comparison.differences if comparison else []
+    marked = []
+    for table in tables:
+        rows = []
+        for row in table.rows:
+            here, there = group_of.get(row.configuration.index), group_of.get(baseline)
+            found = group_confounds(differences, here, there) if here is not None and there is not None else []
+            rows.append((row, marker_text(found), marker_title(found)))
+        marked.append((table, rows))
+    return marked
 
 
 @require_POST

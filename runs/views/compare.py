@@ -22,10 +22,11 @@ from runs.comparison_export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, seri
 from runs.comparison_query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
 from runs.differences import environment_common
 from runs.params import BadParameter, parse_choice
+from runs.results_table import TABLE_COLUMNS, results_rows, results_table
 from runs.specs import run_spec_value
 from runs.views.runs import refused
 
-EXPORTS = ("summary", "series")
+EXPORTS = ("summary", "series", "table")  # table: the seeds' table (runs.results_table)
 FORMATS = ("csv", "json")
 
 
@@ -82,6 +83,8 @@ def comparison_context(result: ComparisonResult, urls: ComparisonUrls, *, shared
         "grouped_by_configuration": not result.query.group_by,
         "facet_word": WORDS[result.query.facet] if result.query.facet else "",
         "environment": environment_common(result.runs),
+        "results_table": results_table(result),
+        "results_csv": urls.export("table", "csv"),
         "device_baselines": baselines_for_devices(sorted({run.device_id for run in result.runs})),
         "shown": {run.pk for run in shown_runs(result)},
         "generated_at": timezone.now(),
@@ -133,12 +136,24 @@ def comparison_export_response(
             response = JsonResponse({"query": query.as_params(), "rows": rows})
         else:
             response = HttpResponse("".join(as_csv(rows, SUMMARY_COLUMNS)), content_type="text/csv; charset=utf-8")
+    elif what == "table":
+        response = _table_response(result, fmt)
     elif fmt == "json":
         response = JsonResponse({"query": query.as_params(), "rows": list(series_rows(result))})
     else:
         response = StreamingHttpResponse(as_csv(series_rows(result), SERIES_COLUMNS), content_type="text/csv")
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+def _table_response(result: ComparisonResult, fmt: str) -> HttpResponse:
+    """The seeds' table: its first column is named by the grouping ("page size")."""
+    table = results_table(result)
+    heading = table.heading if table else "configuration"
+    rows = results_rows(table) if table else []
+    if fmt == "json":
+        return JsonResponse({"query": result.query.as_params(), "heading": heading, "rows": rows})
+    return HttpResponse("".join(as_csv(rows, (heading, *TABLE_COLUMNS))), content_type="text/csv; charset=utf-8")
 
 
 def query_params(request: HttpRequest) -> dict[str, str]:

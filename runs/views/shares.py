@@ -258,6 +258,8 @@ def _shared_campaign(request: HttpRequest, link: ShareLink, token: str) -> HttpR
         "shared": True,
         "share_title": link.title,
         "compare_url": reverse("shared-campaign-compare", args=[token]),
+        "report_url": reverse("shared-campaign-report", args=[token]),
+        "results_csv": reverse("shared-campaign-export-csv", args=[token]) + "?what=table",
     }
     return render(request, "runs/campaign_detail.html", context)
 

@@ -1,11 +1,11 @@
 // Keeps a campaign's page current while its runs run: when one of its runs changes state (the
-// run list's event stream), the progress, the matrix and the statistics are fetched again and
-// swapped in, at most every two seconds, without reloading the page.
+// run list's event stream), its confound warnings, the progress, the matrix and the statistics
+// are fetched again and swapped in, at most every two seconds, without reloading the page.
 (function () {
   const page = document.getElementById("campaign-page");
   if (!page || page.dataset.finished === "true" || !window.EventSource) return;
   const runs = new Set(JSON.parse(document.getElementById("campaign-runs").textContent));
-  const sections = ["progress", "matrix", "statistics"];
+  const sections = ["campaign-confounds", "progress", "matrix", "statistics"];
   let pending = null;
 
   const refresh = async () => {
