@@ -194,6 +194,7 @@ def test_the_preset_offers_the_hosts_sources_and_builds_from_the_one_chosen(
     wrong = otto.get(reverse("campaign-new"), {"preset": "page-size", "host": str(host.pk), "source": "debian:x=1"})
     bad_host = otto.get(reverse("campaign-new"), {"preset": "page-size", "host": "999"})
     form = {"preset": "page-size", "host": str(host.pk), "source": TARBALL.key}
+    previewed = otto.post(reverse("campaign-new"), form | study_form_data(host, TARBALL.key) | {"action": "preview"})
     response = otto.post(reverse("study-after-builds-new"), form | study_form_data(host, TARBALL.key) | SHORT)
     viewer = client_for("vera").post(reverse("study-after-builds-new"), form)
 
@@ -205,6 +206,9 @@ def test_the_preset_offers_the_hosts_sources_and_builds_from_the_one_chosen(
     assert f'<option value="{TARBALL.key}" selected>' in chosen.content.decode()
     assert "lab1 has no source &#x27;debian:x=1&#x27;: choose one of" in wrong.content.decode()
     assert "Build 2 kB" not in wrong.content.decode()
+    # A preview keeps the choice and the offer (nothing is built yet, so there is no install to preview).
+    assert "Build 2 kB, 4 kB and 8 kB pages, then queue this study" in previewed.content.decode()
+    assert f'<option value="{TARBALL.key}" selected>' in previewed.content.decode()
     assert bad_host.status_code == 400 and "host must be one of" in bad_host.content.decode()
     wait = StudyAfterBuilds.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("study-after-builds", args=[wait.pk])
@@ -213,6 +217,30 @@ def test_the_preset_offers_the_hosts_sources_and_builds_from_the_one_chosen(
     page = otto.get(response["Location"]).content.decode()
     assert "Waiting for 3 builds" in page and "8 kB pages" in page
     assert viewer.status_code == 403 and StudyAfterBuilds.objects.count() == 1
+
+
+def test_with_every_page_size_built_the_preset_previews_them_and_only_them(
+    host_has: list, client_for: ClientFactory
+) -> None:
+    host = lab1()
+    built = [
+        make_pg_install(
+            host,
+            bin_dir=f"{build_prefix(page_size_study(host, DEBIAN).options(size))}/bin",
+            version="15.18",
+            block_size=size,
+        )
+        for size in (2048, 4096, 8192)
+    ]
+    otto: Client = client_for("otto")
+
+    shown = otto.get(reverse("campaign-new"), {"preset": "page-size", "host": str(host.pk), "source": DEBIAN.key})
+    data = study_form_data(host, DEBIAN.key) | {"action": "preview", "preset": "page-size"}
+    preview = otto.post(reverse("campaign-new"), data).content.decode()
+
+    assert "every page size is built." in shown.content.decode() and "Build 2 kB" not in shown.content.decode()
+    assert data["pg_install"] == [str(pg.pk) for pg in built] and data["base-pg_install"] == [str(built[-1].pk)]
+    assert "Queue 30 runs" in preview
 
 
 def test_the_choice_says_when_the_host_has_no_source(host_has: list) -> None:

@@ -65,17 +65,24 @@ def _forms(request: HttpRequest, page_size: PageSizeChoice | None = None) -> tup
 @permission_required("runs.queue_run", raise_exception=True)
 def campaign_new(request: HttpRequest) -> HttpResponse:
     page_size = None
+    asked = request.POST if request.method == "POST" else request.GET
     try:
-        if request.method != "POST" and request.GET.get("preset") == "page-size":
-            # The host and the source to build every page size from (GET: the form works without JS).
-            page_size = page_size_choice(chosen_host(request.GET.get("host")), request.GET.get("source"))
+        if asked.get("preset") == "page-size" and (request.method != "POST" or asked.get("source")):
+            # The host and the source to build every page size from (a GET: it works without JS);
+            # a preview keeps them, and the offer to build what is missing (views.studies).
+            page_size = page_size_choice(chosen_host(asked.get("host")), asked.get("source"))
         campaign_form, base_form, sweep_form = _forms(request, page_size)
     except BadParameter as exc:
         return refused(request, str(exc))
-    context: dict[str, Any] = {"form": campaign_form, "base": base_form, "sweep": sweep_form, "presets": PRESETS}
+    context: dict[str, Any] = {
+        "form": campaign_form,
+        "base": base_form,
+        "sweep": sweep_form,
+        "presets": PRESETS,
+        "page_size": page_size,
+    }
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
-        context["page_size"] = page_size  # the form offers to build what is missing first (views.studies)
         return render(request, "runs/campaign_form.html", context)
     if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
         return render(request, "runs/campaign_form.html", context, status=400)
