@@ -24,8 +24,6 @@ from runs.services.campaigns import CampaignRefused, campaign_create
 log = logging.getLogger(__name__)
 PRESET = "page-size"
 UNSUCCESSFUL = (BuildState.FAILED, BuildState.CANCELLED, BuildState.REMOVED)
-# The fields the study sets itself once its builds are done: its installs, one per page size.
-INSTALL_FIELDS = ("base-pg_install", "pg_install")
 
 
 class StudyRefused(Exception):
@@ -138,13 +136,18 @@ def study_form_data(host: Host, source_key: str) -> dict[str, list[str]]:
     return form_data(page_size_initial(page_size_choice(host, source_key)))
 
 
+def _with_installs(data: dict[str, list[str]], host: Host, installs: list[str]) -> dict[str, list[str]]:
+    """The form on the study's host with its installs (ids, 8 kB last): the base the 8 kB one,
+    every page size swept. What the user posted for these fields is not the study's to take."""
+    return data | {"base-server_host": [str(host.pk)], "base-pg_install": installs[-1:], "pg_install": installs}
+
+
 def _form_problems(data: dict[str, list[str]], study: PageSizeStudy) -> list[str]:
     """What is wrong with the form, checked with the installs there are (the others do not exist
     yet, so a complaint about the installs is not one)."""
     from runs.campaign_plans import plan_problems
 
-    installs = [str(pg.pk) for pg in study.installs]
-    problems = plan_problems({**data, "base-pg_install": installs[-1:], "pg_install": installs})
+    problems = plan_problems(_with_installs(data, study.host, [str(pg.pk) for pg in study.installs]))
     return [p for p in problems if not p.startswith("pg_install:")]
 
 
@@ -154,7 +157,7 @@ def _queue_campaign(wait: StudyAfterBuilds) -> None:
     try:
         installs = _installs_now(wait)
         data = wait.form_data or study_form_data(wait.host, wait.source_key)
-        plan = plan_from_data({**data, "base-pg_install": installs[-1:], "pg_install": installs}, PRESET)
+        plan = plan_from_data(_with_installs(data, wait.host, installs), PRESET)
         campaign = campaign_create(plan=plan, by=wait.created_by or AnonymousUser())
     except (StudyRefused, PresetInvalid, CampaignRefused) as exc:
         _end(wait, StudyWaitState.FAILED, f"the builds are done, but the study could not be queued: {exc}")

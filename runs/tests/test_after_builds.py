@@ -94,7 +94,8 @@ def test_once_every_build_is_done_the_study_is_queued_on_exactly_those_builds_as
     host_has: list,
 ) -> None:
     host = lab1()
-    wait = queue(host, form_data=study_form_data(host, DEBIAN.key) | SHORT)
+    elsewhere = make_host(name="lab2", address="10.200.0.12")  # the form's host changed: not the study's to take
+    wait = queue(host, form_data=study_form_data(host, DEBIAN.key) | SHORT | {"base-server_host": [str(elsewhere.pk)]})
     two_kb, four_kb, eight_kb = wait.builds.order_by("block_size_kb")
     finish(two_kb)
     finish(four_kb)
@@ -111,6 +112,7 @@ def test_once_every_build_is_done_the_study_is_queued_on_exactly_those_builds_as
     spec = campaign.configurations.first().spec  # type: ignore[union-attr]
     assert (spec["workload"], spec["query_mode"], spec["clients"]) == ("simple-update", "prepared", 4)
     assert (spec["duration_s"], spec["scale"]) == (2, 1)  # the user's edits
+    assert {c.spec["server_host_id"] for c in campaign.configurations.all()} == {host.pk}
     assert campaign.preset == "page-size" and campaign.repetitions == 10
     assert Run.objects.filter(campaign=campaign).count() == 30
 
