@@ -36,8 +36,11 @@ def study_options(source: HostSource, block_size: int) -> BuildOptions:
 
 def study_install(host: Host, options: BuildOptions) -> PgInstall | None:
     """The install of exactly this build on the host, if it is there (registered by its build or
-    found by a probe: either way at the prefix that carries the build's key)."""
-    installs = host.pg_installs.filter(bin_dir=f"{build_prefix(options)}/bin", removed_at__isnull=True)
+    found by a probe: either way at the prefix that carries the build's key; not one the last
+    probe found gone)."""
+    installs = host.pg_installs.filter(
+        bin_dir=f"{build_prefix(options)}/bin", removed_at__isnull=True, missing_since__isnull=True
+    )
     return installs.filter(block_size=options.block_size_kb * 1024).first()
 
 

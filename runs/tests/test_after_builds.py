@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
 from runs.lab.pg_build_options import SourceKind, build_prefix
 from runs.lab.pg_sources import HostSource
@@ -121,6 +122,9 @@ def test_builds_of_that_source_there_already_are_used_and_others_are_not(host_ha
     host = lab1()
     eight_kb = page_size_study(host, DEBIAN).options(8192)
     make_pg_install(host, bin_dir=f"{build_prefix(eight_kb)}/bin", version="15.18", block_size=8192)
+    two_kb = page_size_study(host, DEBIAN).options(2048)  # a probe found it gone: built again
+    make_pg_install(host, bin_dir=f"{build_prefix(two_kb)}/bin", version="15.18", block_size=2048,
+                    missing_since=timezone.now())  # fmt: skip
     # The same page size from another source, and another release's 4 kB: not this study's.
     make_pg_install(host, bin_dir=f"{build_prefix(page_size_study(host, TARBALL).options(4096))}/bin",
                     version="15.17", block_size=4096)  # fmt: skip
