@@ -5,6 +5,7 @@ campaign form queues, and what a preset queues by itself once the builds it wait
 from typing import Any
 
 from django import forms
+from django.utils.datastructures import MultiValueDict
 
 from runs.campaign_forms import CampaignForm, SweepForm
 from runs.forms import RunForm
@@ -38,37 +39,56 @@ def plan_from_forms(
     )
 
 
-def _as_data(form: forms.BaseForm) -> dict[str, Any]:
+def _as_data(form: forms.BaseForm) -> dict[str, list[str]]:
     """What a browser would post for the form as it first shows (its initial values)."""
-    data: dict[str, Any] = {}
+    data: dict[str, list[str]] = {}
     for field in form:
         value = field.value()
         if value is None:
             continue
-        data[field.html_name] = [str(v) for v in value] if isinstance(value, list | tuple) else value
+        data[field.html_name] = [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
     return data
+
+
+def form_data(initial: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """A preset's initial values (presets.preset_initial) as a browser would post its form untouched."""
+    return (
+        _as_data(CampaignForm(initial=initial["campaign"]))
+        | _as_data(RunForm(initial=initial["base"], prefix="base"))
+        | _as_data(SweepForm(initial=initial["sweep"]))
+    )
+
+
+def _bound(data: dict[str, list[str]]) -> tuple[CampaignForm, RunForm, SweepForm]:
+    posted = MultiValueDict(data)
+    return CampaignForm(posted), RunForm(posted, prefix="base"), SweepForm(posted)
+
+
+def _problems(forms_: tuple[CampaignForm, RunForm, SweepForm]) -> list[str]:
+    return [
+        f"{field}: {' '.join(str(message) for message in messages)}"
+        for form in forms_
+        if not form.is_valid()
+        for field, messages in form.errors.items()
+    ]
+
+
+def plan_problems(data: dict[str, list[str]]) -> list[str]:
+    """ "field: what is wrong" for each field of the three forms that does not validate."""
+    return _problems(_bound(data))
+
+
+def plan_from_data(data: dict[str, list[str]], preset: str) -> CampaignPlan:
+    """The plan of a posted campaign form (field name -> values); PresetInvalid naming the
+    fields that do not validate."""
+    forms_ = _bound(data)
+    if problems := _problems(forms_):
+        title = PRESETS[preset].title if preset in PRESETS else "campaign"
+        raise PresetInvalid(f"the {title} preset's form does not validate: " + "; ".join(problems))
+    return plan_from_forms(*forms_, preset)
 
 
 def preset_plan(name: str) -> CampaignPlan:
     """The preset's study exactly as its form would queue it untouched; PresetInvalid if the form
     it fills does not validate (then nothing can be queued from it as it stands)."""
-    initial = preset_initial(name)
-    shown = (
-        CampaignForm(initial=initial["campaign"]),
-        RunForm(initial=initial["base"], prefix="base"),
-        SweepForm(initial=initial["sweep"]),
-    )
-    campaign_form, base_form, sweep_form = (
-        CampaignForm(_as_data(shown[0])),
-        RunForm(_as_data(shown[1]), prefix="base"),
-        SweepForm(_as_data(shown[2])),
-    )
-    problems = [
-        f"{field}: {' '.join(str(message) for message in messages)}"
-        for form in (campaign_form, base_form, sweep_form)
-        if not form.is_valid()
-        for field, messages in form.errors.items()
-    ]
-    if problems:
-        raise PresetInvalid(f"the {PRESETS[name].title} preset's form does not validate: " + "; ".join(problems))
-    return plan_from_forms(campaign_form, base_form, sweep_form, name)
+    return plan_from_data(form_data(preset_initial(name)), name)

@@ -11,8 +11,7 @@ from typing import Any
 from runs.lab.scale_room import BYTES_PER_SCALE, FORMATTED_SHARE, MIB, largest_fitting_scale, scale_need
 from runs.models import Device, Filesystem, Host, PgInstall, QueryMode, Workload
 from runs.models.run_clients import version_key
-
-PAGE_SIZES_STUDIED = (2048, 4096, 8192)  # seed 001
+from runs.page_size_study import PageSizeChoice, page_size_choice
 
 
 @dataclass(frozen=True)
@@ -160,64 +159,31 @@ def _mount_options() -> dict[str, dict[str, Any]]:
     }
 
 
-@dataclass(frozen=True)
-class PageSizeStudy:
-    """Where seed 001's study runs and what it lacks: the host with the most page sizes, its
-    installs of the 8 kB install's version by page size, and the page sizes it has none of."""
-
-    host: Host
-    installs: list[PgInstall]
-    missing: list[int]  # bytes
-
-    @property
-    def missing_text(self) -> str:
-        """ "2 kB and 4 kB" """
-        words = [f"{size // 1024} kB" for size in self.missing]
-        return " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
-
-    @property
-    def version(self) -> str | None:
-        newest = _install(self.host)
-        return newest.version if newest else (self.installs[-1].version if self.installs else None)
-
-
-def page_size_study() -> PageSizeStudy | None:
-    hosts = [h for h in Host.objects.filter(enabled=True, serves_postgres=True) if not h.refusal_for_runs()]
-    if not hosts:
-        return None
-    live = [pg for h in hosts for pg in h.pg_installs.all() if pg.removed_at is None]
-    host = max(hosts, key=lambda h: len({pg.block_size for pg in live if pg.host_id == h.pk}))
-    # One version throughout, the packaged 8 kB one's: the page size is then all that differs.
-    newest = _install(host)
-    version = newest.version if newest else None
-    found = {size: _install(host, size, version) for size in PAGE_SIZES_STUDIED}
-    installs = [pg for pg in found.values() if pg is not None]
-    return PageSizeStudy(host, installs, [size for size, pg in found.items() if pg is None])
-
-
-def _page_size() -> dict[str, dict[str, Any]]:
-    study = page_size_study()
-    if study is None:
+def page_size_initial(choice: PageSizeChoice) -> dict[str, dict[str, Any]]:
+    """The preset's form for that choice: -N -M prepared, 4 clients, scale 100 (or what fits),
+    10 repetitions, one install per page size of the chosen source."""
+    study = choice.study
+    if choice.host is None or study is None:
         return _nothing("Page size")
-    host, installs = study.host, study.installs
+    host = choice.host
     description = (
-        "Seed 001: pgbench -N -M prepared at scale 100 (fits in memory), one install per page size, "
-        "avg ± stdev, min, median, max over 10 runs. "
-        + (
-            f"{host.name} has no install of PostgreSQL {study.version} with {study.missing_text} pages: "
-            "build them first (the button below queues the builds, then this study once they are done), "
-            "or queue the study with the page sizes there are."
-            if study.missing
-            else ""
-        )
+        "Seed 001: pgbench -N -M prepared at scale 100 (fits in memory), 2, 4 and 8 kB pages, each a benchlab "
+        "build of one source with the same configure flags (never the packaged PostgreSQL), avg ± stdev, min, "
+        "median, max over 10 runs. "
     )
+    if study.source is None:
+        description += f"Choose the source to build from ({choice.problem or 'none chosen'})."
+    elif study.missing:
+        description += (
+            f"{host.name} has no build of {study.source.label} with {study.missing_text} pages: the button "
+            "below builds them, then queues this study as the form has it."
+        )
     device = _pick(_formattable(host), ["ssd", "nvme", "virtual", "hdd"])
     scale, note = _fit(100, device)
-    description += note
     base = _base(
         host,
         device,
-        installs[-1] if installs else _install(host),
+        study.installs[-1] if study.installs else None,
         workload=Workload.SIMPLE_UPDATE,
         query_mode=QueryMode.PREPARED,
         scale=scale,
@@ -226,10 +192,14 @@ def _page_size() -> dict[str, dict[str, Any]]:
         warmup_s=10,
     )
     return {
-        "campaign": {"name": "Page size", "description": description, "repetitions": 10},
+        "campaign": {"name": "Page size", "description": description + note, "repetitions": 10},
         "base": base,
-        "sweep": {"pg_install": [pg.pk for pg in installs]} if len(installs) > 1 else {},
+        "sweep": {"pg_install": [pg.pk for pg in study.installs]} if len(study.installs) > 1 else {},
     }
+
+
+def _page_size(host: Host | None = None, source_key: str | None = None) -> dict[str, dict[str, Any]]:
+    return page_size_initial(page_size_choice(host, source_key))
 
 
 def _read_only() -> dict[str, dict[str, Any]]:

@@ -238,7 +238,6 @@ def obtain_source(transport: Transport, source: BuildSource, paths: BuildPaths, 
     """The whole step: the source tarball checked, copied into the work dir and unpacked into
     src/; returns the SHA-256 of what is built."""
     if source.kind == SourceKind.DEBIAN:
-        check_installed(transport, source.package, source.package_version)
         tarball = fetch_debian_source(transport, source.package, source.package_version, on_line)
     else:
         tarball = SourceTarball(path=resolve_tarball(transport, source), expected_sha256=source.sha256)

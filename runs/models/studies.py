@@ -9,13 +9,21 @@ from django.db import models
 class StudyWaitState(models.TextChoices):
     WAITING = "waiting", "waiting for its builds"
     QUEUED = "queued", "campaign queued"
-    FAILED = "failed", "not queued: a build did not succeed"
+    FAILED = "failed", "not queued"
 
 
 class StudyAfterBuilds(models.Model):
     preset = models.CharField(max_length=50)  # a key of runs.presets.PRESETS
     host = models.ForeignKey("runs.Host", on_delete=models.CASCADE, related_name="studies_after_builds")
+    # The source every page size is built from (runs.lab.pg_sources.HostSource.key), with the same flags.
+    source_key = models.CharField(max_length=300, blank=True)
     builds = models.ManyToManyField("runs.PgBuild", related_name="studies_waiting")
+    # Those of `builds` this study queued (not found there already): cancelled if it gives up.
+    started_builds = models.ManyToManyField("runs.PgBuild", related_name="studies_started", blank=True)
+    # Those of `started_builds` it cancelled (or asked to stop) when it gave up.
+    cancelled_builds = models.ManyToManyField("runs.PgBuild", related_name="studies_cancelled", blank=True)
+    # The campaign form as the user posted it (field name -> values): queued as edited.
+    form_data = models.JSONField(default=dict, blank=True)
     state = models.CharField(max_length=20, choices=StudyWaitState.choices, default=StudyWaitState.WAITING)
     campaign = models.ForeignKey(
         "runs.Campaign", on_delete=models.SET_NULL, null=True, blank=True, related_name="queued_after_builds"

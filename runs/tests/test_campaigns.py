@@ -309,7 +309,8 @@ def test_bad_campaign_input_says_what_is_wrong_and_queues_nothing(otto: Client, 
     assert not Campaign.objects.exists() and not Run.objects.exists()
 
 
-@pytest.mark.parametrize("preset", ["ssd-vs-hdd", "mount-options", "page-size", "read-only"])
+# The page-size preset asks its host for sources: test_after_builds fakes that and previews it.
+@pytest.mark.parametrize("preset", ["ssd-vs-hdd", "mount-options", "read-only"])
 def test_every_preset_fills_a_form_whose_preview_has_runnable_configurations(otto: Client, preset: str) -> None:
     host = lab1()
     make_pg_install(host, bin_dir="/opt/pg4k/bin", version="15.19", block_size=4096)

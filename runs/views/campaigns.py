@@ -30,8 +30,9 @@ from runs.comparison_query import ComparisonQuery
 from runs.confounds import group_confounds, marker_text, marker_title
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
+from runs.page_size_study import PageSizeChoice, chosen_host, page_size_choice
 from runs.params import BadParameter, parse_choice, parse_whole_number
-from runs.presets import PRESETS, page_size_study, preset_initial
+from runs.presets import PRESETS, page_size_initial, preset_initial
 from runs.results_table import results_table
 from runs.services.campaigns import (
     CampaignForbidden,
@@ -53,11 +54,13 @@ def campaigns_page(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/campaign_list.html", {"campaigns": campaign_list(), "presets": PRESETS})
 
 
-def _forms(request: HttpRequest) -> tuple[CampaignForm, RunForm, SweepForm]:
+def _forms(request: HttpRequest, page_size: PageSizeChoice | None = None) -> tuple[CampaignForm, RunForm, SweepForm]:
     if request.method == "POST":
         return CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
     initial: dict[str, dict[str, Any]] = {"campaign": {}, "base": {}, "sweep": {}}
-    if name := request.GET.get("preset"):
+    if page_size is not None:
+        initial = page_size_initial(page_size)
+    elif name := request.GET.get("preset"):
         initial = preset_initial(parse_choice(name, "preset", list(PRESETS)))
     return (
         CampaignForm(initial=initial["campaign"]),
@@ -69,15 +72,25 @@ def _forms(request: HttpRequest) -> tuple[CampaignForm, RunForm, SweepForm]:
 @require_http_methods(["GET", "HEAD", "POST"])
 @permission_required("runs.queue_run", raise_exception=True)
 def campaign_new(request: HttpRequest) -> HttpResponse:
+    page_size = None
+    asked = request.POST if request.method == "POST" else request.GET
     try:
-        campaign_form, base_form, sweep_form = _forms(request)
+        if asked.get("preset") == "page-size" and (request.method != "POST" or asked.get("source")):
+            # The host and the source to build every page size from (a GET: it works without JS);
+            # a preview keeps them, and the offer to build what is missing (views.studies).
+            page_size = page_size_choice(chosen_host(asked.get("host")), asked.get("source"))
+        campaign_form, base_form, sweep_form = _forms(request, page_size)
     except BadParameter as exc:
         return refused(request, str(exc))
-    context: dict[str, Any] = {"form": campaign_form, "base": base_form, "sweep": sweep_form, "presets": PRESETS}
+    context: dict[str, Any] = {
+        "form": campaign_form,
+        "base": base_form,
+        "sweep": sweep_form,
+        "presets": PRESETS,
+        "page_size": page_size,
+    }
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
-        if context["preset"] == "page-size" and (study := page_size_study()) and study.missing:
-            context["builds_missing"] = study  # the form offers to build them first (views.studies)
         return render(request, "runs/campaign_form.html", context)
     if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
         return render(request, "runs/campaign_form.html", context, status=400)
