@@ -2,19 +2,22 @@
 campaign form queues, and what a preset queues by itself once the builds it waits for are done
 (services.after_builds)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
 
 from runs.campaign_forms import CampaignForm, SweepForm
 from runs.forms import RunForm
+from runs.preset_hosts import PresetRefused
 from runs.presets import PRESETS, preset_initial
 from runs.services.campaigns import CampaignPlan
 from runs.specs import RunSpec
 
 
 class PresetInvalid(Exception):
-    """The preset's own form does not validate (the inventory changed): str() says which fields."""
+    """The preset's own form does not validate, or its host cannot run (the inventory changed):
+    str() says which fields, or why and which hosts can."""
 
 
 def plan_from_forms(
@@ -49,10 +52,14 @@ def _as_data(form: forms.BaseForm) -> dict[str, Any]:
     return data
 
 
-def preset_plan(name: str) -> CampaignPlan:
-    """The preset's study exactly as its form would queue it untouched; PresetInvalid if the form
-    it fills does not validate (then nothing can be queued from it as it stands)."""
-    initial = preset_initial(name)
+def preset_plan(name: str, hosts: Sequence[int] | None = None) -> CampaignPlan:
+    """The preset's study on these hosts (ids; none: the preset's default, which its description
+    names) exactly as its form would queue it untouched; PresetInvalid if a host cannot run it or
+    the form it fills does not validate (then nothing can be queued from it as it stands)."""
+    try:
+        initial = preset_initial(name, hosts)
+    except PresetRefused as exc:
+        raise PresetInvalid(f"the {PRESETS[name].title} preset: {exc}") from exc
     shown = (
         CampaignForm(initial=initial["campaign"]),
         RunForm(initial=initial["base"], prefix="base"),

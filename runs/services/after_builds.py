@@ -109,7 +109,7 @@ def _queue_campaign(wait: StudyAfterBuilds) -> None:
     from runs.campaign_plans import PresetInvalid, preset_plan  # the plan reads forms, which import services
 
     try:
-        campaign = campaign_create(plan=preset_plan(wait.preset), by=wait.created_by or AnonymousUser())
+        campaign = campaign_create(plan=preset_plan(wait.preset, [wait.host_id]), by=wait.created_by or AnonymousUser())
     except (PresetInvalid, CampaignRefused) as exc:
         _end(wait, StudyWaitState.FAILED, f"the builds are done, but the study could not be queued: {exc}")
         return

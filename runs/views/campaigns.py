@@ -22,8 +22,10 @@ from runs.campaign_results import (
     plan_wall_estimate,
 )
 from runs.forms import RunForm
-from runs.models import Campaign, CampaignConfiguration
-from runs.params import BadParameter, parse_choice, parse_whole_number
+from runs.models import Campaign, CampaignConfiguration, Host
+from runs.params import BadParameter, parse_choice, parse_id, parse_whole_number
+from runs.preset_hosts import PresetRefused, host_options
+from runs.preset_sizing import branch_contention
 from runs.presets import PRESETS, page_size_study, preset_initial
 from runs.services.campaigns import (
     CampaignForbidden,
@@ -45,31 +47,49 @@ def campaigns_page(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/campaign_list.html", {"campaigns": campaign_list(), "presets": PRESETS})
 
 
-def _forms(request: HttpRequest) -> tuple[CampaignForm, RunForm, SweepForm]:
+def _forms(request: HttpRequest) -> tuple[CampaignForm, RunForm, SweepForm, list[int]]:
+    """The three forms, and the hosts a preset was filled for (BadParameter, PresetRefused)."""
     if request.method == "POST":
-        return CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
-    initial: dict[str, dict[str, Any]] = {"campaign": {}, "base": {}, "sweep": {}}
+        forms = CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
+        server = request.POST.get("base-server_host", "")
+        return *forms, [int(server)] if server.isdigit() else []
+    initial: dict[str, Any] = {"campaign": {}, "base": {}, "sweep": {}, "hosts": []}
     if name := request.GET.get("preset"):
-        initial = preset_initial(parse_choice(name, "preset", list(PRESETS)))
+        hosts = [parse_id(raw, "host") for raw in request.GET.getlist("host") if raw != ""]
+        initial = preset_initial(parse_choice(name, "preset", list(PRESETS)), hosts)
     return (
         CampaignForm(initial=initial["campaign"]),
         RunForm(initial=initial["base"], prefix="base"),
         SweepForm(initial=initial["sweep"]),
+        initial["hosts"],
     )
+
+
+def _host_picker(preset: str, chosen: list[int]) -> dict[str, Any] | None:
+    """The preset's host chooser on the form: the hosts it may run on, those it may not and why."""
+    if preset not in PRESETS:
+        return None
+    runnable, refused_hosts = host_options()
+    return {"several": PRESETS[preset].several_hosts, "hosts": runnable, "refused": refused_hosts, "chosen": chosen}
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
 @permission_required("runs.queue_run", raise_exception=True)
 def campaign_new(request: HttpRequest) -> HttpResponse:
     try:
-        campaign_form, base_form, sweep_form = _forms(request)
+        campaign_form, base_form, sweep_form, hosts = _forms(request)
     except BadParameter as exc:
         return refused(request, str(exc))
+    except PresetRefused as exc:
+        return refused(request, f"The preset cannot be filled in for that choice of hosts. {exc}")
     context: dict[str, Any] = {"form": campaign_form, "base": base_form, "sweep": sweep_form, "presets": PRESETS}
+    context["host_picker"] = _host_picker(request.POST.get("preset") or request.GET.get("preset", ""), hosts)
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
-        if context["preset"] == "page-size" and (study := page_size_study()) and study.missing:
-            context["builds_missing"] = study  # the form offers to build them first (views.studies)
+        if context["preset"] == "page-size" and hosts:
+            study = page_size_study(Host.objects.get(pk=hosts[0]))
+            if study and study.missing:
+                context["builds_missing"] = study  # the form offers to build them first (views.studies)
         return render(request, "runs/campaign_form.html", context)
     if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
         return render(request, "runs/campaign_form.html", context, status=400)
@@ -100,6 +120,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         ),
         "refusal": refusal,
         "preset": plan.preset,
+        "contended": branch_contention(cells),
     }
     return render(request, "runs/campaign_form.html", context, status=400 if refusal else 200)
 
