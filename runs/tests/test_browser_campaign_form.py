@@ -81,6 +81,11 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
         page.wait_for_selector("#queue")
         matrix = page.text_content("#matrix-preview") or ""
         page.screenshot(path=str(ARTIFACTS / "campaign-form-preset-hosts.png"), full_page=True)
+        page.fill("#id_scale", "4, 28")  # the user's own change: 10 clients on 4 branch rows
+        page.click("#preview")
+        page.wait_for_selector("#contention-warning")
+        warning = " ".join((page.text_content("#contention-warning") or "").split())
+        page.locator("#contention-warning").screenshot(path=str(ARTIFACTS / "campaign-form-contention.png"))
         page.goto(f"{page_server}/campaigns/new/?preset=mount-options")
         page.select_option("#preset-host", label="lab2 (24 GiB RAM)")
         page.wait_for_url(f"**/campaigns/new/?preset=mount-options&host={lab2}")
@@ -92,5 +97,7 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
     assert "Hosts: lab1, lab2 (chosen)." in both
     assert sorted(swept) == sorted(devices[name] for name in ("lab1:ssd", "lab1:hdd", "lab2:ssd", "lab2:hdd"))
     assert "12 configurations × 3 = 36 runs" in " ".join(matrix.split()) and "contention-warning" not in matrix
+    assert "Scale below clients: in 4 configurations the clients outnumber" in warning
+    assert "#3: scale 4 for 10 clients (lab1:hdd · scale 4 · 10 clients/2 threads)" in warning
     assert server == str(lab2)
     assert not violations, violations
