@@ -263,3 +263,13 @@ def test_the_preview_warns_of_configurations_with_fewer_branch_rows_than_clients
     assert "<li>#2: scale 2 for 8 clients" in page
     assert "Queue 12 runs" in page  # a warning, not a refusal
     assert 'id="contention-warning"' not in preview(otto, lab["mid"], **{"base-workload": "select-only"})
+
+
+def test_the_one_click_builds_are_offered_only_for_the_host_they_build_on(otto: Client, lab: dict) -> None:
+    default = otto.get(reverse("campaign-new"), {"preset": "page-size"}).content.decode()
+    other = otto.get(reverse("campaign-new"), {"preset": "page-size", "host": str(lab["mid"].pk)}).content.decode()
+
+    assert 'id="build-first-button"' in default and "big has no install of PostgreSQL 15.19" in default
+    assert 'id="build-first-button"' not in other
+    assert "mid has no install of PostgreSQL 15.19 with 2 kB and 4 kB pages" in other
+    assert "The one-click builds serve the preset's default host only" in other

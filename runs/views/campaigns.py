@@ -90,6 +90,9 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             study = page_size_study(Host.objects.get(pk=hosts[0]))
             if study and study.missing:
                 context["builds_missing"] = study  # the form offers to build them first (views.studies)
+                # The one-click builds (services.after_builds) serve the preset's default host only.
+                builds_host = page_size_study()
+                context["builds_here"] = builds_host is not None and builds_host.host == study.host
         return render(request, "runs/campaign_form.html", context)
     if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
         return render(request, "runs/campaign_form.html", context, status=400)
