@@ -7,7 +7,7 @@ serving PostgreSQL) is refused with its reason and the hosts that can.
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from runs.models import Host
+from runs.models import Device, Host
 
 
 class PresetRefused(Exception):
@@ -92,3 +92,9 @@ def host_options() -> tuple[list[Host], list[tuple[Host, str]]]:
         else:
             refused.append((host, refusal))
     return runnable, refused
+
+
+def swept_hosts(device_ids: Sequence[str]) -> list[int]:
+    """The ids of the hosts these devices are on, in host-name order (the chooser after a preview)."""
+    devices = Device.objects.filter(pk__in=device_ids).order_by("host__name")
+    return list(dict.fromkeys(devices.values_list("host_id", flat=True)))

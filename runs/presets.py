@@ -1,8 +1,8 @@
-"""Presets: the seeds' studies (../shared/seeds) as filled-in campaign forms, sized to the lab's
-inventory of the host(s) the user chooses (runs.preset_hosts), the scales to the seeds' memory
-tiers (runs.preset_sizing). A preset only fills the form; the user sees the matrix and the estimate and may
-change anything before queueing. Each description says what was sized to what, and what is
-missing for the full study.
+"""Presets: the seeds' studies (../shared/seeds) as filled-in campaign forms, on the host(s) the
+user chooses (runs.preset_hosts) and sized to their inventory: scales in the seeds' memory tiers,
+scale ≥ clients (runs.preset_sizing). A preset only fills the form; the user sees the matrix and
+the estimate and may change anything before queueing. Each description says which host and why,
+what was sized to what, and what is missing for the full study.
 """
 
 from collections.abc import Callable, Sequence
@@ -111,12 +111,12 @@ def _ssd_vs_hdd(choice: HostChoice) -> dict[str, dict[str, Any]]:
     wanted = sorted({1, 4, 10, 2 * cores})
     tiers = memory_tiers(memories, [(str(d), d.capacity_bytes) for d in swept if d.capacity_bytes], max(wanted))
     clients, dropped = clients_within(min(tiers.scales), wanted, Workload.TPCB_LIKE)
-    left_out = [d for d in devices if d not in swept]
+    left_out = ", ".join(str(d) for d in devices if d not in swept)
     description = (
         "Seeds 000/003: each drive with pgbench -c 10 -T 500 at scale 100 (fits in the seed's 8 GB of RAM) and "
         f"1000 (does not), averaged over 10 runs. {choice.sentence} "
         f"Devices: {', '.join(map(str, swept)) or 'none wipeable'}"
-        + (f" (left out: {', '.join(map(str, left_out))}, RAM-backed)" if left_out else "")
+        + (f" (left out, backed by RAM: {left_out}; tick them for an upper bound)" if left_out else "")
         + f". Scales: {'; '.join(tier_label(s, memories) for s in tiers.scales)}. "
         f"Clients {', '.join(map(str, clients))}, at most the scale (TPC-B-like updates lock one of the "
         "scale's branch rows). " + " ".join([*tiers.notes, dropped])
@@ -165,8 +165,9 @@ def _mount_options(choice: HostChoice) -> dict[str, dict[str, Any]]:
 
 @dataclass(frozen=True)
 class PageSizeStudy:
-    """Where seed 001's study runs and what it lacks: the host with the most page sizes, its
-    installs of the 8 kB install's version by page size, and the page sizes it has none of."""
+    """Where seed 001's study runs and what it lacks: the host chosen (by default the one with the
+    most page sizes), its installs of the 8 kB install's version by page size, and the page sizes
+    it has none of."""
 
     host: Host
     installs: list[PgInstall]

@@ -80,6 +80,7 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
         page.click("#preview")
         page.wait_for_selector("#queue")
         matrix = page.text_content("#matrix-preview") or ""
+        ticked_after_preview = [page.is_checked(f"#preset-hosts input[value='{pk}']") for pk in (lab1, lab2)]
         page.screenshot(path=str(ARTIFACTS / "campaign-form-preset-hosts.png"), full_page=True)
         page.fill("#id_scale", "4, 28")  # the user's own change: 10 clients on 4 branch rows
         page.click("#preview")
@@ -99,5 +100,6 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
     assert "12 configurations × 3 = 36 runs" in " ".join(matrix.split()) and "contention-warning" not in matrix
     assert "Scale below clients: in 4 configurations the clients outnumber" in warning
     assert "#3: scale 4 for 10 clients (lab1:hdd · scale 4 · 10 clients/2 threads)" in warning
+    assert ticked_after_preview == [True, True]
     assert server == str(lab2)
     assert not violations, violations

@@ -81,7 +81,7 @@ def test_ssd_vs_hdd_runs_on_the_chosen_host_with_a_scale_in_each_memory_tier(lab
     description = initial["campaign"]["description"]
     assert "Host: big (chosen)." in description
     assert "scale 1092 ≈ 16 GiB: fits in RAM (64 GiB); scale 8738 ≈ 128 GiB: exceeds RAM (64 GiB)" in description
-    assert "left out: big:ram, RAM-backed" in description
+    assert "(left out, backed by RAM: big:ram; tick them for an upper bound)" in description
 
 
 def test_ssd_vs_hdd_sweeps_more_hosts_devices_only_when_more_hosts_are_chosen(lab: dict[str, Host]) -> None:

@@ -23,8 +23,8 @@ from runs.campaign_results import (
 )
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration, Host
-from runs.params import BadParameter, parse_choice, parse_id, parse_whole_number
-from runs.preset_hosts import PresetRefused, host_options
+from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
+from runs.preset_hosts import PresetRefused, host_options, swept_hosts
 from runs.preset_sizing import branch_contention
 from runs.presets import PRESETS, page_size_study, preset_initial
 from runs.services.campaigns import (
@@ -51,8 +51,10 @@ def _forms(request: HttpRequest) -> tuple[CampaignForm, RunForm, SweepForm, list
     """The three forms, and the hosts a preset was filled for (BadParameter, PresetRefused)."""
     if request.method == "POST":
         forms = CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
-        server = request.POST.get("base-server_host", "")
-        return *forms, [int(server)] if server.isdigit() else []
+        # The hosts the chooser shows ticked: the server's, then those of the devices swept.
+        devices = [raw for raw in request.POST.getlist("device") if is_id(raw)]
+        ticked = [request.POST.get("base-server_host", ""), *map(str, swept_hosts(devices))]
+        return *forms, list(dict.fromkeys(int(pk) for pk in ticked if is_id(pk)))
     initial: dict[str, Any] = {"campaign": {}, "base": {}, "sweep": {}, "hosts": []}
     if name := request.GET.get("preset"):
         hosts = [parse_id(raw, "host") for raw in request.GET.getlist("host") if raw != ""]
