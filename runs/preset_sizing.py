@@ -59,13 +59,14 @@ def clients_within(scale: int, clients: Iterable[int], workload: str) -> tuple[l
     counts = sorted(set(clients))
     if workload not in BRANCH_LOCKING:
         return counts, ""
-    kept = [c for c in counts if c <= scale] or [min(scale, counts[0])]
-    dropped = [c for c in counts if c not in kept]
+    kept = [c for c in counts if c <= scale]
+    dropped = [c for c in counts if c > scale]
     if not dropped:
         return kept, ""
-    return kept, (
+    instead = "" if kept else f" {scale} clients instead."
+    return kept or [scale], (
         f"Clients {', '.join(map(str, dropped))} left out: with more clients than the scale's {scale} branch rows, "
-        f"{workload} measures lock contention on pgbench_branches, not the storage."
+        f"{workload} measures lock contention on pgbench_branches, not the storage.{instead}"
     )
 
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 from runs.campaign_plans import PresetInvalid, preset_plan
 from runs.models import Host
 from runs.preset_hosts import PresetRefused
+from runs.preset_sizing import clients_within, tier_label
 from runs.presets import page_size_study, preset_initial
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, run_form_fields
@@ -175,7 +176,8 @@ def test_a_device_too_small_for_the_seeds_scale_lowers_the_clients_with_it(lab: 
     assert "Scale: scale 6 ≈ 90 MiB: fits in RAM (4 GiB). Scale 10 would not fit on tiny:hdd: scale 6 instead." in (
         description
     )
-    assert "Clients 10 left out" in description
+    assert "Clients 10 left out: with more clients than the scale's 6 branch rows" in description
+    assert "not the storage. 6 clients instead." in description
 
 
 def test_the_page_size_study_keeps_its_database_in_ram(lab: dict[str, Host]) -> None:
@@ -273,3 +275,12 @@ def test_the_one_click_builds_are_offered_only_for_the_host_they_build_on(otto: 
     assert 'id="build-first-button"' not in other
     assert "mid has no install of PostgreSQL 15.19 with 2 kB and 4 kB pages" in other
     assert "The one-click builds serve the preset's default host only" in other
+
+
+def test_tier_labels_and_client_counts_without_the_inventory() -> None:
+    assert tier_label(40, [24 * GIB]) == "scale 40 ≈ 600 MiB: fits in RAM (24 GiB)"
+    assert tier_label(3200, [24 * GIB]) == "scale 3200 ≈ 46.9 GiB: exceeds RAM (24 GiB)"
+    assert tier_label(700, [8 * GIB, 16 * GIB]).endswith("fits in the RAM of some chosen hosts only (8 GiB, 16 GiB)")
+    assert tier_label(40, []) == "scale 40 ≈ 600 MiB: RAM not probed"
+    assert clients_within(8, [1, 4, 10, 16], "simple-update")[0] == [1, 4]
+    assert clients_within(8, [10, 20], "select-only") == ([10, 20], "")  # reads no branch row it locks
