@@ -2,6 +2,7 @@
 campaign form queues, and what a preset queues by itself once the builds it waits for are done
 (services.after_builds)."""
 
+from collections.abc import Sequence
 from typing import Any
 
 from django import forms
@@ -9,13 +10,15 @@ from django.utils.datastructures import MultiValueDict
 
 from runs.campaign_forms import CampaignForm, SweepForm
 from runs.forms import RunForm
+from runs.preset_hosts import PresetRefused
 from runs.presets import PRESETS, preset_initial
 from runs.services.campaigns import CampaignPlan
 from runs.specs import RunSpec
 
 
 class PresetInvalid(Exception):
-    """The preset's own form does not validate (the inventory changed): str() says which fields."""
+    """The preset's own form does not validate, or its host cannot run (the inventory changed):
+    str() says which fields, or why and which hosts can."""
 
 
 def plan_from_forms(
@@ -88,7 +91,12 @@ def plan_from_data(data: dict[str, list[str]], preset: str) -> CampaignPlan:
     return plan_from_forms(*forms_, preset)
 
 
-def preset_plan(name: str) -> CampaignPlan:
-    """The preset's study exactly as its form would queue it untouched; PresetInvalid if the form
-    it fills does not validate (then nothing can be queued from it as it stands)."""
-    return plan_from_data(form_data(preset_initial(name)), name)
+def preset_plan(name: str, hosts: Sequence[int] | None = None) -> CampaignPlan:
+    """The preset's study on these hosts (ids; none: the preset's default, which its description
+    names) exactly as its form would queue it untouched; PresetInvalid if a host cannot run it or
+    the form it fills does not validate (then nothing can be queued from it as it stands)."""
+    try:
+        initial = preset_initial(name, hosts)
+    except PresetRefused as exc:
+        raise PresetInvalid(f"the {PRESETS[name].title} preset: {exc}") from exc
+    return plan_from_data(form_data(initial), name)

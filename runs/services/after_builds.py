@@ -130,10 +130,9 @@ def _cancel_started(wait: StudyAfterBuilds) -> str:
 def study_form_data(host: Host, source_key: str) -> dict[str, list[str]]:
     """The preset's form for this host and source, as a browser would post it untouched."""
     from runs.campaign_plans import form_data  # the plan reads forms, which import services
-    from runs.page_size_study import page_size_choice
-    from runs.presets import page_size_initial
+    from runs.presets import preset_initial
 
-    return form_data(page_size_initial(page_size_choice(host, source_key)))
+    return form_data(preset_initial(PRESET, [host.pk], source_key))
 
 
 def _with_installs(data: dict[str, list[str]], host: Host, installs: list[str]) -> dict[str, list[str]]:

@@ -315,9 +315,10 @@ def test_every_preset_fills_a_form_whose_preview_has_runnable_configurations(ott
     host = lab1()
     make_pg_install(host, bin_dir="/opt/pg4k/bin", version="15.19", block_size=4096)
 
-    page = otto.get(reverse("campaign-new"), {"preset": preset}).content.decode()
-    assert 'name="name"' in page
-    initial = preset_initial(preset)
+    page = otto.get(reverse("campaign-new"), {"preset": preset, "host": str(host.pk)}).content.decode()
+    assert 'name="name"' in page and 'id="preset-hosts"' in page
+    initial = preset_initial(preset, [host.pk])
+    assert initial["hosts"] == [host.pk] and "Host: lab1 (chosen)." in initial["campaign"]["description"]
     base = run_form_fields(host, host.devices.get(name="hdd"), host.pg_installs.all()[0]) | initial["base"]
     data = {f"base-{name}": "" if value is None else value for name, value in base.items()}
     data |= {"repetitions": 3, "order": "interleaved", "description": ""} | initial["campaign"]

@@ -5,7 +5,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
@@ -30,8 +30,10 @@ from runs.comparison_query import ComparisonQuery
 from runs.confounds import group_confounds, marker_text, marker_title
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
-from runs.page_size_study import PageSizeChoice, chosen_host, page_size_choice
-from runs.params import BadParameter, parse_choice, parse_whole_number
+from runs.page_size_study import PageSizeChoice, page_size_choice
+from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
+from runs.preset_hosts import HostChoice, PresetRefused, host_choice, host_options, swept_hosts
+from runs.preset_sizing import branch_contention
 from runs.presets import PRESETS, page_size_initial, preset_initial
 from runs.results_table import results_table
 from runs.services.campaigns import (
@@ -54,19 +56,49 @@ def campaigns_page(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/campaign_list.html", {"campaigns": campaign_list(), "presets": PRESETS})
 
 
-def _forms(request: HttpRequest, page_size: PageSizeChoice | None = None) -> tuple[CampaignForm, RunForm, SweepForm]:
+PageSizeAsked = tuple[HostChoice, PageSizeChoice]
+
+
+def _page_size_asked(asked: QueryDict) -> PageSizeAsked | None:
+    """The page-size preset's host (chosen, or the preset's default) and the source to build every
+    page size from; None when no host can run it. A GET: it works without JS; a preview keeps
+    them, hidden in the form, with the offer to build what is missing (views.studies)."""
+    hosts = [parse_id(raw, "host") for raw in asked.getlist("host") if raw != ""]
+    choice = host_choice(hosts, several=False, default=PRESETS["page-size"].default_host)
+    return None if choice is None else (choice, page_size_choice(choice.server, asked.get("source")))
+
+
+def _forms(
+    request: HttpRequest, page_size: PageSizeAsked | None = None
+) -> tuple[CampaignForm, RunForm, SweepForm, list[int]]:
+    """The three forms, and the hosts a preset was filled for (BadParameter, PresetRefused)."""
     if request.method == "POST":
-        return CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
-    initial: dict[str, dict[str, Any]] = {"campaign": {}, "base": {}, "sweep": {}}
+        forms = CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
+        # The hosts the chooser shows ticked: the server's, then those of the devices swept.
+        devices = [raw for raw in request.POST.getlist("device") if is_id(raw)]
+        ticked = [request.POST.get("base-server_host", ""), *map(str, swept_hosts(devices))]
+        return *forms, list(dict.fromkeys(int(pk) for pk in ticked if is_id(pk)))
+    initial: dict[str, Any] = {"campaign": {}, "base": {}, "sweep": {}, "hosts": []}
     if page_size is not None:
-        initial = page_size_initial(page_size)
+        choice, study = page_size
+        initial = page_size_initial(choice, study) | {"hosts": [host.pk for host in choice.hosts]}
     elif name := request.GET.get("preset"):
-        initial = preset_initial(parse_choice(name, "preset", list(PRESETS)))
+        hosts = [parse_id(raw, "host") for raw in request.GET.getlist("host") if raw != ""]
+        initial = preset_initial(parse_choice(name, "preset", list(PRESETS)), hosts)
     return (
         CampaignForm(initial=initial["campaign"]),
         RunForm(initial=initial["base"], prefix="base"),
         SweepForm(initial=initial["sweep"]),
+        initial["hosts"],
     )
+
+
+def _host_picker(preset: str, chosen: list[int]) -> dict[str, Any] | None:
+    """The preset's host chooser on the form: the hosts it may run on, those it may not and why."""
+    if preset not in PRESETS:
+        return None
+    runnable, refused_hosts = host_options()
+    return {"several": PRESETS[preset].several_hosts, "hosts": runnable, "refused": refused_hosts, "chosen": chosen}
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -76,18 +108,20 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     asked = request.POST if request.method == "POST" else request.GET
     try:
         if asked.get("preset") == "page-size" and (request.method != "POST" or asked.get("source")):
-            # The host and the source to build every page size from (a GET: it works without JS);
-            # a preview keeps them, and the offer to build what is missing (views.studies).
-            page_size = page_size_choice(chosen_host(asked.get("host")), asked.get("source"))
-        campaign_form, base_form, sweep_form = _forms(request, page_size)
+            page_size = _page_size_asked(asked)
+        campaign_form, base_form, sweep_form, hosts = _forms(request, page_size)
     except BadParameter as exc:
         return refused(request, str(exc))
+    except PresetRefused as exc:
+        return refused(request, f"The preset cannot be filled in for that choice of hosts. {exc}")
     context: dict[str, Any] = {
         "form": campaign_form,
         "base": base_form,
         "sweep": sweep_form,
         "presets": PRESETS,
-        "page_size": page_size,
+        "page_size": page_size[1] if page_size else None,
+        # The page-size preset chooses its host with its source (the template's own chooser).
+        "host_picker": None if page_size else _host_picker(asked.get("preset", ""), hosts),
     }
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
@@ -121,6 +155,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         ),
         "refusal": refusal,
         "preset": plan.preset,
+        "contended": branch_contention(cells),
     }
     return render(request, "runs/campaign_form.html", context, status=400 if refusal else 200)
 
