@@ -237,7 +237,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 @pytest.fixture(autouse=True)
-def host_sources(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> FakeHostSources | None:
+def fake_sources(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> FakeHostSources | None:
     """Outside the lab, hosts are not asked which PostgreSQL sources they have (a test's hosts
     are rows, their addresses nobody's): they have FakeHostSources' (the test may change them)."""
     if request.node.get_closest_marker("lab"):

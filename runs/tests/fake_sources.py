@@ -1,6 +1,6 @@
 """What hosts have to build PostgreSQL from, for tests that do not ask a real host: the DB,
 page and API tests stand in for services.build_sources.host_sources_read (conftest's
-`host_sources` fixture, on for every test not marked `lab`)."""
+`fake_sources` fixture, on for every test not marked `lab`)."""
 
 from runs.lab.pg_build_options import SourceKind
 from runs.lab.pg_sources import HostSource

@@ -58,7 +58,7 @@ def make_build(host: Host, options: BuildOptions | None = None, **fields: Any) -
 
 def form_fields(host: Host, **changes: object) -> dict[str, object]:
     """The page's form (and the API's body) for a 4 kB build on `host` from the Debian source of
-    DEBIAN_VERSION, which the host has (conftest's host_sources)."""
+    DEBIAN_VERSION, which the host has (conftest's fake_sources)."""
     fields: dict[str, object] = {"host": host.pk, "source": DEBIAN_15_20.key, "block_size_kb": 4,
                                  "wal_block_size_kb": 8, "segment_size_gb": 1}  # fmt: skip
     return fields | changes
@@ -547,10 +547,10 @@ def test_the_form_refuses_bad_input_with_a_summary_and_creates_nothing(client_fo
 
 
 def test_a_source_the_host_does_not_have_is_refused_by_the_page_saying_what_it_has_and_nothing_is_queued(
-    client_for: ClientFactory, host_sources: FakeHostSources, lab: SimpleNamespace
+    client_for: ClientFactory, fake_sources: FakeHostSources, lab: SimpleNamespace
 ) -> None:
     host = make_host()
-    host_sources.sources = [DEBIAN_15_18, TARBALL_15_20]  # the mirror does not serve the installed 15.20's source
+    fake_sources.sources = [DEBIAN_15_18, TARBALL_15_20]  # the mirror does not serve the installed 15.20's source
 
     answer = client_for("otto").post(reverse("build-new"), form_fields(host))
 
@@ -566,10 +566,10 @@ def test_a_source_the_host_does_not_have_is_refused_by_the_page_saying_what_it_h
 
 
 def test_a_host_that_cannot_be_asked_is_said_on_the_form_and_nothing_is_queued(
-    client_for: ClientFactory, host_sources: FakeHostSources
+    client_for: ClientFactory, fake_sources: FakeHostSources
 ) -> None:
     host = make_host()
-    host_sources.problem = "no route to host"
+    fake_sources.problem = "no route to host"
     otto = client_for("otto")
 
     shown = otto.get(reverse("build-new"), {"host": host.pk}).content.decode()
@@ -584,9 +584,9 @@ def test_a_host_that_cannot_be_asked_is_said_on_the_form_and_nothing_is_queued(
     assert not PgBuild.objects.exists()
 
 
-def test_the_service_refuses_a_source_the_host_lacks_before_creating_anything(host_sources: FakeHostSources) -> None:
+def test_the_service_refuses_a_source_the_host_lacks_before_creating_anything(fake_sources: FakeHostSources) -> None:
     host, otto = make_host(), make_user("otto", "operator")
-    host_sources.sources = [DEBIAN_15_18]
+    fake_sources.sources = [DEBIAN_15_18]
     tarball = BuildSource(
         SourceKind.TARBALL, tarball_path="postgresql-15.20.tar.bz2", tarball_dir=settings.PG_TARBALL_DIR
     )
@@ -595,7 +595,7 @@ def test_the_service_refuses_a_source_the_host_lacks_before_creating_anything(ho
         build_queue(host=host, options=debian_options(), by=otto)
     with pytest.raises(ValidationError) as release:
         build_queue(host=host, options=BuildOptions(version="15.20", source=tarball), by=otto)
-    host_sources.problem = "connection refused"
+    fake_sources.problem = "connection refused"
     with pytest.raises(ValidationError) as unasked:
         build_queue(host=host, options=debian_options(), by=otto)
 
@@ -618,7 +618,7 @@ def test_the_service_refuses_a_source_the_host_lacks_before_creating_anything(ho
 
 
 def test_the_service_pins_a_tarball_to_the_checksum_found_on_the_host_and_refuses_another(
-    host_sources: FakeHostSources,
+    fake_sources: FakeHostSources,
 ) -> None:
     host, otto = make_host(), make_user("otto", "operator")
     asked = BuildSource(SourceKind.TARBALL, tarball_path=TARBALL_15_20.file_name, tarball_dir=settings.PG_TARBALL_DIR)
@@ -661,7 +661,7 @@ def test_the_form_takes_the_version_from_the_package_and_queues_then_says_when_i
 
 
 def test_the_form_preselects_a_host_and_lists_its_sources_with_version_and_checksum(
-    client_for: ClientFactory, host_sources: FakeHostSources
+    client_for: ClientFactory, fake_sources: FakeHostSources
 ) -> None:
     host = make_host(name="lab2")
     otto = client_for("otto")
@@ -676,7 +676,7 @@ def test_the_form_preselects_a_host_and_lists_its_sources_with_version_and_check
     assert "<code>postgresql-15 15.18-0+deb12u1</code>" in page and "<code>postgresql-15.20.tar.bz2</code>" in page
     assert f'<code class="sha256" title="SHA-256 {"18" * 32}">{"18" * 6}…</code>' in page
     assert '15.20-0+deb12u1"' not in page.replace(DEBIAN_15_20.key, "")  # no placeholder, no guess
-    assert host_sources.asked == ["lab2"]
+    assert fake_sources.asked == ["lab2"]
     assert (
         "Choose a host above: the sources it has are listed here." in no_host and 'id="queue-build" disabled' in no_host
     )
@@ -829,7 +829,7 @@ def test_a_tarball_the_host_does_not_list_is_refused_by_the_page_and_the_api_and
 
 
 def test_the_api_lists_a_hosts_sources_and_takes_one_by_key_or_by_the_old_fields(
-    users: dict[str, User], host_sources: FakeHostSources
+    users: dict[str, User], fake_sources: FakeHostSources
 ) -> None:
     host = make_host()
     otto = api_client(users["otto"])
@@ -842,7 +842,7 @@ def test_the_api_lists_a_hosts_sources_and_takes_one_by_key_or_by_the_old_fields
     by_old_fields = otto.post("/api/builds/", old, format="json")
     checked = form_fields(host, source=TARBALL_15_20.key, sha256="ab" * 32, block_size_kb=2)
     wrong_sum = otto.post("/api/builds/", checked, format="json")
-    host_sources.problem = "timed out"
+    fake_sources.problem = "timed out"
     unasked = otto.get(f"/api/hosts/{host.pk}/build-sources/")
 
     assert listed.status_code == 200 and listed.json()["sources"][2] == {
