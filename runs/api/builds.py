@@ -50,9 +50,19 @@ class BuildSerializer(serializers.ModelSerializer):
 
 
 class BuildDetailSerializer(BuildSerializer):
+    step_times = serializers.SerializerMethodField(
+        help_text="each step entered: {step, started_at, ended_at} (ended_at null while it runs)"
+    )
+
     class Meta(BuildSerializer.Meta):
-        fields = [*BuildSerializer.Meta.fields, "steps", "log"]
+        fields = [*BuildSerializer.Meta.fields, "steps", "step_times", "log"]
         read_only_fields = fields
+
+    def get_step_times(self, build: PgBuild) -> list[dict[str, Any]]:
+        return [
+            {"step": step, "started_at": started and started.isoformat(), "ended_at": ended and ended.isoformat()}
+            for step, started, ended in build.step_times()
+        ]
 
 
 class BuildCreateSerializer(serializers.Serializer):

@@ -919,3 +919,40 @@ def test_builds_are_read_only_in_the_admin_and_its_action_removes_them(
     assert ada.get(reverse("admin:runs_pgbuild_add")).status_code == 403
     assert f"Build {build.pk} removed: {build.prefix} is gone from lab1" in removed.content.decode()
     assert lab.removed == [("lab1", build.prefix)]
+
+
+def test_steps_show_their_start_and_end_on_the_page_and_in_the_api_also_for_builds_recorded_without_ends(
+    client_for: ClientFactory, users: dict[str, User]
+) -> None:
+    host = make_host()
+    start = timezone.now().replace(microsecond=0) - timedelta(minutes=10)
+    at = [(start + timedelta(seconds=s)).isoformat() for s in (0, 9, 20, 230, 240, 250)]
+    recorded = make_build(
+        host,
+        state=BuildState.FAILED,
+        failed_step="make",
+        finished_at=start + timedelta(seconds=230),
+        steps=[["source", at[0], at[1]], ["configure", at[1], at[2]], ["make", at[2], at[3]]],
+    )
+    old = make_build(host, options=debian_options(block_size_kb=2), state=BuildState.DONE,
+                     finished_at=start + timedelta(seconds=250),
+                     steps=[["source", at[0]], ["configure", at[1]], ["make", at[2]], ["install", at[3]],
+                            ["verify", at[4]]])  # fmt: skip
+
+    page = client_for("vera").get(reverse("build-detail", args=[recorded.pk])).content.decode()
+    api = api_client(users["vera"])
+    recorded_api = api.get(f"/api/builds/{recorded.pk}/").json()["step_times"]
+    old_api = api.get(f"/api/builds/{old.pk}/").json()["step_times"]
+
+    clock = [timezone.localtime(start + timedelta(seconds=s)).strftime("%H:%M:%S") for s in (0, 9, 20, 230)]
+    shown = re.findall(r'id="step-(\w+)".*?<span class="step-times">(.*?)</span></li>', page)
+    assert [(step, re.sub(r"<[^>]+>", "", times)) for step, times in shown] == [
+        ("source", f"{clock[0]}–{clock[1]}"), ("configure", f"{clock[1]}–{clock[2]}"),
+        ("make", f"{clock[2]}–{clock[3]}"),
+    ]  # fmt: skip
+    assert recorded_api[2] == {"step": "make", "started_at": at[2], "ended_at": at[3]}
+    # Recorded before steps had ends: each ends when the next starts, the last when the build finished.
+    assert [(s["step"], s["started_at"], s["ended_at"]) for s in old_api] == [
+        ("source", at[0], at[1]), ("configure", at[1], at[2]), ("make", at[2], at[3]), ("install", at[3], at[4]),
+        ("verify", at[4], at[5]),
+    ]  # fmt: skip

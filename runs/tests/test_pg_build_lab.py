@@ -241,7 +241,8 @@ def test_a_cached_debian_source_of_a_version_that_is_not_installed_is_built_from
     version = max(cached_sources(), key=version_order)
     tarball, sha256 = cached_sources()[version]
     source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version=version)
-    options = BuildOptions(str(debian_upstream_version(version)), source, block_size_kb=2)
+    # Sizes nobody builds: a build of them already on lab1 would be reused, not unpacked.
+    options = BuildOptions(str(debian_upstream_version(version)), source, block_size_kb=32, wal_block_size_kb=64)
     observer = StopAtConfigure()
     with pytest.raises(Stop):
         build_postgres(lab1, connect, options, observer, job_name=f"{JOB}-cached")

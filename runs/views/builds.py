@@ -4,7 +4,6 @@ Viewers see builds; operators queue them and cancel or remove their own (admins 
 with runs.
 """
 
-import itertools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -128,17 +127,8 @@ class StepRow:
 
 
 def step_rows(build: PgBuild) -> list[StepRow]:
-    """The five steps, each with where the build is in them, and when each started and ended.
-    A build recorded before steps had ends: a step ended when the next started, the last one
-    when the build finished."""
-    times = [(entry[0], parse_datetime(entry[1]), parse_datetime(entry[2]) if len(entry) > 2 else None)
-             for entry in build.steps]  # fmt: skip
-    started = {name: at for name, at, _ in times}
-    ended = {name: end for name, _, end in times}
-    for (name, _, end), (_, next_start, _) in itertools.pairwise(times):
-        ended[name] = end or next_start
-    if times and build.is_finished and ended[times[-1][0]] is None:
-        ended[times[-1][0]] = build.finished_at
+    """The five steps, each with where the build is in them, and when each started and ended."""
+    times = {name: (started, ended) for name, started, ended in build.step_times()}
     order = list(BuildStepName)
     if build.state in (BuildState.DONE, BuildState.REMOVED):
         reached = len(order)
@@ -150,7 +140,8 @@ def step_rows(build: PgBuild) -> list[StepRow]:
     for index, step in enumerate(order):
         status = "done" if index < reached else where.get(BuildState(build.state), "pending")
         status = status if index <= reached else "pending"
-        rows.append(StepRow(step.value, step.label, status, started.get(step.value), ended.get(step.value)))
+        started, ended = times.get(step.value, (None, None))
+        rows.append(StepRow(step.value, step.label, status, started, ended))
     return rows
 
 
