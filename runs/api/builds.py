@@ -1,8 +1,10 @@
 """The PostgreSQL build API: list, detail, create (queue, or the same build found), cancel, remove.
 
 A build is asked for with the fields of the page's form and validated by that form (and so by
-the lab layer's rules): 400 with a message per field on bad input, 201 when a build was queued,
-200 with the existing build when the host has (or is making) the same one.
+the lab layer's rules and against the sources the host has, asked of it): 400 with a message per
+field on bad input or a source the host lacks, 201 when a build was queued, 200 with the existing
+build when the host has (or is making) the same one. What a host has is
+GET /api/hosts/<id>/build-sources/ (runs.api.views).
 """
 
 from typing import Any
@@ -18,10 +20,12 @@ from rest_framework.response import Response
 
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
-from runs.build_forms import BuildForm
-from runs.models import BuildState, PgBuild
+from runs.build_forms import BuildForm, legacy_source_key
+from runs.lab.pg_build_options import SourceKind
+from runs.models import BuildState, Host, PgBuild
 from runs.params import IdConverter, parse_choice, parse_id
 from runs.services.build_remove import BuildRemoveFailed, build_remove
+from runs.services.build_sources import SourcesUnknown, host_sources_for_page
 from runs.services.builds import BuildRefused, build_cancel, build_queue, build_refusal
 
 ID_IN_URL = IdConverter.regex
@@ -30,28 +34,46 @@ ASKED = ["host", "version", "source_kind", "package", "package_version", "tarbal
 
 
 class BuildSerializer(serializers.ModelSerializer):
+    source = serializers.SerializerMethodField(help_text="its source's key, as GET /api/hosts/<id>/build-sources/ says")
+
     class Meta:
         model = PgBuild
-        fields = ["id", *ASKED, "key", "prefix", "state", "step", "progress", "queued_by", "created_at",
+        fields = ["id", "source", *ASKED, "key", "prefix", "state", "step", "progress", "queued_by", "created_at",
                   "started_at", "finished_at", "removed_at", "cancel_requested", "reused", "failed_step",
                   "failed_command", "failed_exit_status", "failed_output", "error", "built_version",
                   "built_block_size", "built_wal_block_size", "built_segment_size", "pgbench_version",
                   "source_sha256", "pg_install"]  # fmt: skip
         read_only_fields = fields
 
+    def get_source(self, build: PgBuild) -> str:
+        return legacy_source_key(build.source_kind, build.package, build.package_version, build.tarball_path)
+
 
 class BuildDetailSerializer(BuildSerializer):
+    step_times = serializers.SerializerMethodField(
+        help_text="each step entered: {step, started_at, ended_at} (ended_at null while it runs)"
+    )
+
     class Meta(BuildSerializer.Meta):
-        fields = [*BuildSerializer.Meta.fields, "steps", "log"]
+        fields = [*BuildSerializer.Meta.fields, "steps", "step_times", "log"]
         read_only_fields = fields
+
+    def get_step_times(self, build: PgBuild) -> list[dict[str, Any]]:
+        return [
+            {"step": step, "started_at": started and started.isoformat(), "ended_at": ended and ended.isoformat()}
+            for step, started, ended in build.step_times()
+        ]
 
 
 class BuildCreateSerializer(serializers.Serializer):
-    """The page's form, field for field: the API and the page refuse the same things."""
+    """The page's form, field for field (the API and the page refuse the same things), plus the
+    older way to name a source: source_kind with package and package_version, or with
+    tarball_path (and sha256), accepted when the host has that source."""
 
     host = serializers.IntegerField()
+    source = serializers.CharField(required=False, allow_blank=True, default="")
     version = serializers.CharField(required=False, allow_blank=True, default="")
-    source_kind = serializers.CharField(required=False, default="debian")
+    source_kind = serializers.CharField(required=False, allow_blank=True, default="")
     package = serializers.CharField(required=False, allow_blank=True, default="")
     package_version = serializers.CharField(required=False, allow_blank=True, default="")
     tarball_path = serializers.CharField(required=False, allow_blank=True, default="")
@@ -62,11 +84,27 @@ class BuildCreateSerializer(serializers.Serializer):
     configure_flags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        data: dict[str, Any] = {name: value for name, value in attrs.items() if name != "configure_flags"}
-        form = BuildForm(_form_data(data, attrs["configure_flags"]))
+        kind = attrs["source_kind"]
+        if not attrs["source"] and kind:
+            if kind not in SourceKind.__members__.values():
+                said = f"Choose the Debian source package or a source tarball, not {kind[:40]}."
+                raise ValidationError({"source_kind": [said]})
+            attrs["source"] = legacy_source_key(kind, attrs["package"], attrs["package_version"], attrs["tarball_path"])
+        data = {name: attrs[name] for name in FORM_FIELDS}
+        host = Host.objects.filter(enabled=True, pk=attrs["host"]).first()
+        sources: dict[str, Any] = {}
+        if host is not None:
+            try:
+                sources["sources"] = host_sources_for_page(host)
+            except SourcesUnknown as exc:
+                sources["sources_problem"] = str(exc)
+        form = BuildForm(_form_data(data, attrs["configure_flags"]), **sources)
         if not form.is_valid():
             raise ValidationError({field: [str(e) for e in errors] for field, errors in form.errors.items()})
         return {"form": form}
+
+
+FORM_FIELDS = ["host", "source", "version", "sha256", "block_size_kb", "wal_block_size_kb", "segment_size_gb"]
 
 
 def _form_data(data: dict[str, Any], flags: list[str]) -> QueryDict:
@@ -110,7 +148,11 @@ class BuildViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         form: BuildForm = asked.validated_data["form"]
         try:
             build, queued = build_queue(
-                host=form.cleaned_data["host"], options=form.options(), by=request.user, request=request
+                host=form.cleaned_data["host"],
+                options=form.options(),
+                by=request.user,
+                request=request,
+                sources=form.sources,
             )
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None

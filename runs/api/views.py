@@ -4,7 +4,7 @@ from functools import partial
 from typing import Any
 
 from django.db.models import QuerySet
-from rest_framework import mixins, viewsets
+from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
@@ -22,6 +22,7 @@ from runs.api.serializers import (
 )
 from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
 from runs.params import IdConverter, parse_choice, parse_id
+from runs.services.build_sources import SourcesUnknown, host_sources_for_page
 from runs.services.runs import CancelRefused, run_cancel, run_enqueue
 
 ID_IN_URL = IdConverter.regex  # anything else is no object at all (404), never a database error
@@ -32,6 +33,24 @@ class HostViewSet(viewsets.ReadOnlyModelViewSet):
     queryset = Host.objects.order_by("name")
     serializer_class = HostSerializer
     permission_classes = [RolePermission]
+    # Listing a host's sources asks the host over SSH: for those who may queue builds.
+    required_permission = {"build_sources": "runs.queue_run"}
+
+    @action(detail=True, methods=["get"], url_path="build-sources")
+    def build_sources(self, request: Request, pk: str | None = None) -> Response:
+        """The PostgreSQL sources the host has now (asked of it: services.build_sources), what
+        POST /api/builds/ takes as `source`; 503 saying why when it could not be asked."""
+        host = self.get_object()
+        try:
+            sources = host_sources_for_page(host)
+        except SourcesUnknown as exc:
+            return Response({"host": host.pk, "detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        listed = [
+            {"key": s.key, "kind": str(s.kind), "version": s.version, "sha256": s.sha256, "file_name": s.file_name,
+             "package": s.package, "package_version": s.package_version, "label": s.label}
+            for s in sources
+        ]  # fmt: skip
+        return Response({"host": host.pk, "sources": listed})
 
 
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):

@@ -68,7 +68,7 @@ _FIELD_NAMES = {"tarball_path": "tarball", "sha256": "sha256"}
 
 
 class SourceKind(StrEnum):
-    DEBIAN = "debian"  # Debian's source package of a version the host has installed
+    DEBIAN = "debian"  # Debian's source package of a version in the host's source cache
     TARBALL = "tarball"  # an upstream release tarball in the host's tarball directory
 
 
@@ -76,7 +76,7 @@ class SourceKind(StrEnum):
 class BuildSource:
     kind: SourceKind
     package: str = ""  # DEBIAN: the source package, e.g. "postgresql-15"
-    package_version: str = ""  # DEBIAN: e.g. "15.20-0+deb12u1", installed on the host
+    package_version: str = ""  # DEBIAN: e.g. "15.18-0+deb12u1", its source in the host's cache
     tarball_path: str = ""  # TARBALL: the file name of a .tar.gz/.tar.bz2/.tar.xz in tarball_dir
     sha256: str = ""  # TARBALL: the published SHA-256 (64 hex), optional; verified when given
     tarball_dir: str = DEFAULT_TARBALL_DIR  # TARBALL: the directory it is in on the host (a setting)
@@ -151,8 +151,8 @@ def _debian_errors(options: BuildOptions, errors: dict[str, str]) -> None:
     upstream = debian_upstream_version(source.package_version)
     if upstream is None:
         errors["package_version"] = (
-            f"package version {str(source.package_version)[:60]!r}: give the Debian version installed on the host, "
-            "as `dpkg-query -W postgresql-15` shows it, e.g. 15.20-0+deb12u1"
+            f"package version {str(source.package_version)[:60]!r}: give the Debian version of a source in the "
+            "host's source cache, e.g. 15.18-0+deb12u1"
         )
     elif "version" not in errors and upstream != options.version:
         errors["package_version"] = (
@@ -161,7 +161,9 @@ def _debian_errors(options: BuildOptions, errors: dict[str, str]) -> None:
         )
     for field, value in (("tarball_path", source.tarball_path), ("sha256", source.sha256)):
         if value:
-            errors[field] = f"{_FIELD_NAMES[field]}: only for a tarball source; a Debian source is checked by apt"
+            errors[field] = (
+                f"{_FIELD_NAMES[field]}: only for a tarball source; a Debian source is checked against its .dsc"
+            )
 
 
 def tarball_dir_problem(directory: object) -> str | None:

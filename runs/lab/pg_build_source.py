@@ -1,10 +1,14 @@
 """The SOURCE step of a build: the upstream tarball, checked, copied and unpacked on the host.
 
-A Debian source comes from apt (`apt-get source --download-only`) into a source cache on the
-host: apt checks the .dsc against its signed index, skips files already there with the right
-hashes (so a host without network builds from a filled cache), and the upstream tarball is
-checked against the .dsc. Only that upstream tarball is built: Debian's packaging patches move
-socket directories and paths for the packaged layout, which a benchlab build does not use.
+A Debian source is taken from the host's source cache as it stands, never through apt: the .dsc
+and its upstream tarball must be there (scripts/fetch-pg-source, or `apt-get source
+--download-only` in the cache, put them there; apt checked the .dsc against its signed index
+then). The cache must be changeable by root and apt's download user only, so what apt checked
+is what is built; the upstream tarball is checked against the .dsc's SHA-256. Any version in the
+cache will do, installed or not: only that upstream tarball is built, since Debian's packaging
+patches move socket directories and paths for the packaged layout, which a benchlab build does
+not use. A version the cache lacks is refused before it is queued (services.builds, through
+runs.lab.pg_sources); should it be gone by the time the build starts, this step says how to add it.
 
 A release tarball is a file in the host's tarball directory (BuildSource.tarball_dir), named by
 its file name only. Root resolves it there (symbolic links included) and refuses one that leads
@@ -24,14 +28,23 @@ from runs.lab.pg_build_model import BuildFailed, BuildPaths, BuildStep
 from runs.lab.pg_build_options import TARBALL_SUFFIXES, BuildSource, SourceKind, tarball_file
 from runs.lab.probe import TRUSTED_PATH
 from runs.lab.run_user import RUN_USER, run_as_run_user
-from runs.lab.transport import Transport, clean_text
+from runs.lab.transport import Transport
 
 SOURCE_CACHE = "/var/cache/benchlab/pg-sources"  # per host: what apt fetched for builds
-APT_TIMEOUT_S = 1800
 UNPACK_TIMEOUT_S = 900
-# The cache belongs to apt's unprivileged download user where there is one, so apt downloads
-# sandboxed (as root it warns and downloads unsandboxed); apt moves finished files in as root.
-_ENSURE_CACHE = 'install -d -m 0755 "$1" && { ! id -u _apt >/dev/null 2>&1 || chown _apt:root "$1"; }'
+# As root: $1 the cache. "trusted" when it, and every directory above it, may be changed only by
+# root or (the cache itself) apt's download user; exit 3 when there is no cache.
+_CACHE_TRUSTED = (
+    f"{TRUSTED_PATH}; "
+    '[ -d "$1" ] || exit 3; a=$(id -u _apt 2>/dev/null || echo 0); '
+    'trusted "$(dirname "$1")" && [ -n "$(find "$1" -maxdepth 0 \\( -user 0 -o -user "$a" \\) ! -perm /022)" ] '
+    "&& echo trusted; true"
+)
+# How a user adds a Debian source to a host's cache: said wherever one is missing.
+ADD_DEBIAN_SOURCE = (
+    "add it with `apt-get source --download-only {package}={version}` run as root in {cache} on the host "
+    "(scripts/fetch-pg-source does that for the installed versions), or build from a source the host has"
+)
 _ORIG_TARBALL = re.compile(r"[A-Za-z0-9.+~_-]+\.orig\.tar\.(?:gz|bz2|xz)")
 # As root: $1 the tarball directory, $2 the file name. Prints the directory and the file, each
 # resolved (the file's final link need not exist: "outside" says nothing of its target), or
@@ -55,53 +68,6 @@ class SourceTarball:
     expected_sha256: str  # "" when nothing says what it must be
 
 
-def installed_versions(transport: Transport, package: str) -> list[str]:
-    """The versions of the Debian source package `package` whose binaries are installed."""
-    listing = transport.run(
-        ["dpkg-query", "-W", "-f", "${db:Status-Abbrev}|${source:Package}|${source:Version}\\n"], check=False
-    ).stdout
-    versions = set()
-    for line in listing.splitlines():
-        status, _, rest = line.partition("|")
-        source, _, version = rest.partition("|")
-        if status.startswith("ii") and source == package:
-            versions.add(version)
-    return sorted(versions)
-
-
-def check_installed(transport: Transport, package: str, version: str) -> None:
-    installed = installed_versions(transport, package)
-    if version not in installed:
-        found = ", ".join(installed) or "none"
-        raise BuildFailed(
-            BuildStep.SOURCE,
-            f"{package} {version} is not installed on {transport.label} (installed versions of {package}: {found}); "
-            "build from the Debian source of an installed version, or from a release tarball",
-        )
-
-
-def _apt_failure(transport: Transport, package: str, version: str, output: str, status: int) -> BuildFailed:
-    command = f"apt-get source --download-only {package}={version}"
-    if "deb-src" in output and "sources.list" in output:
-        reason = (
-            f"apt on {transport.label} has no deb-src entry: add a deb-src line for the same mirror and suites "
-            "as its deb lines (scripts/install-system-packages adds one on benchlab's machine), then apt-get update"
-        )
-    elif "Unable to find a source package" in output or "Can not find version" in output:
-        reason = (
-            f"apt on {transport.label} knows no source of {package} {version}: run apt-get update there "
-            "(after adding a deb-src line); the mirror may no longer carry that version"
-        )
-    elif "Failed to fetch" in output:
-        reason = (
-            f"apt on {transport.label} could not download the source of {package} {version} and it is not in "
-            f"{SOURCE_CACHE}: give the host access to the mirror, or fill the cache (scripts/fetch-pg-source)"
-        )
-    else:
-        reason = f"apt-get source on {transport.label} failed with exit status {status}"
-    return BuildFailed(BuildStep.SOURCE, reason, command=command, exit_status=status, output=output)
-
-
 def dsc_orig_tarball(dsc: str) -> tuple[str, str]:
     """(file name, SHA-256) of the upstream tarball a .dsc lists under Checksums-Sha256."""
     section = re.search(r"^Checksums-Sha256:[ \t]*\n((?:[ \t]+\S.*\n?)+)", dsc, re.MULTILINE)
@@ -112,36 +78,35 @@ def dsc_orig_tarball(dsc: str) -> tuple[str, str]:
     return origs[0]
 
 
-def fetch_debian_source(
-    transport: Transport, package: str, version: str, on_line: Callable[[str], None]
-) -> SourceTarball:
+def cached_dsc_names(transport: Transport) -> list[str]:
+    """The .dsc files in the host's source cache, sorted (what a refusal names)."""
+    listed = transport.run(["find", SOURCE_CACHE, "-maxdepth", "1", "-name", "*.dsc", "-printf", "%f\\n"], check=False)
+    return sorted(listed.stdout.split()) if listed.exit_status == 0 else []
+
+
+def cached_debian_source(transport: Transport, package: str, version: str) -> SourceTarball:
     """The upstream tarball of Debian's `package` `version` in the host's source cache, with the
-    checksum its .dsc gives (apt has checked the .dsc against the signed Sources index)."""
-    transport.run(["sh", "-c", _ENSURE_CACHE, "sh", SOURCE_CACHE])
-    # One apt at a time in the cache: two builds on one host (or hosts sharing a disk) fetching
-    # the same files would overwrite each other's partial downloads.
-    argv = ["flock", "-w", "900", f"{SOURCE_CACHE}/.lock", "apt-get", "source", "--download-only", "-q"]
-    lines: list[str] = []
-
-    def collect(line: str) -> None:
-        lines.append(clean_text(line))
-        on_line(clean_text(line))
-
-    fetched = transport.run(
-        [*argv, f"{package}={version}"],
-        cwd=SOURCE_CACHE,
-        timeout=APT_TIMEOUT_S,
-        check=False,
-        on_stdout=collect,
-        on_stderr=collect,
-    )
-    if fetched.exit_status != 0:
-        raise _apt_failure(transport, package, version, "\n".join(lines), fetched.exit_status)
+    checksum its .dsc gives; BuildFailed, saying how to add it, when the cache does not hold it."""
+    add_one = ADD_DEBIAN_SOURCE.format(package=package, version=version, cache=SOURCE_CACHE)
+    checked = transport.run(["sh", "-c", _CACHE_TRUSTED, "sh", SOURCE_CACHE], check=False)
+    if checked.exit_status == 3:
+        raise BuildFailed(BuildStep.SOURCE, f"there is no source cache {SOURCE_CACHE} on {transport.label}: {add_one}")
+    if checked.stdout.strip() != "trusted":
+        raise BuildFailed(
+            BuildStep.SOURCE,
+            f"the source cache {SOURCE_CACHE} on {transport.label} (or a directory above it) may be changed by "
+            "someone other than root and apt: make it root's (or apt's _apt user's) and writable by nobody else",
+        )
     dsc_path = f"{SOURCE_CACHE}/{package}_{version.partition(':')[2] or version}.dsc"
-    # Read as the run user: the cache is apt's download user's to write.
+    # Read as the run user, like the tarball: a file it may not read is not built.
     dsc = run_as_run_user(transport, ["cat", "--", dsc_path], check=False)
     if dsc.exit_status != 0:
-        raise BuildFailed(BuildStep.SOURCE, f"apt-get source left no {dsc_path} on {transport.label}")
+        there = ", ".join(cached_dsc_names(transport)) or "none"
+        raise BuildFailed(
+            BuildStep.SOURCE,
+            f"the Debian source of {package} {version} is not in {SOURCE_CACHE} on {transport.label} "
+            f"(.dsc files there: {there}): {add_one}",
+        )
     try:
         name, sha256 = dsc_orig_tarball(dsc.stdout)
     except ValueError as exc:
@@ -238,7 +203,7 @@ def obtain_source(transport: Transport, source: BuildSource, paths: BuildPaths, 
     """The whole step: the source tarball checked, copied into the work dir and unpacked into
     src/; returns the SHA-256 of what is built."""
     if source.kind == SourceKind.DEBIAN:
-        tarball = fetch_debian_source(transport, source.package, source.package_version, on_line)
+        tarball = cached_debian_source(transport, source.package, source.package_version)
     else:
         tarball = SourceTarball(path=resolve_tarball(transport, source), expected_sha256=source.sha256)
     copy, sha256 = copy_checked(transport, tarball, paths)

@@ -112,7 +112,7 @@ def parse_sources(output: str) -> list[HostSource]:
     return sorted(set(found), key=lambda s: (s.kind, s.version, s.key))
 
 
-def host_sources(transport: Transport, tarball_dir: str) -> list[HostSource]:
+def host_sources(transport: Transport, tarball_dir: str, *, timeout_s: float = LIST_TIMEOUT_S) -> list[HostSource]:
     """Every source a build on this host may start from now (see the module's docstring)."""
-    listed = transport.run(["sh", "-c", _LIST, "sh", SOURCE_CACHE, tarball_dir], timeout=LIST_TIMEOUT_S)
+    listed = transport.run(["sh", "-c", _LIST, "sh", SOURCE_CACHE, tarball_dir], timeout=timeout_s)
     return parse_sources(listed.stdout)

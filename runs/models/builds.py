@@ -9,11 +9,14 @@ show both. The options' cache key names the prefix on the host: asking again for
 options on the same host reuses the build (services.builds).
 """
 
+import itertools
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils.dateparse import parse_datetime
 
 from runs.models.inventory import Host, PgInstall
 from runs.models.job_keys import host_job_key
@@ -119,6 +122,17 @@ class PgBuild(models.Model):
 
     def __str__(self) -> str:
         return f"build {self.pk} ({self.get_state_display()})"
+
+    def step_times(self) -> list[tuple[str, datetime | None, datetime | None]]:
+        """(step, started, ended) of each step entered, from `steps`. A build recorded before
+        steps had ends: a step ended when the next started, the last one when the build finished."""
+        times = [[entry[0], parse_datetime(entry[1]), parse_datetime(entry[2]) if len(entry) > 2 else None]
+                 for entry in self.steps]  # fmt: skip
+        for this, following in itertools.pairwise(times):
+            this[2] = this[2] or following[1]
+        if times and self.is_finished and times[-1][2] is None:
+            times[-1][2] = self.finished_at
+        return [(name, started, ended) for name, started, ended in times]
 
     @property
     def is_finished(self) -> bool:

@@ -90,7 +90,8 @@ def _drive_to_end(build: PgBuild) -> str:
         build_release_host(build=build)
     state, fields = ending
     if state != BuildState.DONE:
-        fields = {"log": observer.log_text(), "progress": observer.percent, **fields}
+        steps = observer.steps_ended(timezone.now())  # the step it stopped in ends now
+        fields = {"log": observer.log_text(), "progress": observer.percent, "steps": steps, **fields}
         if not build_transition(build=build, state=state, **fields):
             build.refresh_from_db(fields=["state"])
     queue_dispatch()
@@ -183,6 +184,7 @@ def _register(build: PgBuild, built: BuiltInstall, observer: BuildJobObserver) -
                 source_sha256=built.source_sha256,
                 step="",
                 progress=None,
+                steps=observer.steps_ended(timezone.now()),
                 log=observer.log_text(),
             )
             if not done:  # ended from outside meanwhile: nothing is registered

@@ -2,13 +2,17 @@
 lines turned into the build's record and live events, and a cancel turned into stopping what
 runs on the host now.
 
-Steps are written at once; progress and the log's last lines go with the heartbeat (a write per
-line of make's output would be thousands), and every line goes to the page live.
+Steps are written at once, each with its start and (once the next starts, or the build ends)
+its end: PgBuild.steps holds [name, started, ended] ISO times, [name, started] for the step in
+progress (and for every step of a build recorded before ends were). Progress and the log's last
+lines go with the heartbeat (a write per line of make's output would be thousands), and every
+line goes to the page live.
 """
 
 import threading
 import time
 from collections import deque
+from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
@@ -58,14 +62,22 @@ class BuildJobObserver:
         name = BuildStepName(str(step))
         at = timezone.now()
         self.current_step, self.percent, self._step_began = name.value, None, time.monotonic()
+        steps = self.steps_ended(at)  # the step before ends as this one starts
         self._steps.append([name.value, at.isoformat()])
+        steps.append([name.value, at.isoformat()])
         self.line(f"== {name.label} ==")  # which step the lines after it belong to
-        steps = [list(entry) for entry in self._steps]
         building = PgBuild.objects.filter(pk=self.build.pk, state=BuildState.BUILDING)
         with_database_retry(
             lambda: building.update(step=name.value, progress=None, steps=steps), f"build {self.build.pk}: {name}"
         )
         live.publish_build(self.build.pk, "step", {"step": name.value, "label": name.label, "at": at.isoformat()})
+
+    def steps_ended(self, at: datetime) -> list[list[str]]:
+        """The steps so far, [name, started, ended] each (PgBuild.steps), the current one ended
+        at `at`: when the next starts, or when the build ends (its worker records them then)."""
+        if self._steps and len(self._steps[-1]) == 2:
+            self._steps[-1].append(at.isoformat())
+        return [list(entry) for entry in self._steps]
 
     def line(self, text: str) -> None:
         with self._lock:

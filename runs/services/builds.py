@@ -2,13 +2,17 @@
 cancel it. Removing a done build is services.build_remove; running one, services.build_execute.
 
 A build is asked for with the lab layer's BuildOptions and validated by it
-(runs/lab/pg_build_options): nothing the options do not allow reaches a host. Builds are cached
+(runs/lab/pg_build_options): nothing the options do not allow reaches a host, and its source is
+checked against what the host has (services.build_sources) before anything is queued: the page,
+the API and the page-size study all come through build_queue, so all refuse alike. Builds are cached
 per host by the options' key: a done, queued or running build of the same key on the same host
 is the answer to a second request, and a partial unique index keeps two requests racing from
 making two.
 """
 
+import dataclasses
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -26,8 +30,10 @@ from runs.lab.pg_build_options import (
     build_option_errors,
     build_prefix,
 )
+from runs.lab.pg_sources import HostSource
 from runs.models import ENDED_BUILD_STATES, LIVE_BUILD_STATES, AuditAction, BuildState, Host, PgBuild
 from runs.roles import owner_refusal
+from runs.services import build_sources
 from runs.services.audit import audit_record
 from runs.services.job_states import job_transition
 from runs.services.queue import build_release_host, queue_dispatch
@@ -85,12 +91,18 @@ def live_build(host: Host, key: str) -> PgBuild | None:
 
 
 def build_queue(
-    *, host: Host, options: BuildOptions, by: Any, request: HttpRequest | None = None
+    *,
+    host: Host,
+    options: BuildOptions,
+    by: Any,
+    request: HttpRequest | None = None,
+    sources: Sequence[HostSource] | None = None,
 ) -> tuple[PgBuild, bool]:
     """Queue a build of `options` on `host` for `by`, or find the same one: (the build, whether
     it was queued now). A done build of the same options is the answer as it is (nothing is
-    built again); so is one queued or building. Bad options or a host that takes no builds
-    raise ValidationError, field by field, and nothing is created."""
+    built again); so is one queued or building. Bad options, a host that takes no builds or a
+    source the host does not have (`sources`, what it has, as the caller just read it; asked of
+    the host when not given) raise ValidationError, field by field, and nothing is created."""
     errors = dict(build_option_errors(options))
     if options.source.kind == SourceKind.TARBALL and options.source.tarball_dir != settings.PG_TARBALL_DIR:
         errors.setdefault("tarball_path", f"tarball: builds take tarballs only from {settings.PG_TARBALL_DIR}")
@@ -98,6 +110,7 @@ def build_queue(
         errors["host"] = refusal
     if errors:
         raise ValidationError(errors)
+    options = _source_checked(host, options, sources)
     key = build_key(options)
     if existing := live_build(host, key):
         return existing, False
@@ -123,6 +136,21 @@ def build_queue(
             return existing, False
         raise
     return build, True
+
+
+def _source_checked(host: Host, options: BuildOptions, sources: Sequence[HostSource] | None) -> BuildOptions:
+    """The options with their source as the host has it (a tarball pinned to the checksum found
+    there, so one swapped before the build is refused at its SOURCE step); ValidationError on
+    "source" when the host lacks it or could not be asked."""
+    try:
+        listed = build_sources.host_sources_read(host) if sources is None else sources
+    except build_sources.SourcesUnknown as exc:
+        raise ValidationError({"source": f"{exc}; nothing was queued: try again once it answers"}) from exc
+    if refusal := build_sources.source_refusal(host, options, listed):
+        raise ValidationError({"source": refusal})
+    found = build_sources.source_found(options, listed)
+    assert found is not None  # source_refusal says so otherwise
+    return dataclasses.replace(options, source=found.build_source(settings.PG_TARBALL_DIR))
 
 
 def publish_build_state(build: PgBuild, state: BuildState) -> None:

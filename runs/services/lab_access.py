@@ -1,5 +1,7 @@
 """From an inventory Host to a live connection to it (the only place the two layers meet)."""
 
+import dataclasses
+
 from django.conf import settings
 
 from runs.lab.errors import HostNotAnswering
@@ -23,11 +25,15 @@ def host_ssh_target(host: Host) -> SSHTarget:
     )
 
 
-def host_connect(host: Host) -> Transport:
-    """Open a connection to the host: SSH with its pinned keys, or local for this machine."""
+def host_connect(host: Host, *, connect_timeout_s: float | None = None) -> Transport:
+    """Open a connection to the host: SSH with its pinned keys, or local for this machine. A page
+    that waits for the answer passes a short connect timeout."""
     if host.is_local:
         return LocalTransport(label=host.name)
-    return SSHTransport(host_ssh_target(host))
+    target = host_ssh_target(host)
+    if connect_timeout_s is not None:
+        target = dataclasses.replace(target, connect_timeout=connect_timeout_s)
+    return SSHTransport(target)
 
 
 def host_connect_for_run(host: Host) -> ReconnectingTransport:

@@ -37,8 +37,10 @@ from runs.lab.local_transport import LocalTransport
 from runs.lab.run_user import RUN_USER, ensure_run_user
 from runs.lab.ssh_transport import SSHTransport
 from runs.roles import ADMIN, OPERATOR, VIEWER
+from runs.services import build_sources
 from runs.tests.browser import serving
 from runs.tests.factories import make_user
+from runs.tests.fake_sources import FakeHostSources
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab
 from runs.tests.workers import CeleryWorker, start_celery_worker, tasks_sent_to
 
@@ -232,6 +234,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             path.unlink(missing_ok=True)
         else:
             path.write_text(text)
+
+
+@pytest.fixture(autouse=True)
+def fake_sources(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> FakeHostSources | None:
+    """Outside the lab, hosts are not asked which PostgreSQL sources they have (a test's hosts
+    are rows, their addresses nobody's): they have FakeHostSources' (the test may change them)."""
+    if request.node.get_closest_marker("lab"):
+        return None
+    fake = FakeHostSources()
+    monkeypatch.setattr(build_sources, "host_sources_read", fake)
+    return fake
 
 
 @pytest.fixture

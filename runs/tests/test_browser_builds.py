@@ -1,15 +1,19 @@
 """The build pages in a real browser (Debian's chromium under Playwright, against uvicorn): the
-form's error summary, a build page that follows the build live (its steps, make's progress bar
-with the time left, the log) and turns into the finished page, a failed build's page, and a
-cancel that asks first. The build's live events are published by the test itself: no lab, no
-worker builds anything. Screenshots go to test-artifacts/."""
+form with the sources the virtual lab's lab1 has (version and checksum) and its error summary, the
+form for a host that cannot be asked, a build page that follows the build live (its steps with
+their start and end, make's progress bar with the time left, the log) and turns into the finished
+page, a failed build's page, and a cancel that asks first. The build's live events are published
+by the test itself: no worker builds anything. Screenshots go to test-artifacts/."""
 
 import dataclasses
+import re
+import subprocess
+import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
-from django.conf import settings
 from playwright.sync_api import Page
 
 from runs import live
@@ -17,13 +21,17 @@ from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, bui
 from runs.models import BuildState, Host, PgBuild, PgInstall
 from runs.services.builds import build_fields
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
-from runs.tests.factories import make_host, make_pg_install, make_user
+from runs.tests.factories import make_host, make_user
 from runs.tests.test_accessibility import axe_context, axe_report, serious
 from runs.tests.test_browser_run_page import in_another_thread, text
 from runs.tests.test_browser_shares import watch_errors
+from runs.tests.test_pg_build_lab import cached_sources, newest_cached_tarball, tarball_source, version_order
+from runs.tests.test_run_execution import lab_inventory
 
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+__all__ = ["lab_inventory"]  # a fixture, used by name
 LOG_LINES = "document.getElementById('log').textContent.trimEnd().split('\\n').length"
+STEP_TIMES = "items => items.map((i) => i.querySelector('.step-times')?.textContent ?? '')"
 LOG_AT_BOTTOM = (
     "(() => { const l = document.getElementById('log'); return l.scrollHeight - l.scrollTop - l.clientHeight <= 4; })()"
 )
@@ -59,54 +67,40 @@ def publish_step(build: PgBuild, step: str, label: str, at: datetime) -> None:
 
 
 @BROWSER
-def test_the_form_lists_what_is_wrong_at_the_top_and_keeps_what_was_typed(web_server: str) -> None:
-    host = make_host(name="lab1")
-    make_pg_install(host, bin_dir="/usr/lib/postgresql/15/bin", version="15.20")
+def test_the_form_says_at_once_when_a_host_cannot_be_asked_for_its_sources_and_offers_no_build(
+    page_server: str, tmp_path: Path
+) -> None:
+    key = tmp_path / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    # No machine has this address (the virtual lab's network, or none at all): the connection
+    # gets no answer, as with a host that is switched off.
+    host = make_host(name="lab9", address="10.200.0.199", private_key_path=str(key))
+    make_host(name="lab8", address="10.200.0.198", private_key_path=str(key))
     make_user("otto", "operator", password=PASSWORD)
     errors: list[str] = []
-    with chromium(height=1300) as (context, violations):
+    with chromium(height=1000) as (context, violations):
         page = context.new_page()
         watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/builds/new/?host={host.pk}")
-        chosen = page.eval_on_selector("#id_host", "select => select.selectedOptions[0].textContent")
-        page.screenshot(path=str(ARTIFACTS / "build-form.png"), full_page=True)
-        page.check("#id_source_kind_1")  # a tarball
-        help_text = text(page, "#id_tarball_path_helptext")
-        page.fill("#id_tarball_path", "/srv/src/postgresql-15.20.tar.bz2")  # a path, not a name in the directory
-        page.fill("#id_sha256", "not-a-checksum")
-        page.fill("#id_version", "15.20")
-        page.select_option("#id_block_size_kb", "4")
-        page.check("#id_configure_flags_0")  # --enable-debug, the first listed
-        page.click("#build-form button[type=submit]")
-        page.wait_for_load_state()
-        summary = text(page, "#error-summary")
-        kept = page.input_value("#id_tarball_path"), page.input_value("#id_block_size_kb")
-        page.screenshot(path=str(ARTIFACTS / "build-form-errors.png"), full_page=True)
-        page.click("#error-summary a[href='#id_tarball_path']")
-        focused = page.evaluate("document.activeElement.id")
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/builds/new/")
+        before = text(page, "#sources-none-asked")
+        began = time.monotonic()
+        with page.expect_navigation():
+            page.select_option("#host-choice", str(host.pk))  # the script reloads the form for that host
+        took = time.monotonic() - began
+        url = page.url
+        said = text(page, "#sources-problem")
+        disabled = page.eval_on_selector("#queue-build", "b => b.disabled")
+        page.screenshot(path=str(ARTIFACTS / "build-form-host-unreachable.png"), full_page=True)
 
-    assert chosen == "lab1"
-    assert summary.startswith("The build was not queued. Correct what is listed here (and marked below):")
-    directory = settings.PG_TARBALL_DIR
-    assert help_text == (
-        f"The file name of an upstream release tarball (.tar.gz, .tar.bz2 or .tar.xz) in {directory} on the host: "
-        "builds take tarballs only from there."
+    assert before.startswith("Choose a host above: the sources it has are listed here.")
+    assert url.endswith(f"/builds/new/?host={host.pk}") and took < 10, took
+    assert said.startswith("Could not ask lab9 which PostgreSQL sources it has: ") and said.endswith(
+        "Nothing can be built there until it answers."
     )
-    assert (
-        f"Tarball: '/srv/src/postgresql-15.20.tar.bz2': give the file name of a release tarball in {directory} on the "
-        "host, e.g. postgresql-15.20.tar.bz2 (letters, digits and . _ + ~ -; no '/', no '..', not starting with '.'): "
-        "builds take tarballs only from that directory." in summary
-    ), summary
-    assert (
-        "SHA-256: 'not-a-checksum': give the 64 hexadecimal digits published with the tarball, or nothing." in summary
-    )
-    assert kept == ("/srv/src/postgresql-15.20.tar.bz2", "4")
-    assert focused == "id_tarball_path"
-    assert not PgBuild.objects.exists()
+    assert disabled
     assert not violations, violations
-    form_url = f"{web_server}/builds/new/?host={host.pk}"
-    assert errors == [f"{form_url}: 400 from {form_url}"], errors  # the refused form itself, nothing else
+    assert not errors, errors
 
 
 @BROWSER
@@ -137,6 +131,7 @@ def test_a_build_page_follows_the_steps_the_make_progress_and_the_log_then_shows
         page.goto(f"{web_server}/builds/{build.pk}/")
         wait_until(page, f"{LOG_LINES} === 41", timeout_ms=10_000)
         steps_then = page.eval_on_selector_all("#build-steps li", "items => items.map((i) => i.className)")
+        times_then = page.eval_on_selector_all("#build-steps li", STEP_TIMES)
         progress_then = progress_said(page), page.eval_on_selector("#build-progress", "p => p.value")
 
         for number in range(1, 31):
@@ -173,6 +168,7 @@ def test_a_build_page_follows_the_steps_the_make_progress_and_the_log_then_shows
         block_size = text(page, "#built-block-size")
         queue_run = page.get_attribute("#queue-run", "href")
         finished_steps = page.eval_on_selector_all("#build-steps li", "items => items.map((i) => i.className)")
+        times_done = page.eval_on_selector_all("#build-steps li", STEP_TIMES)
         page.screenshot(path=str(ARTIFACTS / "build-page-done.png"), full_page=True)
 
     assert steps_then == ["build-step step-done", "build-step step-done", "build-step step-current",
@@ -183,6 +179,14 @@ def test_a_build_page_follows_the_steps_the_make_progress_and_the_log_then_shows
     assert finished_state == "done" and block_size == "4 kB"
     assert queue_run is not None and f"pg_install={PgBuild.objects.get(pk=build.pk).pg_install_id}" in queue_run
     assert finished_steps == ["build-step step-done"] * 5
+    # Each step from its start to its end (the step before ends as the next starts; a build
+    # recorded without ends shows them so too), the one in progress open-ended.
+    clock = r"\d\d:\d\d:\d\d"
+    assert [bool(re.fullmatch(f"{clock}–{clock}", t)) for t in times_then[:2]] == [True, True], times_then
+    assert re.fullmatch(f"{clock}–…", times_then[2]) and times_then[3:] == ["", ""], times_then
+    assert times_then[0].split("–")[1] == times_then[1].split("–")[0], times_then
+    assert all(re.fullmatch(f"{clock}–{clock}", t) for t in times_done), times_done
+    assert [t.split("–")[1] for t in times_done[:-1]] == [t.split("–")[0] for t in times_done[1:]], times_done
     assert not violations, violations
     assert not errors, errors
 
@@ -276,12 +280,66 @@ def test_the_build_pages_have_no_serious_accessibility_violations(web_server: st
             checked.wait_for_load_state()
             checked.screenshot(path=str(ARTIFACTS / f"a11y-{name}.png"), full_page=True)
             reports[name] = axe_report(checked, name)
-        checked.goto(f"{web_server}/builds/new/")
-        checked.click("#build-form button[type=submit]")  # nothing chosen: the error summary
+        checker.close()
+
+    # The form with a host's sources and its error summary: checked with lab1's real sources below.
+    found = {name: serious(report, name) for name, report in reports.items()}
+    assert len(found) == 4 and not {name: lines for name, lines in found.items() if lines}, found
+    assert not violations, violations
+
+
+@BROWSER
+def test_the_form_lists_the_sources_lab1_has_with_version_and_checksum_and_keeps_the_choice_when_refused(
+    page_server: str, lab_inventory: dict[str, Host]
+) -> None:
+    host = lab_inventory["lab1"]
+    version, tarball, sha256 = newest_cached_tarball()
+    release = f"postgresql-{version}.tar.bz2"
+    tarball_source(tarball, sha256, name=release)  # a release tarball in the tests' tarball directory
+    debian = f"debian:postgresql-15={max(cached_sources(), key=version_order)}"
+    make_user("otto", "operator", password=PASSWORD)
+    errors: list[str] = []
+    with chromium(height=1100) as (context, violations):
+        page = context.new_page()
+        watch_errors(page, errors)
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/builds/new/")
+        with page.expect_navigation():
+            page.select_option("#host-choice", str(host.pk))
+        checker = axe_context(context)
+        checked = checker.new_page()
+        checked.goto(page.url)
+        reports = {"build-form-sources": axe_report(checked, "build-form-sources")}
+        rows = page.eval_on_selector_all(
+            "#sources tbody tr",
+            "rows => rows.map((r) => [r.dataset.key, r.querySelector('.version').textContent.trim(),"
+            " r.querySelector('.sha256').textContent, r.querySelector('.sha256').title])",
+        )
+        page.screenshot(path=str(ARTIFACTS / "build-form-sources.png"), full_page=True)
+        page.check(f"#sources tr[data-key='{debian}'] input[type=radio]")
+        page.select_option("#id_block_size_kb", "4")
+        page.check("#id_configure_flags_2")  # --with-icu
+        page.check("#id_configure_flags_3")  # --without-icu
+        page.click("#queue-build")
+        page.wait_for_load_state()
+        summary = text(page, "#error-summary")
+        kept = page.eval_on_selector("#sources input[type=radio]:checked", "r => r.value")
+        block_size = page.input_value("#id_block_size_kb")
+        page.screenshot(path=str(ARTIFACTS / "build-form-sources-refused.png"), full_page=True)
+        checked.check(f"#sources tr[data-key='{debian}'] input[type=radio]")
+        checked.check("#id_configure_flags_2")
+        checked.check("#id_configure_flags_3")
+        checked.click("#queue-build")
         checked.wait_for_load_state()
         reports["build-form-errors"] = axe_report(checked, "build-form-errors")
         checker.close()
 
+    assert [debian, version, f"{sha256[:12]}…", f"SHA-256 {sha256}"] in rows, rows
+    assert [f"tarball:{release}", version, f"{sha256[:12]}…", f"SHA-256 {sha256}"] in rows, rows
+    assert "Configure flags: --with-icu and --without-icu contradict each other: pick one." in summary, summary
+    assert kept == debian and block_size == "4"
+    assert not PgBuild.objects.exists()
     found = {name: serious(report, name) for name, report in reports.items()}
-    assert len(found) == 5 and not {name: lines for name, lines in found.items() if lines}, found
+    assert not {name: lines for name, lines in found.items() if lines}, found
     assert not violations, violations
+    assert [e for e in errors if "400 from" not in e] == [], errors  # the refused form itself is a 400

@@ -1,10 +1,9 @@
 """PostgreSQL builds end to end: queued like a run, built by a real Celery worker on the virtual
 lab, registered in the inventory, and used by a run; and a build cancelled a few seconds in.
 
-lab1 has no network: its Debian source comes from this machine's cache (scripts/fetch-pg-source).
-When the cache holds the source of the postgresql-15 installed here, that is what is built; when
-the mirror no longer carries it, the newest cached Debian upstream tarball, checked against its
-.dsc's SHA-256 (test_pg_build_lab.real_build_source). The build takes about five minutes the
+lab1 has no network: its Debian source comes from this machine's cache (scripts/fetch-pg-source),
+the newest cached postgresql-15, installed or not, checked against its .dsc's SHA-256
+(test_pg_build_lab.real_build_source). The build takes about five minutes the
 first time; lab1's BUILDS_ROOT is kept between sessions (test_pg_build_lab's `lab1` fixture
 bind-mounts a directory of this machine there), so a later session finds the same build by its
 key, verifies it and registers it without compiling.

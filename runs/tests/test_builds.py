@@ -37,6 +37,7 @@ from runs.services.heartbeat import stale_after_s
 from runs.services.queue import queue_dispatch, queue_dispatch_jobs, run_release_hosts
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.fake_sources import DEBIAN_15_18, DEBIAN_15_20, TARBALL_15_20, FakeHostSources
 
 pytestmark = pytest.mark.django_db
 DEBIAN_VERSION = "15.20-0+deb12u1"
@@ -56,10 +57,10 @@ def make_build(host: Host, options: BuildOptions | None = None, **fields: Any) -
 
 
 def form_fields(host: Host, **changes: object) -> dict[str, object]:
-    """The page's form (and the API's body) for a 4 kB Debian build on `host`."""
-    fields: dict[str, object] = {"host": host.pk, "source_kind": "debian", "package": "postgresql-15",
-                                 "package_version": DEBIAN_VERSION, "version": "", "tarball_path": "", "sha256": "",
-                                 "block_size_kb": 4, "wal_block_size_kb": 8, "segment_size_gb": 1}  # fmt: skip
+    """The page's form (and the API's body) for a 4 kB build on `host` from the Debian source of
+    DEBIAN_VERSION, which the host has (conftest's fake_sources)."""
+    fields: dict[str, object] = {"host": host.pk, "source": DEBIAN_15_20.key, "block_size_kb": 4,
+                                 "wal_block_size_kb": 8, "segment_size_gb": 1}  # fmt: skip
     return fields | changes
 
 
@@ -317,7 +318,10 @@ def test_a_failed_build_keeps_its_step_command_exit_status_and_output_and_regist
     assert build.failed_command.startswith("./configure --prefix=")
     assert build.failed_output == output and build.error == "configure failed: readline library not found"
     assert "== configure ==" in build.log and "checking for readline... no" in build.log
-    assert [step for step, _ in build.steps] == ["source", "configure"]
+    assert [step for step, *_ in build.steps] == ["source", "configure"]
+    (_, source_start, source_end), (_, configure_start, configure_end) = build.steps  # each with its end
+    assert source_start <= source_end == configure_start <= configure_end
+    assert build.finished_at is not None and configure_end <= build.finished_at.isoformat()
     assert not PgInstall.objects.exists() and build.pg_install is None
     assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
     assert [data["step"] for kind, data in events(build) if kind == "step"] == ["source", "configure"]
@@ -530,8 +534,7 @@ def test_building_again_a_removed_build_that_runs_used_takes_its_install_back(la
 
 def test_the_form_refuses_bad_input_with_a_summary_and_creates_nothing(client_for: ClientFactory) -> None:
     host = make_host()
-    fields = form_fields(host, package_version="15.19-0+deb12u1", version="15.20", block_size_kb=3,
-                         configure_flags=["--with-llvm"])  # fmt: skip
+    fields = form_fields(host, block_size_kb=3, configure_flags=["--with-llvm"])
 
     answer = client_for("otto").post(reverse("build-new"), fields)
 
@@ -539,9 +542,102 @@ def test_the_form_refuses_bad_input_with_a_summary_and_creates_nothing(client_fo
     assert answer.status_code == 400 and 'id="error-summary"' in page
     assert "The build was not queued." in page
     assert "3 kB is not allowed: PostgreSQL accepts 1 kB, 2 kB, 4 kB, 8 kB, 16 kB, 32 kB." in page
-    assert "15.19-0+deb12u1 is PostgreSQL 15.19, not 15.20: give the version the package holds." in page
     assert "--with-llvm is not a flag benchlab allows" in page
     assert not PgBuild.objects.exists()
+
+
+def test_a_source_the_host_does_not_have_is_refused_by_the_page_saying_what_it_has_and_nothing_is_queued(
+    client_for: ClientFactory, fake_sources: FakeHostSources, lab: SimpleNamespace
+) -> None:
+    host = make_host()
+    fake_sources.sources = [DEBIAN_15_18, TARBALL_15_20]  # the mirror does not serve the installed 15.20's source
+
+    answer = client_for("otto").post(reverse("build-new"), form_fields(host))
+
+    assert answer.status_code == 400
+    assert answer.context["form"].errors["source"] == [
+        "debian:postgresql-15=15.20-0+deb12u1 is not a source lab1 has; lab1 has: "
+        "PostgreSQL 15.18: Debian source postgresql-15 15.18-0+deb12u1 (cached); "
+        "PostgreSQL 15.20: release tarball postgresql-15.20.tar.bz2. A Debian source is added to its cache with "
+        "apt-get source --download-only (scripts/fetch-pg-source); a release tarball is copied into "
+        f"{settings.PG_TARBALL_DIR}."
+    ]
+    assert not PgBuild.objects.exists() and not AuditEvent.objects.exists() and lab.sent_builds == []
+
+
+def test_a_host_that_cannot_be_asked_is_said_on_the_form_and_nothing_is_queued(
+    client_for: ClientFactory, fake_sources: FakeHostSources
+) -> None:
+    host = make_host()
+    fake_sources.problem = "no route to host"
+    otto = client_for("otto")
+
+    shown = otto.get(reverse("build-new"), {"host": host.pk}).content.decode()
+    posted = otto.post(reverse("build-new"), form_fields(host))
+
+    assert "Could not ask lab1 which PostgreSQL sources it has: no route to host. Nothing can be built" in shown
+    assert 'id="queue-build" disabled' in shown
+    assert posted.status_code == 400 and posted.context["form"].errors["source"] == [
+        "could not ask lab1 which PostgreSQL sources it has: no route to host; nothing was queued: try again once "
+        "it answers."
+    ]
+    assert not PgBuild.objects.exists()
+
+
+def test_the_service_refuses_a_source_the_host_lacks_before_creating_anything(fake_sources: FakeHostSources) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    fake_sources.sources = [DEBIAN_15_18]
+    tarball = BuildSource(
+        SourceKind.TARBALL, tarball_path="postgresql-15.20.tar.bz2", tarball_dir=settings.PG_TARBALL_DIR
+    )
+
+    with pytest.raises(ValidationError) as debian:
+        build_queue(host=host, options=debian_options(), by=otto)
+    with pytest.raises(ValidationError) as release:
+        build_queue(host=host, options=BuildOptions(version="15.20", source=tarball), by=otto)
+    fake_sources.problem = "connection refused"
+    with pytest.raises(ValidationError) as unasked:
+        build_queue(host=host, options=debian_options(), by=otto)
+
+    has = "lab1 has: PostgreSQL 15.18: Debian source postgresql-15 15.18-0+deb12u1 (cached)."
+    assert debian.value.message_dict == {"source": [
+        "lab1 has no complete Debian source of postgresql-15 15.20-0+deb12u1 in /var/cache/benchlab/pg-sources "
+        "(its .dsc and upstream tarball): add it with `apt-get source --download-only postgresql-15=15.20-0+deb12u1` "
+        "run as root in /var/cache/benchlab/pg-sources on the host (scripts/fetch-pg-source does that for the "
+        f"installed versions), or build from a source the host has. {has}"
+    ]}  # fmt: skip
+    assert release.value.message_dict == {"source": [
+        f"lab1 has no release tarball postgresql-15.20.tar.bz2 in {settings.PG_TARBALL_DIR}: an admin copies it "
+        f"there (root's, mode 0644), or build from a source the host has. {has}"
+    ]}  # fmt: skip
+    assert unasked.value.message_dict == {"source": [
+        "could not ask lab1 which PostgreSQL sources it has: connection refused; nothing was queued: try again "
+        "once it answers"
+    ]}  # fmt: skip
+    assert not PgBuild.objects.exists() and not AuditEvent.objects.exists()
+
+
+def test_the_service_pins_a_tarball_to_the_checksum_found_on_the_host_and_refuses_another(
+    fake_sources: FakeHostSources,
+) -> None:
+    host, otto = make_host(), make_user("otto", "operator")
+    asked = BuildSource(SourceKind.TARBALL, tarball_path=TARBALL_15_20.file_name, tarball_dir=settings.PG_TARBALL_DIR)
+
+    build, _ = build_queue(host=host, options=BuildOptions(version="15.20", source=asked), by=otto)
+    with pytest.raises(ValidationError) as other:
+        wrong = dataclasses.replace(asked, sha256="ff" * 32)
+        build_queue(host=host, options=BuildOptions(version="15.20", source=wrong, block_size_kb=2), by=otto)
+    with pytest.raises(ValidationError) as version:
+        build_queue(host=host, options=BuildOptions(version="15.18", source=asked, block_size_kb=2), by=otto)
+
+    assert build.sha256 == TARBALL_15_20.sha256  # the SOURCE step refuses a tarball swapped since
+    assert other.value.message_dict["source"][0].startswith(
+        f"postgresql-15.20.tar.bz2 on lab1 has SHA-256 {TARBALL_15_20.sha256}, not the {'ff' * 32} given"
+    )
+    assert version.value.message_dict["source"] == [
+        "PostgreSQL 15.20: release tarball postgresql-15.20.tar.bz2 is PostgreSQL 15.20, not 15.18: ask for 15.20"
+    ]
+    assert PgBuild.objects.count() == 1
 
 
 def test_the_form_takes_the_version_from_the_package_and_queues_then_says_when_it_is_the_same_build(
@@ -564,15 +660,26 @@ def test_the_form_takes_the_version_from_the_package_and_queues_then_says_when_i
     )
 
 
-def test_the_form_preselects_a_host_and_suggests_what_the_hosts_have_installed(client_for: ClientFactory) -> None:
+def test_the_form_preselects_a_host_and_lists_its_sources_with_version_and_checksum(
+    client_for: ClientFactory, fake_sources: FakeHostSources
+) -> None:
     host = make_host(name="lab2")
-    make_pg_install(host, bin_dir="/usr/lib/postgresql/15/bin", version="15.20")
+    otto = client_for("otto")
 
-    page = client_for("otto").get(reverse("build-new"), {"host": host.pk}).content.decode()
-    bad = client_for("otto").get(reverse("build-new"), {"host": "two"})
+    page = otto.get(reverse("build-new"), {"host": host.pk}).content.decode()
+    no_host = otto.get(reverse("build-new")).content.decode()
+    bad = otto.get(reverse("build-new"), {"host": "two"})
 
     assert f'<option value="{host.pk}" selected>lab2</option>' in page
-    assert "lab2: postgresql-15 (PostgreSQL 15.20)" in page and '<option value="postgresql-15">' in page
+    rows = re.findall(r'<tr id="source-\d+" data-key="([^"]+)">', page)
+    assert rows == [DEBIAN_15_18.key, DEBIAN_15_20.key, TARBALL_15_20.key]
+    assert "<code>postgresql-15 15.18-0+deb12u1</code>" in page and "<code>postgresql-15.20.tar.bz2</code>" in page
+    assert f'<code class="sha256" title="SHA-256 {"18" * 32}">{"18" * 6}…</code>' in page
+    assert '15.20-0+deb12u1"' not in page.replace(DEBIAN_15_20.key, "")  # no placeholder, no guess
+    assert fake_sources.asked == ["lab2"]
+    assert (
+        "Choose a host above: the sources it has are listed here." in no_host and 'id="queue-build" disabled' in no_host
+    )
     assert bad.status_code == 400
 
 
@@ -674,6 +781,7 @@ def test_the_api_queues_finds_the_same_build_lists_and_cancels(users: dict[str, 
     assert created.status_code == 201 and same.status_code == 200
     assert same.json()["id"] == created.json()["id"]
     assert created.json()["configure_flags"] == ["--enable-debug"] and created.json()["version"] == "15.20"
+    assert created.json()["source"] == DEBIAN_15_20.key and created.json()["package_version"] == DEBIAN_VERSION
     assert [b["id"] for b in listed["results"]] == [created.json()["id"]]
     assert detail["state"] == "queued" and detail["steps"] == []
     assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
@@ -681,14 +789,14 @@ def test_the_api_queues_finds_the_same_build_lists_and_cancels(users: dict[str, 
 
 def test_the_api_refuses_bad_input_with_the_forms_words_and_a_viewer_may_not_queue(users: dict[str, User]) -> None:
     host = make_host()
-    body = form_fields(host, block_size_kb=3, sha256="abc", source_kind="svn")
-
-    refused = api_client(users["otto"]).post("/api/builds/", body, format="json")
+    refused = api_client(users["otto"]).post("/api/builds/", form_fields(host, block_size_kb=3), format="json")
+    svn = {"host": host.pk, "source_kind": "svn"}
+    refused_kind = api_client(users["otto"]).post("/api/builds/", svn, format="json")
     viewer = api_client(users["vera"]).post("/api/builds/", form_fields(host), format="json")
     bad_filter = api_client(users["vera"]).get("/api/builds/", {"state": "sleeping"})
 
     assert refused.status_code == 400
-    assert refused.json()["source_kind"] == ["Choose the Debian source package or a source tarball, not svn."]
+    assert refused_kind.json() == {"source_kind": ["Choose the Debian source package or a source tarball, not svn."]}
     assert refused.json()["block_size_kb"] == [
         "3 kB is not allowed: PostgreSQL accepts 1 kB, 2 kB, 4 kB, 8 kB, 16 kB, 32 kB."
     ]
@@ -699,26 +807,60 @@ def test_the_api_refuses_bad_input_with_the_forms_words_and_a_viewer_may_not_que
 @pytest.mark.parametrize(
     "asked", ["/etc/shadow", "../../etc/passwd", f"{settings.PG_TARBALL_DIR}/x.tar.gz", "sub/x.tar.gz"]
 )
-def test_a_tarball_outside_the_tarball_directory_is_refused_by_the_page_and_the_api_and_nothing_is_queued(
+def test_a_tarball_the_host_does_not_list_is_refused_by_the_page_and_the_api_and_nothing_is_queued(
     users: dict[str, User], lab: SimpleNamespace, asked: str
 ) -> None:
     host = make_host()
-    body = form_fields(host, source_kind="tarball", package="", package_version="", version="15.20", tarball_path=asked)
+    body = form_fields(host, source=f"tarball:{asked}")
+    legacy = {"host": host.pk, "source_kind": "tarball", "tarball_path": asked, "version": "15.20"}
     page = Client()
     page.force_login(users["otto"])
 
     by_page = page.post(reverse("build-new"), body)
     by_api = api_client(users["otto"]).post("/api/builds/", body, format="json")
+    by_old_api = api_client(users["otto"]).post("/api/builds/", legacy, format="json")
 
-    said = (
-        f"{asked!r}: give the file name of a release tarball in {settings.PG_TARBALL_DIR} on the host, e.g. "
-        "postgresql-15.20.tar.bz2 (letters, digits and . _ + ~ -; no '/', no '..', not starting with '.'): builds "
-        "take tarballs only from that directory."
-    )
-    assert by_page.status_code == 400 and by_page.context["form"].errors == {"tarball_path": [said]}
-    assert by_api.status_code == 400 and by_api.json() == {"tarball_path": [said]}
+    said = f"tarball:{asked} is not a source lab1 has; lab1 has: "
+    assert by_page.status_code == 400 and by_page.context["form"].errors["source"][0].startswith(said)
+    assert by_api.status_code == 400 and by_api.json()["source"][0].startswith(said)
+    assert by_old_api.status_code == 400 and by_old_api.json()["source"][0].startswith(said)
     assert not PgBuild.objects.exists() and not AuditEvent.objects.exists()
     assert lab.sent_builds == []  # no worker was asked to go near the host
+
+
+def test_the_api_lists_a_hosts_sources_and_takes_one_by_key_or_by_the_old_fields(
+    users: dict[str, User], fake_sources: FakeHostSources
+) -> None:
+    host = make_host()
+    otto = api_client(users["otto"])
+
+    listed = otto.get(f"/api/hosts/{host.pk}/build-sources/")
+    by_viewer = api_client(users["vera"]).get(f"/api/hosts/{host.pk}/build-sources/")
+    by_key = otto.post("/api/builds/", form_fields(host, source=TARBALL_15_20.key), format="json")
+    old = {"host": host.pk, "source_kind": "debian", "package": "postgresql-15", "package_version": "15.18-0+deb12u1",
+           "block_size_kb": 2}  # fmt: skip
+    by_old_fields = otto.post("/api/builds/", old, format="json")
+    checked = form_fields(host, source=TARBALL_15_20.key, sha256="ab" * 32, block_size_kb=2)
+    wrong_sum = otto.post("/api/builds/", checked, format="json")
+    fake_sources.problem = "timed out"
+    unasked = otto.get(f"/api/hosts/{host.pk}/build-sources/")
+
+    assert listed.status_code == 200 and listed.json()["sources"][2] == {
+        "key": "tarball:postgresql-15.20.tar.bz2", "kind": "tarball", "version": "15.20", "sha256": "2a" * 32,
+        "file_name": "postgresql-15.20.tar.bz2", "package": "", "package_version": "",
+        "label": "PostgreSQL 15.20: release tarball postgresql-15.20.tar.bz2",
+    }  # fmt: skip
+    assert [s["key"] for s in listed.json()["sources"]] == [DEBIAN_15_18.key, DEBIAN_15_20.key, TARBALL_15_20.key]
+    assert by_viewer.status_code == 403
+    assert by_key.status_code == 201 and by_key.json()["sha256"] == "2a" * 32 and by_key.json()["version"] == "15.20"
+    assert by_old_fields.status_code == 201 and by_old_fields.json()["source"] == DEBIAN_15_18.key
+    assert by_old_fields.json()["version"] == "15.18"
+    assert wrong_sum.status_code == 400 and wrong_sum.json() == {
+        "sha256": [f"postgresql-15.20.tar.bz2 on the host has SHA-256 {'2a' * 32}, not the one given."]
+    }
+    assert unasked.status_code == 503 and unasked.json() == {
+        "host": host.pk, "detail": "could not ask lab1 which PostgreSQL sources it has: timed out"
+    }  # fmt: skip
 
 
 def test_the_api_removes_a_build_or_says_why_not(users: dict[str, User], lab: SimpleNamespace) -> None:
@@ -777,3 +919,40 @@ def test_builds_are_read_only_in_the_admin_and_its_action_removes_them(
     assert ada.get(reverse("admin:runs_pgbuild_add")).status_code == 403
     assert f"Build {build.pk} removed: {build.prefix} is gone from lab1" in removed.content.decode()
     assert lab.removed == [("lab1", build.prefix)]
+
+
+def test_steps_show_their_start_and_end_on_the_page_and_in_the_api_also_for_builds_recorded_without_ends(
+    client_for: ClientFactory, users: dict[str, User]
+) -> None:
+    host = make_host()
+    start = timezone.now().replace(microsecond=0) - timedelta(minutes=10)
+    at = [(start + timedelta(seconds=s)).isoformat() for s in (0, 9, 20, 230, 240, 250)]
+    recorded = make_build(
+        host,
+        state=BuildState.FAILED,
+        failed_step="make",
+        finished_at=start + timedelta(seconds=230),
+        steps=[["source", at[0], at[1]], ["configure", at[1], at[2]], ["make", at[2], at[3]]],
+    )
+    old = make_build(host, options=debian_options(block_size_kb=2), state=BuildState.DONE,
+                     finished_at=start + timedelta(seconds=250),
+                     steps=[["source", at[0]], ["configure", at[1]], ["make", at[2]], ["install", at[3]],
+                            ["verify", at[4]]])  # fmt: skip
+
+    page = client_for("vera").get(reverse("build-detail", args=[recorded.pk])).content.decode()
+    api = api_client(users["vera"])
+    recorded_api = api.get(f"/api/builds/{recorded.pk}/").json()["step_times"]
+    old_api = api.get(f"/api/builds/{old.pk}/").json()["step_times"]
+
+    clock = [timezone.localtime(start + timedelta(seconds=s)).strftime("%H:%M:%S") for s in (0, 9, 20, 230)]
+    shown = re.findall(r'id="step-(\w+)".*?<span class="step-times">(.*?)</span></li>', page)
+    assert [(step, re.sub(r"<[^>]+>", "", times)) for step, times in shown] == [
+        ("source", f"{clock[0]}–{clock[1]}"), ("configure", f"{clock[1]}–{clock[2]}"),
+        ("make", f"{clock[2]}–{clock[3]}"),
+    ]  # fmt: skip
+    assert recorded_api[2] == {"step": "make", "started_at": at[2], "ended_at": at[3]}
+    # Recorded before steps had ends: each ends when the next starts, the last when the build finished.
+    assert [(s["step"], s["started_at"], s["ended_at"]) for s in old_api] == [
+        ("source", at[0], at[1]), ("configure", at[1], at[2]), ("make", at[2], at[3]), ("install", at[3], at[4]),
+        ("verify", at[4], at[5]),
+    ]  # fmt: skip

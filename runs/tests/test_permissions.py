@@ -284,6 +284,10 @@ MATRIX: dict[str, Row] = {
     "api:api-root": Row(VIEWERS, API_READ, kind="api"),
     "api:host-list": Row(VIEWERS, API_READ, kind="api"),
     "api:host-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.host), kind="api"),
+    # It asks the host (over SSH) which PostgreSQL sources it has: for those who may build.
+    "api:host-build-sources": Row(
+        OPERATORS, API_READ, args=pk_of(lambda o: o.host), kind="api", who_by_method={"options": VIEWERS}
+    ),
     "api:device-list": Row(VIEWERS, API_READ, kind="api"),
     "api:device-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.device), kind="api"),
     "api:pginstall-list": Row(VIEWERS, API_READ, kind="api"),

@@ -50,8 +50,9 @@ from runs.lab.pg_build_options import (
     debian_upstream_version,
 )
 from runs.lab.pg_build_place import place
-from runs.lab.pg_build_source import SOURCE_CACHE, dsc_orig_tarball, fetch_debian_source
+from runs.lab.pg_build_source import SOURCE_CACHE, dsc_orig_tarball
 from runs.lab.pg_build_verify import verify_install
+from runs.lab.pg_sources import host_sources
 from runs.lab.pgbench import Detached, cancel, start_detached
 from runs.lab.probe import probe_host
 from runs.lab.run_user import RUN_USER
@@ -112,12 +113,6 @@ def connect(virtual_lab: VirtualLab) -> Callable[[], Transport]:
     return lambda: virtual_lab.connect("lab1")
 
 
-def installed_postgresql_15() -> str:
-    return subprocess.run(
-        ["dpkg-query", "-W", "-f", "${Version}", "postgresql-15"], capture_output=True, text=True, check=True
-    ).stdout
-
-
 def cached_sources() -> dict[str, tuple[Path, str]]:
     """Debian version -> (upstream tarball, its SHA-256 from the .dsc) of each complete
     postgresql-15 source in this machine's cache."""
@@ -129,14 +124,15 @@ def cached_sources() -> dict[str, tuple[Path, str]]:
     return found
 
 
-def tarball_source(tarball: Path, sha256: str = "") -> BuildSource:
-    """A build source of a cached tarball, linked by its name into the tests' tarball directory
-    (settings.PG_TARBALL_DIR, root's): builds take tarballs only from there."""
+def tarball_source(tarball: Path, sha256: str = "", name: str = "") -> BuildSource:
+    """A build source of a cached tarball, linked by its name (or `name`) into the tests' tarball
+    directory (settings.PG_TARBALL_DIR, root's): builds take tarballs only from there."""
     directory = Path(settings.PG_TARBALL_DIR)
     directory.mkdir(mode=0o755, parents=True, exist_ok=True)
+    name = name or tarball.name
     with contextlib.suppress(FileExistsError):  # linked by an earlier session
-        os.link(tarball, directory / tarball.name)
-    return BuildSource(SourceKind.TARBALL, tarball_path=tarball.name, sha256=sha256, tarball_dir=str(directory))
+        os.link(tarball, directory / name)
+    return BuildSource(SourceKind.TARBALL, tarball_path=name, sha256=sha256, tarball_dir=str(directory))
 
 
 def version_order(debian_version: str) -> list[int]:
@@ -144,19 +140,15 @@ def version_order(debian_version: str) -> list[int]:
 
 
 def real_build_source() -> tuple[str, BuildSource, Path]:
-    """What the real build compiles: Debian's source of the installed postgresql-15 when the
-    cache holds it; otherwise (this machine's mirror lacks the security archive's sources) the
-    newest Debian upstream tarball in the cache, checked against its .dsc's SHA-256."""
+    """What the real build compiles: Debian's source of the newest postgresql-15 in the cache,
+    installed or not (this machine's mirror lacks the security archive's sources, so the
+    installed version's may be missing), its upstream tarball checked against its .dsc's SHA-256."""
     sources = cached_sources()
-    installed = installed_postgresql_15()
-    if installed in sources:
-        source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version=installed)
-        return str(debian_upstream_version(installed)), source, sources[installed][0]
     if not sources:
         pytest.fail(f"no postgresql-15 source in {SOURCE_CACHE}: run scripts/fetch-pg-source (make test does)")
     newest = max(sources, key=version_order)
-    tarball, sha256 = sources[newest]
-    return str(debian_upstream_version(newest)), tarball_source(tarball, sha256), tarball
+    source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version=newest)
+    return str(debian_upstream_version(newest)), source, sources[newest][0]
 
 
 def four_kb_options() -> tuple[BuildOptions, Path]:
@@ -214,31 +206,80 @@ def test_remove_build_refuses_anything_but_a_build_and_removes_a_build(lab1: SSH
         lab1.run(["rm", "-rf", work, build])
 
 
-def test_a_debian_version_that_is_not_installed_is_refused_and_leaves_nothing(
+def test_a_debian_version_that_is_not_in_the_cache_is_refused_naming_what_is_and_how_to_add_one(
     lab1: SSHTransport, connect: Callable[[], Transport]
 ) -> None:
     source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version="15.1-1.pgdg120+1")
     options = BuildOptions(version="15.1", source=source, block_size_kb=2)
+    observer = RecordingObserver()
     with pytest.raises(BuildFailed) as failed:
-        build_postgres(lab1, connect, options, RecordingObserver(), job_name=f"{JOB}-missing")
+        build_postgres(lab1, connect, options, observer, job_name=f"{JOB}-missing")
     assert failed.value.step == BuildStep.SOURCE
+    dscs = ", ".join(sorted(path.name for path in Path(SOURCE_CACHE).glob("*.dsc")))
     assert str(failed.value) == (
-        f"postgresql-15 15.1-1.pgdg120+1 is not installed on {lab1.label} (installed versions of postgresql-15: "
-        f"{installed_postgresql_15()}); build from the Debian source of an installed version, or from a release tarball"
+        f"the Debian source of postgresql-15 15.1-1.pgdg120+1 is not in {SOURCE_CACHE} on {lab1.label} "
+        f"(.dsc files there: {dscs}): add it with `apt-get source --download-only postgresql-15=15.1-1.pgdg120+1` "
+        f"run as root in {SOURCE_CACHE} on the host (scripts/fetch-pg-source does that for the installed "
+        "versions), or build from a source the host has"
     )
+    assert not any("apt" in line for line in observer.lines)  # apt was not asked
     assert_nothing_left(lab1, options, f"{JOB}-missing")
 
 
-def test_a_debian_source_comes_from_the_hosts_cache_without_network(lab1: SSHTransport) -> None:
-    # The lab host cannot reach Debian's mirror: what apt gives it must come from the cache.
+class StopAtConfigure(RecordingObserver):
+    def step(self, step: BuildStep) -> None:
+        super().step(step)
+        if step == BuildStep.CONFIGURE:
+            raise Stop("the source step is what this test is about")
+
+
+def test_a_cached_debian_source_of_a_version_that_is_not_installed_is_built_from_the_cache_without_apt(
+    lab1: SSHTransport, connect: Callable[[], Transport]
+) -> None:
+    # The lab host cannot reach Debian's mirror, and the cached version need not be the installed one.
     assert lab1.run(["getent", "hosts", "deb.debian.org"], check=False).exit_status != 0
     version = max(cached_sources(), key=version_order)
-    lines: list[str] = []
-    tarball = fetch_debian_source(lab1, "postgresql-15", version, lines.append)
-    expected_name, expected_sha256 = dsc_orig_tarball(Path(f"{SOURCE_CACHE}/postgresql-15_{version}.dsc").read_text())
-    assert tarball.path == f"{SOURCE_CACHE}/{expected_name}"
-    assert tarball.expected_sha256 == expected_sha256 == hashlib.sha256(Path(tarball.path).read_bytes()).hexdigest()
-    assert f"Skipping already downloaded file '{expected_name}'" in lines
+    tarball, sha256 = cached_sources()[version]
+    source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version=version)
+    # Sizes nobody builds: a build of them already on lab1 would be reused, not unpacked.
+    options = BuildOptions(str(debian_upstream_version(version)), source, block_size_kb=32, wal_block_size_kb=64)
+    observer = StopAtConfigure()
+    with pytest.raises(Stop):
+        build_postgres(lab1, connect, options, observer, job_name=f"{JOB}-cached")
+    assert observer.steps == [BuildStep.SOURCE, BuildStep.CONFIGURE]
+    assert f"source: {tarball}, SHA-256 {sha256} (as expected)" in observer.lines
+    assert sha256 == hashlib.sha256(tarball.read_bytes()).hexdigest()
+    assert_nothing_left(lab1, options, f"{JOB}-cached")
+
+
+def test_host_sources_lists_the_cached_debian_sources_and_the_tarballs_with_their_checksums(
+    lab1: SSHTransport,
+) -> None:
+    version, tarball, sha256 = newest_cached_tarball()
+    release_name = f"postgresql-{version}.tar.bz2"  # Debian's upstream tarball is the release's
+    release_source = tarball_source(tarball, sha256, name=release_name)
+    outside = Path(settings.PG_TARBALL_DIR) / f"postgresql-99.{os.getpid() % 100}.tar.gz"
+    outside.symlink_to(tarball)  # a link leading out of the directory: no source
+    try:
+        found = {source.key: source for source in host_sources(lab1, settings.PG_TARBALL_DIR)}
+    finally:
+        outside.unlink()
+    debian = found[f"debian:postgresql-15={max(cached_sources(), key=version_order)}"]
+    assert (debian.kind, debian.version, debian.sha256, debian.file_name, debian.package) == (
+        SourceKind.DEBIAN,
+        version,
+        sha256,
+        tarball.name,
+        "postgresql-15",
+    )
+    release = found[f"tarball:{release_name}"]
+    assert (release.kind, release.version, release.sha256) == (SourceKind.TARBALL, version, sha256)
+    assert f"tarball:{outside.name}" not in found
+    assert release.build_source(settings.PG_TARBALL_DIR) == release_source
+
+
+def test_host_sources_of_a_host_without_cache_or_tarball_directory_is_empty(lab1: SSHTransport) -> None:
+    assert [s for s in host_sources(lab1, f"/var/tmp/no-such-dir-{JOB}") if s.kind == SourceKind.TARBALL] == []
 
 
 def test_a_tarball_whose_checksum_does_not_match_fails_at_source_and_leaves_nothing(

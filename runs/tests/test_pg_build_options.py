@@ -112,7 +112,7 @@ def test_debian_versions_name_their_upstream_release(package_version: str, upstr
 def test_it_refuses_a_package_version_that_is_not_a_debian_version(package_version: str) -> None:
     errors = source_errors(dataclasses.replace(DEBIAN, package_version=package_version))
     assert list(errors) == ["package_version"]
-    assert "give the Debian version installed on the host" in errors["package_version"]
+    assert "give the Debian version of a source in the host's source cache" in errors["package_version"]
     assert debian_upstream_version(package_version) is None
 
 
@@ -126,8 +126,8 @@ def test_it_refuses_a_package_version_of_another_release() -> None:
 
 def test_a_debian_source_takes_no_tarball_fields_and_a_tarball_no_package() -> None:
     errors = source_errors(dataclasses.replace(DEBIAN, tarball_path="x.tar.gz", sha256="ab" * 32))
-    assert errors["tarball_path"] == "tarball: only for a tarball source; a Debian source is checked by apt"
-    assert errors["sha256"] == "sha256: only for a tarball source; a Debian source is checked by apt"
+    assert errors["tarball_path"] == "tarball: only for a tarball source; a Debian source is checked against its .dsc"
+    assert errors["sha256"] == "sha256: only for a tarball source; a Debian source is checked against its .dsc"
     errors = source_errors(dataclasses.replace(TARBALL, package="postgresql-15", package_version="15.20-1"))
     assert errors == {
         "package": "package: only for a Debian source",

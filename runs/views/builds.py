@@ -6,7 +6,9 @@ with runs.
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import ValidationError
@@ -17,12 +19,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from runs.build_forms import BuildForm, installed_packages
+from runs.build_forms import BuildForm
+from runs.lab.pg_build_source import SOURCE_CACHE
 from runs.models import BuildState, BuildStepName, Host, PgBuild, Run
 from runs.params import BadParameter, parse_id
 from runs.queue_waits import HostWait, build_wait
 from runs.services.build_observer import eta_seconds
 from runs.services.build_remove import BuildRemoveFailed, build_remove
+from runs.services.build_sources import SourcesUnknown, host_sources_for_page
 from runs.services.builds import BuildRefused, build_cancel, build_queue, build_refusal
 from runs.views.runs import refused
 
@@ -40,12 +44,19 @@ def builds_page(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "HEAD", "POST"])
 @permission_required("runs.queue_run", raise_exception=True)
 def build_new(request: HttpRequest) -> HttpResponse:
+    """The form: the host first (?host=N, which lists that host's sources, asked of it live; the
+    host's menu reloads the page, by script or by its button), then one of its sources."""
     if request.method == "POST":
-        form = BuildForm(request.POST)
+        host = _enabled_host(request.POST.get("host"))
+        form = BuildForm(request.POST, **_sources_of(host))
         if form.is_valid():
             try:
                 build, queued = build_queue(
-                    host=form.cleaned_data["host"], options=form.options(), by=request.user, request=request
+                    host=form.cleaned_data["host"],
+                    options=form.options(),
+                    by=request.user,
+                    request=request,
+                    sources=form.sources,
                 )
             except ValidationError as exc:  # the host takes no builds now
                 for field, errors in exc.message_dict.items():
@@ -57,23 +68,43 @@ def build_new(request: HttpRequest) -> HttpResponse:
                     messages.info(request, same_build_message(build))
                 return redirect("build-detail", build_id=build.pk)
         # The form again with each mistake beside its field; 400 tells scripts it was refused.
-        return render(request, "runs/build_form.html", _form_context(form), status=400)
-    initial = {}
-    if host := request.GET.get("host"):
+        return render(request, "runs/build_form.html", _form_context(form, host), status=400)
+    host = None
+    if raw := request.GET.get("host"):
         try:
-            initial["host"] = get_object_or_404(Host, pk=parse_id(host, "host (the host to build on)")).pk
+            host = get_object_or_404(Host, pk=parse_id(raw, "host (the host to build on)"))
         except BadParameter as exc:
             return refused(request, str(exc))
-    return render(request, "runs/build_form.html", _form_context(BuildForm(initial=initial)))
+    initial = {"host": host.pk} if host else {}
+    form = BuildForm(initial=initial, **_sources_of(host if host and host.enabled else None))
+    return render(request, "runs/build_form.html", _form_context(form, host))
 
 
-def _form_context(form: BuildForm) -> dict[str, object]:
-    installed = installed_packages(Host.objects.filter(enabled=True))
+def _enabled_host(raw: str | None) -> Host | None:
+    """The enabled host a posted form names, or None (the form's host field then says why)."""
+    try:
+        return Host.objects.filter(enabled=True, pk=parse_id(raw or "", "host")).first()
+    except BadParameter:
+        return None
+
+
+def _sources_of(host: Host | None) -> dict[str, Any]:
+    """The form's sources of `host`, or why it could not be asked."""
+    if host is None:
+        return {}
+    try:
+        return {"sources": host_sources_for_page(host)}
+    except SourcesUnknown as exc:
+        return {"sources_problem": str(exc)}
+
+
+def _form_context(form: BuildForm, host: Host | None) -> dict[str, object]:
     return {
         "form": form,
-        "installed": installed,
-        "packages": sorted({found.package for found in installed}),
-        "versions": sorted({found.version for found in installed}),
+        "host": host,
+        "hosts": Host.objects.filter(enabled=True).order_by("name"),
+        "tarball_dir": settings.PG_TARBALL_DIR,
+        "source_cache": SOURCE_CACHE,
     }
 
 
@@ -91,12 +122,13 @@ class StepRow:
     name: str
     label: str
     status: str  # "done", "current", "failed", "stopped" (cancelled there), "pending"
-    at: datetime | None
+    at: datetime | None  # when it started
+    ended: datetime | None  # when it ended; None while it runs (or not reached)
 
 
 def step_rows(build: PgBuild) -> list[StepRow]:
-    """The five steps, each with where the build is in them, and when it entered each."""
-    entered = {name: parse_datetime(at) for name, at in build.steps}
+    """The five steps, each with where the build is in them, and when each started and ended."""
+    times = {name: (started, ended) for name, started, ended in build.step_times()}
     order = list(BuildStepName)
     if build.state in (BuildState.DONE, BuildState.REMOVED):
         reached = len(order)
@@ -107,7 +139,9 @@ def step_rows(build: PgBuild) -> list[StepRow]:
     rows = []
     for index, step in enumerate(order):
         status = "done" if index < reached else where.get(BuildState(build.state), "pending")
-        rows.append(StepRow(step.value, step.label, status if index <= reached else "pending", entered.get(step.value)))
+        status = status if index <= reached else "pending"
+        started, ended = times.get(step.value, (None, None))
+        rows.append(StepRow(step.value, step.label, status, started, ended))
     return rows
 
 

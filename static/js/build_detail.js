@@ -43,6 +43,15 @@
   const progressText = document.getElementById("build-progress-text");
   const wait = document.getElementById("build-wait");
 
+  const timeOf = (iso, kind) => {
+    const time = document.createElement("time");
+    time.className = kind;
+    time.dateTime = iso;
+    time.textContent = clock(iso);
+    return time;
+  };
+  // A step's times read "21:43:13–21:46:44"; the step in progress "21:46:44–…". The step before
+  // ends as the next one starts.
   const markStep = (name, label, at) => {
     let reached = false;
     stepItems.forEach((item) => {
@@ -51,11 +60,16 @@
       if (here) reached = true;
       item.className = `build-step step-${status}`;
       item.querySelector(".step-status").textContent = status;
-      if (here && at && !item.querySelector("time")) {
-        const time = document.createElement("time");
-        time.dateTime = at;
-        time.textContent = clock(at);
-        item.append(" ", time);
+      const open = item.querySelector("span.step-end");
+      if (status === "done" && at && open) open.replaceWith(timeOf(at, "step-end"));
+      if (here && at && !item.querySelector(".step-times")) {
+        const times = document.createElement("span");
+        times.className = "step-times";
+        const end = document.createElement("span");
+        end.className = "step-end";
+        end.textContent = "…";
+        times.append(timeOf(at, "step-start"), "–", end);
+        item.append(" ", times);
       }
     });
     progressLabel.textContent = label;
