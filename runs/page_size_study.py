@@ -17,7 +17,8 @@ from runs.lab.pg_sources import HostSource
 from runs.models import Host, PgInstall
 from runs.models.run_clients import version_key
 from runs.params import parse_choice
-from runs.services.build_sources import SourcesUnknown, host_sources_read
+from runs.services import build_sources
+from runs.services.build_sources import SourcesUnknown
 
 PAGE_SIZES_STUDIED = (2048, 4096, 8192)  # seed 001
 # One flag set for every page size: benchlab's defaults (upstream's: -O2, no assertions).
@@ -114,7 +115,7 @@ def page_size_choice(host: Host | None = None, source_key: str | None = None) ->
             hosts, None, [], None, "no enabled host serves PostgreSQL: add one in the inventory first"
         )
     try:
-        sources = host_sources_read(host)
+        sources = build_sources.host_sources_read(host)  # by the module: tests replace it there
     except SourcesUnknown as exc:
         return PageSizeChoice(hosts, host, [], page_size_study(host, None), str(exc))
     if not sources:

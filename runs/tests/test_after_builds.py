@@ -18,7 +18,7 @@ from runs.lab.pg_sources import HostSource
 from runs.models import BuildState, Campaign, Host, PgBuild, PgInstall, Run
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
 from runs.page_size_study import page_size_choice, page_size_study
-from runs.services import after_builds
+from runs.services import after_builds, build_sources
 from runs.services.after_builds import (
     StudyRefused,
     studies_after_build_ended,
@@ -47,8 +47,7 @@ def host_has(monkeypatch: pytest.MonkeyPatch) -> list[HostSource]:
             raise SourcesUnknown(f"could not ask {host.name} which PostgreSQL sources it has: timed out")
         return list(sources)
 
-    monkeypatch.setattr(after_builds, "host_sources_read", read)
-    monkeypatch.setattr("runs.page_size_study.host_sources_read", read)
+    monkeypatch.setattr(build_sources, "host_sources_read", read)
     return sources
 
 
@@ -215,7 +214,7 @@ def test_the_preset_offers_the_hosts_sources_and_builds_from_the_one_chosen(
     # A preview keeps the choice and the offer (nothing is built yet, so there is no install to preview).
     assert "Build 2 kB, 4 kB and 8 kB pages, then queue this study" in previewed.content.decode()
     assert f'<option value="{TARBALL.key}" selected>' in previewed.content.decode()
-    assert bad_host.status_code == 400 and "host must be one of" in bad_host.content.decode()
+    assert bad_host.status_code == 400 and "No host has id 999. Hosts that can: lab1." in bad_host.content.decode()
     wait = StudyAfterBuilds.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("study-after-builds", args=[wait.pk])
     assert wait.source_key == TARBALL.key and wait.form_data["base-duration_s"] == ["2"]
