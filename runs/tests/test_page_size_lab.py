@@ -10,7 +10,10 @@ their keys and compile nothing. To keep the suite short the form is edited as a 
 at scale 1 on the RAM disk), two interleaved rounds run, and the rest is cancelled.
 """
 
+import csv
+import io
 import re
+import statistics
 import time
 
 import pytest
@@ -28,6 +31,7 @@ from runs.services.campaigns import campaign_cancel
 from runs.tests.factories import make_user
 from runs.tests.test_build_lab import FIRST_BUILD_S
 from runs.tests.test_pg_build_lab import lab1
+from runs.tests.test_results_table import table_in
 from runs.tests.test_run_execution import lab_inventory
 from runs.tests.virtual_lab import PG_BIN
 from runs.tests.waits import refreshed_until
@@ -116,6 +120,28 @@ def test_the_page_size_study_builds_2_4_and_8_kb_from_one_source_and_compares_th
         n, mean_sd, minimum, median, maximum = cells[:5]
         assert n == str(ROUNDS) and re.fullmatch(r"[0-9.]+ ± [0-9.]+", mean_sd.strip()), cells
         assert 0 < float(minimum) <= float(median) <= float(maximum), cells
+
+    # Seed 001's own table: page size | avg ± stdev | min | median | max of tps, on the campaign
+    # page, in the printable report and in the CSV export, from the same runs.
+    report = page.get(reverse("compare-report"), {"campaign": campaign.pk}).content.decode()
+    asked = {"campaign": str(campaign.pk), "what": "table"}
+    rows = list(csv.reader(io.StringIO(page.get(reverse("compare-export-csv"), asked).content.decode())))
+    assert rows[0] == ["page size", "avg", "stdev", "min", "median", "max", "n"], rows
+    assert [line[0] for line in rows[1:]] == ["2 kB", "4 kB", "8 kB"] and {line[6] for line in rows[1:]} == {"2"}
+    for line in rows[1:]:
+        tps = sorted(
+            float(r.steady_tps_mean or 0) for r in done if r.pg_install.block_size == int(line[0].split()[0]) * 1024
+        )
+        assert float(line[3]) == pytest.approx(tps[0]) and float(line[5]) == pytest.approx(tps[-1]), (line, tps)
+        assert float(line[1]) == pytest.approx(statistics.mean(tps)), (line, tps)
+        exported = [float(line[1]), float(line[2]), *(float(v) for v in line[3:6])]
+        for name, html_page in (("campaign page", detail), ("report", report)):
+            shown_row = next(row for row in table_in(html_page) if row[0] == line[0])
+            mean, _, sd = shown_row[1].partition(" ± ")
+            # To one decimal, as the page rounds (half up): the export keeps every digit.
+            numbers = [float(mean), float(sd), *map(float, shown_row[2:5])]
+            assert numbers == pytest.approx(exported, abs=0.051), (name, shown_row, line)
+    print("\n".join(" | ".join(line) for line in rows))
 
 
 def page_size_sources(page: Client, host: Host) -> list[HostSource]:

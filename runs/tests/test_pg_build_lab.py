@@ -41,6 +41,7 @@ from runs.lab.pg_build_model import BuildPaths
 from runs.lab.pg_build_options import (
     BUILDS_ROOT,
     MANIFEST_NAME,
+    TARBALL_SUFFIXES,
     BuildOptions,
     BuildSource,
     SourceKind,
@@ -135,6 +136,13 @@ def tarball_source(tarball: Path, sha256: str = "", name: str = "") -> BuildSour
     return BuildSource(SourceKind.TARBALL, tarball_path=name, sha256=sha256, tarball_dir=str(directory))
 
 
+def tarballs_there(directory: str) -> str:
+    """The tarballs a refusal names: those in the tests' tarball directory (this test's cached one,
+    and the release-named link of test_host_sources_lists_...), not links leading out of it."""
+    names = [p.name for p in Path(directory).iterdir() if p.is_file() and not p.is_symlink()]
+    return ", ".join(sorted(name for name in names if name.endswith(TARBALL_SUFFIXES)))
+
+
 def version_order(debian_version: str) -> list[int]:
     return [int(part) for part in re.findall(r"[0-9]+", debian_version)]
 
@@ -224,6 +232,31 @@ def test_a_debian_version_that_is_not_in_the_cache_is_refused_naming_what_is_and
     )
     assert not any("apt" in line for line in observer.lines)  # apt was not asked
     assert_nothing_left(lab1, options, f"{JOB}-missing")
+
+
+def test_a_source_cache_others_may_change_is_refused_before_anything_is_read_from_it(
+    lab1: SSHTransport, connect: Callable[[], Transport]
+) -> None:
+    # Built from the cache without apt, the .dsc is trusted as the cache holds it: a cache anyone
+    # may write to could hold a planted .dsc naming a planted tarball with its checksum.
+    version = max(cached_sources(), key=version_order)
+    source = BuildSource(SourceKind.DEBIAN, package="postgresql-15", package_version=version)
+    options = BuildOptions(str(debian_upstream_version(version)), source, block_size_kb=32, wal_block_size_kb=64)
+    observer = RecordingObserver()
+    cache = Path(SOURCE_CACHE)
+    mode = cache.stat().st_mode & 0o7777
+    cache.chmod(mode | 0o002)  # the lab lock is held: no other build reads the cache meanwhile
+    try:
+        with pytest.raises(BuildFailed) as failed:
+            build_postgres(lab1, connect, options, observer, job_name=f"{JOB}-cache-trust")
+    finally:
+        cache.chmod(mode)
+    assert failed.value.step == BuildStep.SOURCE and observer.lines == []
+    assert str(failed.value) == (
+        f"the source cache {SOURCE_CACHE} on {lab1.label} (or a directory above it) may be changed by someone "
+        "other than root and apt: make it root's (or apt's _apt user's) and writable by nobody else"
+    )
+    assert_nothing_left(lab1, options, f"{JOB}-cache-trust")
 
 
 class StopAtConfigure(RecordingObserver):
@@ -317,7 +350,7 @@ def test_a_tarball_linked_out_of_the_tarball_directory_is_refused_by_the_host_an
     assert failed.value.step == BuildStep.SOURCE and observer.steps == [BuildStep.SOURCE]
     assert told == (
         f"tarball {name} in {source.tarball_dir} on {lab1.label} leads outside that directory (a symbolic link?): "
-        f"builds take only tarballs that are in it; tarballs there: {tarball.name}"
+        f"builds take only tarballs that are in it; tarballs there: {tarballs_there(source.tarball_dir)}"
     )
     assert outside not in told + "".join(observer.lines) and sha256 not in told + "".join(observer.lines)
     assert observer.lines == [] and failed.value.output == ""
@@ -334,7 +367,8 @@ def test_a_tarball_not_in_the_tarball_directory_is_refused_naming_those_that_are
         build_postgres(lab1, connect, options, RecordingObserver(), job_name=f"{JOB}-absent")
     assert str(failed.value) == (
         f"there is no tarball postgresql-99.1.tar.gz in {source.tarball_dir} on {lab1.label} that {RUN_USER} may "
-        f"read (builds read their source as that user: give it mode 0644); tarballs there: {tarball.name}"
+        f"read (builds read their source as that user: give it mode 0644); tarballs there: "
+        f"{tarballs_there(source.tarball_dir)}"
     )
     assert_nothing_left(lab1, options, f"{JOB}-absent")
 
@@ -514,7 +548,7 @@ def test_a_4k_build_is_compiled_verified_installed_as_roots_and_then_reused(
     assert reused == dataclasses.replace(built, reused=True)
     assert again.steps == [] and again.lines == [] and again.processes == []
     assert time.monotonic() - started < 10
-    assert find_build(lab1, dataclasses.replace(options, block_size_kb=2)) is None
+    assert find_build(lab1, dataclasses.replace(options, block_size_kb=32)) is None  # never built here
 
 
 def test_verification_refuses_binaries_whose_page_size_is_not_the_one_asked_for(lab1: SSHTransport) -> None:
