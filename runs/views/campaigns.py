@@ -23,6 +23,7 @@ from runs.campaign_results import (
 )
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
+from runs.noise_advice import noise_advice, within_noise
 from runs.params import BadParameter, parse_choice, parse_whole_number
 from runs.presets import PRESETS, page_size_study, preset_initial
 from runs.services.campaigns import (
@@ -88,13 +89,14 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("campaign-detail", campaign_id=campaign.pk)
     valid = [cell for cell in cells if cell.valid]
+    specs = [cell.spec for cell in valid]
     context |= {
         "cells": cells,
         "valid_count": len(valid),
         "run_count": len(valid) * plan.repetitions,
-        "estimate": plan_wall_estimate([cell.spec for cell in valid], plan.repetitions) if valid else None,
+        "estimate": plan_wall_estimate(specs, plan.repetitions, plan.fresh_database) if valid else None,
         "estimate_most": (
-            plan_wall_estimate([cell.spec for cell in valid], plan.most_repetitions)
+            plan_wall_estimate(specs, plan.most_repetitions, plan.fresh_database)
             if valid and plan.max_repetitions
             else None
         ),
@@ -131,6 +133,7 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished)
         for row in campaign_matrix(campaign, runs)
     ]
+    tables = campaign_statistics(campaign, runs, baseline) if configurations else []
     return {
         "campaign": campaign,
         "progress": campaign_progress(campaign, runs),
@@ -141,7 +144,9 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
             else {}
         ),
         "repetitions": repetitions,
-        "tables": campaign_statistics(campaign, runs, baseline) if configurations else [],
+        "tables": tables,
+        "noise": noise_advice(tables[0], campaign.target_ci_pct) if tables else [],
+        "within_noise": within_noise(tables[0]) if tables else [],
         "baseline": baseline,
         "metrics": METRICS,
         "events_after": events_after,
