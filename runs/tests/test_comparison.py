@@ -81,7 +81,7 @@ def test_regrouping_by_filesystem_pools_mount_options(lab: Any) -> None:
     assert result.tables[0].rows[0].summary.mean == pytest.approx(103.0)
     mount = next(d for d in result.differences if d.label.lower() == "mount options")
     assert not mount.explained and mount.varies_within == [0]
-    assert mount.cells == ["(none) / noatime", "(none)"]
+    assert mount.cells == ["default mount options / noatime", "default mount options"]
     assert result.warnings == []  # pooling a field on purpose is not a warning
 
 
