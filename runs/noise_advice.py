@@ -25,6 +25,10 @@ class WithinNoise:
     difference_pct: float
     repetitions: int | None  # about how many each would resolve it; None: out of reach
 
+    @property
+    def difference_text(self) -> str:
+        return f"{self.difference_pct:+.1f} %"
+
 
 def _repetitions_text(repetitions: int | None, target: float) -> str:
     if repetitions is None:
