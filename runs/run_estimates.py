@@ -102,7 +102,9 @@ def history(host_ids: Iterable[int]) -> History:
         .values(*fields)[: HISTORY_RUNS * 4 * max(len(hosts), 1)]
     )
     rows = list(done)
-    ends = _previous_ends(hosts, [row["started_at"] for row in rows])
+    ends = _previous_ends(
+        hosts, [row["started_at"] for row in rows], min((row["created_at"] for row in rows), default=None)
+    )
     turns: dict[int, list[Turn]] = defaultdict(list)
     per_device: dict[int, int] = defaultdict(int)
     for row in rows:
@@ -114,12 +116,15 @@ def history(host_ids: Iterable[int]) -> History:
     return History(dict(turns), kinds)
 
 
-def _previous_ends(hosts: list[int], starts: list[datetime]) -> dict[tuple[int, datetime], datetime]:
-    """(host, a run's start) → the latest end of another run on that host before that start."""
-    if not starts:
+def _previous_ends(
+    hosts: list[int], starts: list[datetime], since: datetime | None
+) -> dict[tuple[int, datetime], datetime]:
+    """(host, a run's start) → the latest end of another run on that host before that start, if
+    after `since` (the earliest queueing among them: an earlier end does not shorten a turn)."""
+    if not starts or since is None:
         return {}
     ended = (
-        Run.objects.filter(server_host_id__in=hosts, finished_at__isnull=False, finished_at__gte=min(starts))
+        Run.objects.filter(server_host_id__in=hosts, finished_at__isnull=False, finished_at__gte=since)
         .order_by("finished_at")
         .values_list("server_host_id", "finished_at")
     )

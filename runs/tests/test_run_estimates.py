@@ -122,3 +122,15 @@ def test_the_time_left_counts_a_running_run_less_what_it_has_taken(users: dict[s
     left = campaign_progress(campaign, campaign_runs(campaign)).eta_s
 
     assert left == pytest.approx(whole - 10, abs=0.5)
+
+
+def test_a_turn_starts_at_the_previous_runs_end_not_at_a_queueing_long_before() -> None:
+    host = lab1()
+    ram = host.devices.get(name="ram")
+    measured_run(host, ram, 100, 20.0)  # other: 20 - 9 - 5 = 6
+    waited = measured_run(host, ram, 60, 20.0)  # ended 60 s ago, 40 s after the one before: 40 - 9 - 5 = 26
+    Run.objects.filter(pk=waited.pk).update(created_at=timezone.now() - timedelta(hours=1))  # queued long before
+
+    past = history([host.pk])
+
+    assert sorted(turn.other for turn in past.turns[host.pk]) == pytest.approx([6.0, 26.0], abs=0.1)  # not 3600 s
