@@ -36,9 +36,10 @@ SETUP_FIELDS = ("device_id", "filesystem", "mkfs_options", "mount_options", "pg_
 
 @dataclass(frozen=True)
 class Model:
-    """A part's seconds when no run on the host has measured it: what the virtual lab's runs took
-    (scale 1, 2 s measured, 26 Nov 2026), per kind of device; the HDD-like disk's initdb and
-    load were measured in LAB.md (initdb ~10 s, `pgbench -i -s 10` ~5 s)."""
+    """A part's seconds when no run on the host has measured it: the medians of the virtual lab's
+    runs (scale 1, 2 clients, 27 Nov 2026; test_estimates_lab.py) on its RAM disk (for every
+    fast device) and on its HDD-like disk (5 ms per I/O); per scale unit from LAB.md's
+    `pgbench -i -s 10` (~5 s on the HDD-like disk)."""
 
     setup_fresh_s: float
     setup_reused_s: float
@@ -47,10 +48,9 @@ class Model:
     other_s: float
 
 
-FAST = Model(setup_fresh_s=2.5, setup_reused_s=1.0, load_s=1.0, load_per_scale_s=0.3, other_s=3.5)
+FAST = Model(setup_fresh_s=1.2, setup_reused_s=0.3, load_s=0.6, load_per_scale_s=0.2, other_s=1.5)
 MODELS: dict[str, Model] = {
-    Device.Kind.HDD: Model(setup_fresh_s=12.0, setup_reused_s=2.0, load_s=2.0, load_per_scale_s=0.5, other_s=20.0),
-    Device.Kind.VIRTUAL: Model(setup_fresh_s=4.0, setup_reused_s=1.0, load_s=1.5, load_per_scale_s=0.4, other_s=6.0),
+    Device.Kind.HDD: Model(setup_fresh_s=2.1, setup_reused_s=0.5, load_s=1.35, load_per_scale_s=0.4, other_s=5.5),
 }
 SETUP_STAGES = ("storage", "cluster", "kept setup checked")
 
@@ -62,6 +62,7 @@ class Turn:
     device_id: int
     scale: int
     reused: bool
+    keeps: bool  # left its setup for the next run: no unmount, a short cleanup
     setup: float
     load: float
     other: float
@@ -74,13 +75,15 @@ class History:
     turns: dict[int, list[Turn]]
     kinds: dict[int, str]
 
-    def part(self, host_id: int, device_id: int, name: str, **match: Any) -> float | None:
-        """The median of a part over the host and device's turns that match; else the host's."""
+    def part(self, host_id: int, device_id: int, name: str, *matches: dict[str, Any]) -> float | None:
+        """The median of a part over the host and device's turns that match (the first of
+        `matches` that any turn meets, the closest first); else over the host's."""
         turns = self.turns.get(host_id, [])
         for pool in ([t for t in turns if t.device_id == device_id], turns):
-            values = [getattr(t, name) for t in pool if all(getattr(t, k) == v for k, v in match.items())]
-            if values:
-                return statistics.median(values)
+            for match in matches or ({},):
+                values = [getattr(t, name) for t in pool if all(getattr(t, k) == v for k, v in match.items())]
+                if values:
+                    return statistics.median(values)
         return None
 
     def known(self, host_id: int) -> bool:
@@ -143,25 +146,27 @@ def _previous_ends(
 
 def _turn(row: dict[str, Any], previous_end: datetime | None) -> Turn:
     stages = row["environment__stages"] or {}
-    reused = bool((row["environment__reuse"] or {}).get("reused_from_run"))
+    reuse = row["environment__reuse"] or {}
+    reused, keeps = bool(reuse.get("reused_from_run")), bool(reuse.get("kept_for_next_run"))
     began = max(row["created_at"], previous_end) if previous_end else row["created_at"]
     turn = (row["finished_at"] - began).total_seconds()
     setup = sum(float(stages.get(name, 0.0)) for name in SETUP_STAGES)
     load = float(stages.get("load", 0.0))
     asked = row["warmup_s"] + row["duration_s"]
     other = max(turn - setup - load - asked, 0.0)
-    return Turn(row["device_id"], row["scale"], reused, setup, load, other)
+    return Turn(row["device_id"], row["scale"], reused, keeps, setup, load, other)
 
 
-def run_estimate(spec: RunSpec, reused: bool, past: History) -> float:
-    """Seconds a run of this spec takes on its host, start of its turn to its end."""
+def run_estimate(spec: RunSpec, reused: bool, past: History, keeps: bool = False) -> float:
+    """Seconds a run of this spec takes on its host, start of its turn to its end: `reused`, it
+    takes over its predecessor's setup; `keeps`, it leaves its own to the next run."""
     host, device, model = spec.server_host_id, spec.device_id, past.model(spec.device_id)
-    setup = past.part(host, device, "setup", reused=reused)
-    other = past.part(host, device, "other")
+    setup = past.part(host, device, "setup", {"reused": reused})
+    other = past.part(host, device, "other", {"reused": reused, "keeps": keeps}, {"keeps": keeps}, {})
     if reused:
         load = 0.0  # in the kept setup's cluster already
     else:
-        load_here = past.part(host, device, "load", reused=False, scale=spec.scale)
+        load_here = past.part(host, device, "load", {"reused": False, "scale": spec.scale})
         load = load_here if load_here is not None else _load_from_other_scales(spec, past, model)
     fallback_setup = model.setup_reused_s if reused else model.setup_fresh_s
     return (
@@ -199,14 +204,29 @@ class WallEstimate:
     basis: str
 
 
+def reuse_flags(specs: Sequence[RunSpec], usable: Sequence[bool], fresh_database: bool) -> list[tuple[bool, bool]]:
+    """Per run in queue order: (it reuses its predecessor's setup on its host, it keeps its own
+    for the next). `usable`: the run may leave a setup (not failed or cancelled)."""
+    reused = [False] * len(specs)
+    last: dict[int, int] = {}
+    for at, spec in enumerate(specs):
+        before = last.get(spec.server_host_id)
+        reused[at] = before is not None and usable[before] and reuses(specs[before], spec, fresh_database)
+        last[spec.server_host_id] = at
+    keeps = [False] * len(specs)
+    following: dict[int, int] = {}
+    for at in reversed(range(len(specs))):
+        after = following.get(specs[at].server_host_id)
+        keeps[at] = after is not None and reused[after]
+        following[specs[at].server_host_id] = at
+    return list(zip(reused, keeps, strict=True))
+
+
 def queue_estimate(specs: Sequence[RunSpec], fresh_database: bool, past: History) -> dict[int, float]:
     """Server host → seconds its runs take, one after another in this order."""
     per_host: dict[int, float] = defaultdict(float)
-    last: dict[int, RunSpec] = {}
-    for spec in specs:
-        host = spec.server_host_id
-        per_host[host] += run_estimate(spec, reuses(last.get(host), spec, fresh_database), past)
-        last[host] = spec
+    for spec, (reused, keeps) in zip(specs, reuse_flags(specs, [True] * len(specs), fresh_database), strict=True):
+        per_host[spec.server_host_id] += run_estimate(spec, reused, past, keeps)
     return per_host
 
 
@@ -235,15 +255,14 @@ def time_left(runs: Sequence[Run], fresh_database: bool) -> float | None:
     past = history({run.server_host_id for run in unfinished})
     now = timezone.now()
     left: dict[int, float] = defaultdict(float)
-    last: dict[int, tuple[RunSpec, bool]] = {}
-    for run in sorted(runs, key=lambda r: r.pk):
-        spec, host = RunSpec.from_run(run), run.server_host_id
-        before, fine = last.get(host, (None, False))
-        last[host] = spec, run.state not in (RunState.FAILED, RunState.CANCELLED)
+    ordered = sorted(runs, key=lambda r: r.pk)
+    specs = [RunSpec.from_run(run) for run in ordered]
+    usable = [run.state not in (RunState.FAILED, RunState.CANCELLED) for run in ordered]
+    for run, spec, (reused, keeps) in zip(ordered, specs, reuse_flags(specs, usable, fresh_database), strict=True):
         if run.is_finished:
             continue
-        wall = run_estimate(spec, fine and reuses(before, spec, fresh_database), past)
+        wall = run_estimate(spec, reused, past, keeps)
         if run.started_at:  # running: what is left of it
             wall = max(wall - (now - run.started_at).total_seconds(), 0.0)
-        left[host] += wall
+        left[run.server_host_id] += wall
     return max(left.values())
