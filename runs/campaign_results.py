@@ -3,22 +3,15 @@ run's state, the statistics per configuration against a baseline (runs.stats), a
 time a plan is expected to take. The page and the API show the same numbers from here.
 """
 
-import statistics
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from django.db.models import F
-from django.utils import timezone
-
 from runs.models import FINAL_STATES, Campaign, CampaignConfiguration, Run, RunState
+from runs.run_estimates import WallEstimate, plan_estimate, time_left
 from runs.specs import RunSpec
 from runs.stats import Comparison, Direction, Summary, compare, summarise
-
-DEFAULT_OVERHEAD_S = 45.0  # storage, initdb, load, start and stop, when a host has no history yet
-HISTORY_RUNS = 20
 
 
 @dataclass(frozen=True)
@@ -57,6 +50,11 @@ class Progress:
     @property
     def finished(self) -> int:
         return sum(self.by_state.get(state, 0) for state in FINAL_STATES)
+
+    @property
+    def states(self) -> list[tuple[str, int]]:
+        """(the state in words, how many runs are in it), in the order runs go through them."""
+        return [(state.label, self.by_state[state]) for state in RunState if self.by_state.get(state)]
 
     @property
     def running(self) -> int:
@@ -115,28 +113,7 @@ def campaign_progress(campaign: Campaign, runs: Sequence[Run]) -> Progress:
     by_state: dict[str, int] = defaultdict(int)
     for run in runs:
         by_state[run.state] += 1
-    return Progress(total=len(runs), by_state=dict(by_state), eta_s=_eta(runs))
-
-
-def _eta(runs: Sequence[Run]) -> float | None:
-    """Seconds until the last run ends: per server host, its runs left times their typical wall time
-    (from this campaign's finished runs, else the plan's estimate); hosts work in parallel."""
-    walls = [
-        (run.finished_at - run.started_at).total_seconds()
-        for run in runs
-        if run.state == RunState.DONE and run.started_at and run.finished_at
-    ]
-    typical = statistics.median(walls) if walls else None
-    left: dict[int, float] = defaultdict(float)
-    now = timezone.now()
-    for run in runs:
-        if run.is_finished:
-            continue
-        wall = typical if typical is not None else run_wall_estimate(RunSpec.from_run(run), {})
-        if run.started_at:  # running: what is left of it
-            wall = max(wall - (now - run.started_at).total_seconds(), 0.0)
-        left[run.server_host_id] += wall
-    return max(left.values()) if left else None
+    return Progress(total=len(runs), by_state=dict(by_state), eta_s=time_left(runs, campaign.fresh_database))
 
 
 def campaign_statistics(campaign: Campaign, runs: Sequence[Run], baseline_index: int) -> list[MetricTable]:
@@ -200,55 +177,9 @@ def adaptive_status(campaign: Campaign, runs: Sequence[Run]) -> dict[CampaignCon
     return status
 
 
-def host_overheads(host_ids: Sequence[int]) -> dict[tuple[int, int], float]:
-    """(host, scale) → median seconds a done run there took beyond warm-up and duration, over
-    its last runs; (host, 0) holds the host's median over any scale."""
-    overheads: dict[tuple[int, int], float] = {}
-    recent = (
-        Run.objects.filter(
-            server_host_id__in=host_ids, state=RunState.DONE, started_at__isnull=False, finished_at__isnull=False
-        )
-        .annotate(measured=F("warmup_s") + F("duration_s"))
-        .order_by("-finished_at")
-        .values_list("server_host_id", "scale", "measured", "started_at", "finished_at")
-    )
-    by_key: dict[tuple[int, int], list[float]] = defaultdict(list)
-    for host_id, scale, measured, started, finished in recent[: HISTORY_RUNS * max(len(host_ids), 1) * 4]:
-        if finished is None or started is None:
-            continue  # the query excludes them; the types do not know
-        extra = ((finished - started) - timedelta(seconds=measured)).total_seconds()
-        for key in ((host_id, scale), (host_id, 0)):
-            if len(by_key[key]) < HISTORY_RUNS:
-                by_key[key].append(max(extra, 0.0))
-    for key, extras in by_key.items():
-        overheads[key] = statistics.median(extras)
-    return overheads
-
-
-def run_wall_estimate(spec: RunSpec, overheads: dict[tuple[int, int], float]) -> float:
-    overhead = overheads.get((spec.server_host_id, spec.scale), overheads.get((spec.server_host_id, 0)))
-    return spec.warmup_s + spec.duration_s + (overhead if overhead is not None else DEFAULT_OVERHEAD_S)
-
-
-@dataclass(frozen=True)
-class WallEstimate:
-    seconds: float
-    basis: str
-
-
-def plan_wall_estimate(specs: Sequence[RunSpec], repetitions: int) -> WallEstimate:
-    """The plan's wall time: each server host's runs one after another, hosts in parallel."""
-    hosts = sorted({spec.server_host_id for spec in specs})
-    overheads = host_overheads(hosts)
-    per_host: dict[int, float] = defaultdict(float)
-    for spec in specs:
-        per_host[spec.server_host_id] += run_wall_estimate(spec, overheads) * repetitions
-    known = sum(1 for host in hosts if (host, 0) in overheads)
-    basis = (
-        f"measured time plus each host's median set-up time over its recent runs ({known} of {len(hosts)} hosts "
-        f"have history; {DEFAULT_OVERHEAD_S:.0f} s assumed for the others)"
-    )
-    return WallEstimate(seconds=max(per_host.values(), default=0.0), basis=basis)
+def plan_wall_estimate(specs: Sequence[RunSpec], repetitions: int, fresh_database: bool = False) -> WallEstimate:
+    """The plan's wall time, by the estimator the campaign's page uses for its time left."""
+    return plan_estimate(specs, repetitions, fresh_database)
 
 
 def campaign_list() -> list[dict[str, Any]]:

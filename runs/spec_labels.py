@@ -38,6 +38,23 @@ def _databases(run: Run, alone: bool) -> str:
     return "one per client host" if alone else "a database per client host"
 
 
+# A field left empty, in the same words wherever it is shown: group labels, "what differs", the
+# campaign matrix (runs.sweep), the exports. Never "(none)" in one place and words in another.
+EMPTY_VALUES = {
+    "mkfs_options": "default mkfs options",
+    "mount_options": "default mount options",
+    "pg_settings": "default settings",
+    "custom_script": "no script",
+    "rate_limit_tps": "no rate limit",
+    "log_sampling_rate": "no transaction log",
+    "client_host_ids": "pgbench on the server",
+}
+
+
+def _or_empty(field: str, text: str) -> str:
+    return text or EMPTY_VALUES[field]
+
+
 def _lines(text: str) -> int:
     return len([line for line in text.splitlines() if line.strip()])
 
@@ -51,18 +68,18 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "filesystem": (lambda r: r.filesystem, lambda r: r.filesystem),
     "pg_install_id": (_install, _install),
     "mkfs_options": (
-        lambda r: r.mkfs_options or "(none)",
-        lambda r: f"mkfs {r.mkfs_options}" if r.mkfs_options else "default mkfs",
+        lambda r: _or_empty("mkfs_options", r.mkfs_options),
+        lambda r: f"mkfs {r.mkfs_options}" if r.mkfs_options else EMPTY_VALUES["mkfs_options"],
     ),
     "mount_options": (
-        lambda r: r.mount_options or "(none)",
-        lambda r: r.mount_options or "default mount options",
+        lambda r: _or_empty("mount_options", r.mount_options),
+        lambda r: _or_empty("mount_options", r.mount_options),
     ),
-    "pg_settings": (lambda r: _settings(r) or "(none)", lambda r: _settings(r) or "default settings"),
+    "pg_settings": (lambda r: _or_empty("pg_settings", _settings(r)), lambda r: _or_empty("pg_settings", _settings(r))),
     "workload": (lambda r: r.workload, lambda r: r.workload),
     "custom_script": (
-        lambda r: f"{_lines(r.custom_script)} lines" if r.custom_script else "(none)",
-        lambda r: f"script of {_lines(r.custom_script)} lines" if r.custom_script else "no script",
+        lambda r: f"{_lines(r.custom_script)} lines" if r.custom_script else EMPTY_VALUES["custom_script"],
+        lambda r: f"script of {_lines(r.custom_script)} lines" if r.custom_script else EMPTY_VALUES["custom_script"],
     ),
     "scale": (lambda r: str(r.scale), lambda r: f"scale {r.scale}"),
     "clients": (lambda r: str(r.clients), lambda r: f"{r.clients} clients"),
@@ -71,16 +88,16 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "warmup_s": (lambda r: str(r.warmup_s), lambda r: f"warm-up {r.warmup_s} s"),
     "query_mode": (lambda r: r.query_mode, lambda r: f"{r.query_mode} protocol"),
     "rate_limit_tps": (
-        lambda r: f"{r.rate_limit_tps:g}" if r.rate_limit_tps else "(none)",
-        lambda r: f"rate {r.rate_limit_tps:g} tps" if r.rate_limit_tps else "no rate limit",
+        lambda r: f"{r.rate_limit_tps:g}" if r.rate_limit_tps else EMPTY_VALUES["rate_limit_tps"],
+        lambda r: f"rate {r.rate_limit_tps:g} tps" if r.rate_limit_tps else EMPTY_VALUES["rate_limit_tps"],
     ),
     "log_sampling_rate": (
-        lambda r: f"{r.log_sampling_rate:g}" if r.log_sampling_rate else "(no log)",
-        lambda r: f"log sampling {r.log_sampling_rate:g}" if r.log_sampling_rate else "no transaction log",
+        lambda r: f"{r.log_sampling_rate:g}" if r.log_sampling_rate else EMPTY_VALUES["log_sampling_rate"],
+        lambda r: f"log sampling {r.log_sampling_rate:g}" if r.log_sampling_rate else EMPTY_VALUES["log_sampling_rate"],
     ),
     "client_host_ids": (
-        lambda r: client_names(r) or "(the server)",
-        lambda r: f"pgbench on {client_names(r)}" if client_names(r) else "pgbench on the server",
+        lambda r: client_names(r) or EMPTY_VALUES["client_host_ids"],
+        lambda r: f"pgbench on {client_names(r)}" if client_names(r) else EMPTY_VALUES["client_host_ids"],
     ),
     # False for every run with fewer than two client hosts, which had one database all the same.
     "shared_database": (lambda r: _databases(r, alone=True), lambda r: _databases(r, alone=False)),

@@ -58,6 +58,8 @@ class Comparison:
     comparisons: int
     verdict: str
     text: str
+    # Said instead of Mann-Whitney's p when the test could not have decided at these sizes.
+    mann_whitney_note: str | None = None
 
     def as_json(self) -> dict[str, float | int | str | None]:
         return asdict(self)
@@ -179,6 +181,34 @@ def _run_tests(x: npt.NDArray[np.float64], base: npt.NDArray[np.float64]) -> _Te
     return _Tests(welch_p, mann_whitney_p, ratio_ci, half)
 
 
+def mann_whitney_floor(n1: int, n2: int) -> float:
+    """The smallest two-sided p Mann-Whitney's exact test can give for n1 vs n2 values: the two
+    most extreme of the C(n1 + n2, n1) equally likely rank orders (3 vs 3: 2 / 20 = 0.1)."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
+
+
+def mann_whitney_note(n1: int, n2: int) -> str:
+    """Why Mann-Whitney's p says nothing at these sizes, or "" when it can go below ALPHA."""
+    floor = mann_whitney_floor(n1, n2)
+    if floor < ALPHA:
+        return ""
+    enough = next(n for n in range(2, 100) if mann_whitney_floor(n, n) < ALPHA)
+    sizes = f"{n1} runs each" if n1 == n2 else f"{n1} vs {n2} runs"
+    return f"{sizes}: Mann-Whitney cannot reach p < {floor:.2g} — use ≥ {enough} repetitions"
+
+
+def repetitions_to_resolve(cv: float, half_width_pct: float, confidence: float = CONFIDENCE) -> int | None:
+    """About how many repetitions bring the confidence interval of the mean to ±half_width_pct %
+    of it, if the runs spread as they did (coefficient of variation cv): the smallest n with
+    t(n - 1) · cv / √n ≤ half_width_pct / 100. None beyond 1000 (out of reach)."""
+    if cv < 0 or half_width_pct <= 0:
+        raise ValueError(f"cv must be ≥ 0 and the half-width > 0 %, not {cv} and {half_width_pct}")
+    for n in range(2, 1001):
+        if t_quantile(n - 1, confidence) * cv / math.sqrt(n) <= half_width_pct / 100:
+            return n
+    return None
+
+
 def _verdict(mean: float, base_mean: float, adjusted_p: float, direction: Direction) -> str:
     if adjusted_p >= ALPHA:
         return "within noise"
@@ -239,6 +269,7 @@ def _comparison(
         comparisons=m,
         verdict=verdict,
         text=_tested_text(verdict, adjusted_p, m, _difference_text(diff_pct, ci_pct)),
+        mann_whitney_note=mann_whitney_note(group.n, base.n) or None,
     )
 
 

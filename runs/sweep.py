@@ -18,6 +18,7 @@ from typing import Any
 
 from runs.models import MAX_CONFIGURATIONS
 from runs.spec_checks import Inventory, spec_errors
+from runs.spec_labels import EMPTY_VALUES
 from runs.specs import RunSpec
 
 NONE_SHOWN = "(none)"
@@ -105,6 +106,8 @@ def _text_value(value: Any, what: str) -> str:
 def _settings(value: Any) -> Change:
     """Settings separated by ";" or by new lines, as `name = value` lines."""
     text = _text_value(value, VARIABLE_LABELS["pg_settings"])
+    if text.strip() in (NONE_SHOWN, EMPTY_VALUES["pg_settings"]):
+        return _fixed({"pg_settings": ""})
     lines = [part.strip() for part in re.split(r"[;\n]", text) if part.strip()]
     return _fixed({"pg_settings": "\n".join(lines)})
 
@@ -134,7 +137,7 @@ def _client_hosts(value: Any) -> Change:
 def _text(name: str) -> Callable[[Any], Change]:
     def read(value: Any) -> Change:
         text = _text_value(value, VARIABLE_LABELS[name]).strip()
-        return _fixed({name: "" if text == NONE_SHOWN else text})
+        return _fixed({name: "" if text in (NONE_SHOWN, EMPTY_VALUES.get(name)) else text})
 
     return read
 
@@ -271,9 +274,9 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
         return f"{change['clients']} clients/{change['threads']} threads"
     if variable == "scale":
         return f"scale {change['scale']}"
-    (value,) = change.values()
+    ((name, value),) = change.items()
     text = str(value).replace("\n", "; ")
-    return text or NONE_SHOWN
+    return text or EMPTY_VALUES.get(name, NONE_SHOWN)  # in runs.spec_labels' words, as everywhere
 
 
 def run_order(configurations: int, repetitions: int, seed: int | None = None) -> list[tuple[int, int]]:

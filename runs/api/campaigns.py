@@ -216,7 +216,7 @@ class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         cells = plan.cells()
         if serializer.validated_data["preview"]:
             valid = [cell.spec for cell in cells if cell.valid]
-            estimate = plan_wall_estimate(valid, plan.repetitions) if valid else None
+            estimate = plan_wall_estimate(valid, plan.repetitions, plan.fresh_database) if valid else None
             return Response({
                 "configurations": [cell_json(cell) for cell in cells],
                 "runs": len(valid) * plan.repetitions,

@@ -130,7 +130,7 @@ def make_campaign(runs: list[Run]) -> Campaign:
         configuration = CampaignConfiguration.objects.create(
             campaign=campaign,
             index=index,
-            label=f"ssd · {pair[0].mount_options or '(none)'}",
+            label=f"ssd · {pair[0].mount_options or 'default mount options'}",
             spec=RunSpec.from_run(pair[0]).as_json(),
         )
         for repetition, run in enumerate(pair, start=1):

@@ -37,7 +37,8 @@ def test_a_preview_expands_and_estimates_without_queueing(users: dict[str, User]
     assert response.status_code == 200, response.json()
     answer = response.json()
     assert [c["label"] for c in answer["configurations"]] == [
-        "lab1:ram · noatime", "lab1:ram · (none)", "lab1:hdd · noatime", "lab1:hdd · (none)",
+        "lab1:ram · noatime", "lab1:ram · default mount options",
+        "lab1:hdd · noatime", "lab1:hdd · default mount options",
     ]  # fmt: skip
     assert answer["runs"] == 12 and answer["estimated_wall_s"] > 0 and answer["refusal"] is None
     assert not Campaign.objects.exists()

@@ -105,9 +105,9 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
     labels = [c.label for c in campaign.configurations.order_by("index")]
     # Devices in the inventory's order (host, name), each with every mount option.
     assert labels == [
-        f"{lab1}:hdd · (none)",
+        f"{lab1}:hdd · default mount options",
         f"{lab1}:hdd · barrier=0",
-        f"{lab1}:ram · (none)",
+        f"{lab1}:ram · default mount options",
         f"{lab1}:ram · barrier=0",
     ]
 

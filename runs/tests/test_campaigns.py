@@ -218,11 +218,13 @@ def test_the_statistics_table_gives_p_values_as_the_verdicts_do_never_a_rounded_
     page = client_for("vera").get(reverse("campaign-detail", args=[campaign.pk]), {"baseline": 1}).content.decode()
 
     # Welch: t = 50 / sqrt(4/3 + 1/3) = 38.7 on 2.94 degrees of freedom, p = 4.5e-5 (the page
-    # showed "0.000"); Mann-Whitney's exact p for 3 against 3 with no overlap is 2/20 = 0.1.
+    # showed "0.000"); Mann-Whitney's exact p for 3 against 3 with no overlap is 2/20 = 0.1, its
+    # smallest: the page says the test cannot decide instead of showing it.
     tps_table = page.split('id="metric-steady_tps"', 1)[1].split("</table>", 1)[0]
     ram_row = next(row for row in tps_table.split("<tr>") if "<td>lab1:ram" in row)
     cells = [cell.split("</td>", 1)[0] for cell in ram_row.split("<td>")[1:]]
-    assert cells[-3:] == ["&lt; 0.001", "0.1", "0"], ram_row
+    assert cells[-3] == "&lt; 0.001" and cells[-1] == "0", ram_row
+    assert "3 runs each: Mann-Whitney cannot reach p &lt; 0.1 — use ≥ 4 repetitions" in cells[-2], ram_row
 
 
 @pytest.fixture

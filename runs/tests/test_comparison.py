@@ -81,12 +81,12 @@ def test_regrouping_by_filesystem_pools_mount_options(lab: Any) -> None:
     assert result.tables[0].rows[0].summary.mean == pytest.approx(103.0)
     mount = next(d for d in result.differences if d.label.lower() == "mount options")
     assert not mount.explained and mount.varies_within == [0]
-    assert mount.cells == ["(none) / noatime", "(none)"]
+    assert mount.cells == ["default mount options / noatime", "default mount options"]
     # Pooled on purpose, still said: the ext4 group mixes two mount options, xfs has one.
     assert result.warnings == [
         "mount options differs between groups and the grouping does not explain it "
-        "(group 0 (“ext4”): (none) / noatime; group 1 (“xfs”): (none)); "
-        "mount options varies inside group 0 (“ext4”) ((none) / noatime): its runs did not all run alike"
+        "(group 0 (“ext4”): default mount options / noatime; group 1 (“xfs”): default mount options); "
+        "mount options varies inside group 0 (“ext4”) (default mount options / noatime): its runs did not all run alike"
     ]
 
 

@@ -276,5 +276,6 @@ def test_a_cancel_with_nothing_left_to_cancel_says_so_and_writes_no_audit_entry(
             "Nothing of this campaign is left to cancel: its runs have ended or are being stopped."
             in response.content.decode()
         )
-    assert one.status_code == 400 and "Nothing of configuration 1 (lab1:ram · (none)) is left" in one.content.decode()
+    left = "Nothing of configuration 1 (lab1:ram · default mount options) is left"
+    assert one.status_code == 400 and left in one.content.decode()
     assert AuditEvent.objects.count() == audited

@@ -39,9 +39,9 @@ def test_the_matrix_is_every_combination_first_variable_slowest() -> None:
 
     assert [cell.label for cell in cells] == [
         "lab1:ram · noatime",
-        "lab1:ram · (none)",
+        "lab1:ram · default mount options",
         "lab1:hdd · noatime",
-        "lab1:hdd · (none)",
+        "lab1:hdd · default mount options",
     ]
     assert all(cell.valid for cell in cells)
     assert [(c.spec.device_id, c.spec.mount_options) for c in cells] == [
@@ -111,7 +111,7 @@ def test_the_same_run_twice_is_refused_as_a_duplicate() -> None:
 
     first, second = expand(base_on(lab1), [Variable("mount_options", ("", "(none)"))], Inventory.load())
 
-    assert first.valid and second.errors == {"__all__": ["the same run as (none)"]}
+    assert first.valid and second.errors == {"__all__": ["the same run as default mount options"]}
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from runs.comparison_query import ComparisonQuery
 from runs.confounds import group_confounds, marker_text, marker_title
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
+from runs.noise_advice import noise_advice, within_noise
 from runs.page_size_study import PageSizeChoice, page_size_choice
 from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
 from runs.preset_hosts import HostChoice, PresetRefused, host_choice, host_options, swept_hosts
@@ -143,13 +144,14 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         else:
             return redirect("campaign-detail", campaign_id=campaign.pk)
     valid = [cell for cell in cells if cell.valid]
+    specs = [cell.spec for cell in valid]
     context |= {
         "cells": cells,
         "valid_count": len(valid),
         "run_count": len(valid) * plan.repetitions,
-        "estimate": plan_wall_estimate([cell.spec for cell in valid], plan.repetitions) if valid else None,
+        "estimate": plan_wall_estimate(specs, plan.repetitions, plan.fresh_database) if valid else None,
         "estimate_most": (
-            plan_wall_estimate([cell.spec for cell in valid], plan.most_repetitions)
+            plan_wall_estimate(specs, plan.most_repetitions, plan.fresh_database)
             if valid and plan.max_repetitions
             else None
         ),
@@ -205,6 +207,8 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         "results_table": results_table(comparison) if comparison else None,
         "results_csv": reverse("compare-export-csv") + "?" + urlencode({"campaign": campaign.pk, "what": "table"}),
         "report_url": reverse("compare-report") + "?" + urlencode({"campaign": campaign.pk}),
+        "noise": noise_advice(tables[0], campaign.target_ci_pct) if tables else [],
+        "within_noise": within_noise(tables[0]) if tables else [],
         "baseline": baseline,
         "metrics": METRICS,
         "events_after": events_after,

@@ -46,6 +46,25 @@
     return { display: true, text: lines, font: { weight: "bold" } };
   };
 
+  // An axis of a quantity that is never below 0 (tps, latency, a count) nor, as a percentage
+  // (%util, CPU time), above 100: whatever Chart.js's grace, a nice tick or an interval's whisker
+  // would add, the scale stops there. `options` are the axis's other options (`max: 100` to show
+  // a percentage's whole range).
+  const valueAxis = (unit, options = {}) => {
+    const ceiling = unit === "%" ? 100 : Infinity;
+    return {
+      ...options,
+      afterBuildTicks: (scale) => {
+        scale.ticks = scale.ticks.filter((tick) => tick.value >= 0 && tick.value <= ceiling);
+        scale.min = Math.max(scale.min, 0);
+        scale.max = Math.min(scale.max, ceiling);
+      },
+    };
+  };
+  // An interval's end drawn within the same bounds (the tables and tooltips keep the true figures).
+  const withinBounds = (value, unit) =>
+    value === null || value === undefined ? value : Math.min(Math.max(value, 0), unit === "%" ? 100 : Infinity);
+
   // Options every benchlab chart shares. In print mode nothing animates (the chart is turned into
   // an image once drawn) and the bitmap is drawn at twice the CSS size so it stays sharp on paper.
   const baseOptions = (print) => ({
@@ -154,7 +173,7 @@
   };
 
   window.BenchlabCharts = {
-    BASELINE_BORDER, colour, format, withUnit, wrap, axisTitle, baseOptions, neutralLegendLabels, warmupShade,
-    make, element, figure, settled, toImages,
+    BASELINE_BORDER, colour, format, withUnit, wrap, axisTitle, valueAxis, withinBounds, baseOptions,
+    neutralLegendLabels, warmupShade, make, element, figure, settled, toImages,
   };
 })();

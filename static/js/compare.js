@@ -78,7 +78,10 @@
       label: "mean with 95 % CI",
       data: groups.map((group) => {
         const { mean, ci_low: low, ci_high: high } = rowOf(group).summary;
-        return mean === null || mean === undefined ? null : { y: mean, yMin: low ?? mean, yMax: high ?? mean };
+        if (mean === null || mean === undefined) return null;
+        // A CI past 0 (or 100 %) is drawn to that bound: a tps, a latency or a %util cannot go beyond it.
+        const bound = (value) => B.withinBounds(value ?? mean, metric.unit);
+        return { y: mean, yMin: bound(low), yMax: bound(high) };
       }),
       backgroundColor: groups.map((group) => B.colour(group.index, 0.55)),
       borderColor: groups.map((group) => (group.baseline ? B.BASELINE_BORDER : B.colour(group.index))),
@@ -130,13 +133,11 @@
     return chart(canvas, "barWithErrorBars", { labels, datasets: [bars, ...dots] }, {
       scales: {
         x: groupAxis(groups),
-        // Facet panels share one scale; a percentage stops at 100 (a CI beyond it is cut).
-        y: {
-          beginAtZero: true,
-          suggestedMax: yMax,
-          max: metric.unit === "%" ? 100 : undefined,
+        // Facet panels share one scale, from 0; a percentage's is 0–100.
+        y: B.valueAxis(metric.unit, {
+          beginAtZero: true, suggestedMax: yMax, max: metric.unit === "%" ? 100 : undefined,
           title: B.axisTitle(metricTitle(metric)),
-        },
+        }),
       },
       plugins: {
         tooltip,
@@ -177,7 +178,11 @@
     };
     return chart(canvas, "boxplot", { labels: groups.map((group) => groupLines(group, withFacet)), datasets: [dataset] }, {
       // Not from zero: a box plot shows the spread, which a zero-based axis squashes flat.
-      scales: { x: groupAxis(groups), y: { beginAtZero: false, grace: "10%", title: B.axisTitle(metricTitle(metric)) } },
+      // Its grace stops at 0 (and 100 %): a spread near 0 does not draw an axis below it.
+      scales: {
+        x: groupAxis(groups),
+        y: B.valueAxis(metric.unit, { beginAtZero: false, grace: "10%", title: B.axisTitle(metricTitle(metric)) }),
+      },
       plugins: { legend: { display: false }, tooltip: { callbacks: { title: groupTitle(groups, withFacet) } } },
     });
   }
@@ -194,7 +199,8 @@
       const pair = element("div", "chart-pair");
       block.append(heading, pair);
       parent.append(block);
-      const means = figure(pair, "bar: mean of the group; whiskers: its 95 % CI; dots: each run",
+      const means = figure(pair,
+        "bar: mean of the group; whiskers: its 95 % CI (drawn no lower than 0, no higher than 100 %); dots: each run",
         `${metric.label}: means with 95 % CI and each run`);
       meansChart(means, metric, groups, { withFacet });
       const boxes = figure(pair, "box: quartiles; whiskers: to 1.5 IQR; circle: mean; dots: each run",
@@ -248,7 +254,7 @@
       : data.series.map((series, index) => ({
         until: series.warmup_s, datasetIndex: index, color: B.colour(series.group, 0.08), line: B.colour(series.group, 0.8),
       }));
-    const lines = (canvas, key, title) => chart(canvas, "line", {
+    const lines = (canvas, key, title, unit) => chart(canvas, "line", {
       datasets: data.series.map((series, index) => ({
         label: label(series), parsing: false, pointRadius: 0, ...styles[index],
         data: series.seconds.map((second, at) => ({ x: second, y: series[key][at] })),
@@ -256,12 +262,12 @@
     }, {
       scales: {
         x: { type: "linear", title: B.axisTitle("time since the start (s)") },
-        y: { beginAtZero: true, title: B.axisTitle(title) },
+        y: B.valueAxis(unit, { beginAtZero: true, title: B.axisTitle(title) }),
       },
       plugins: { warmupShade: { spans }, tooltip: { callbacks: { title: (items) => `second ${items[0].raw.x}` } } },
     }, [B.warmupShade]);
-    lines(tpsCanvas, "tps", "throughput (tps)");
-    lines(latencyCanvas, "latency_ms", "latency, mean per second (ms)");
+    lines(tpsCanvas, "tps", "throughput (tps)", "tps");
+    lines(latencyCanvas, "latency_ms", "latency, mean per second (ms)", "ms");
   }
 
   // ---- (4) latency percentiles: per percentile, a bar per group.
@@ -282,7 +288,10 @@
         borderWidth: group.baseline ? 2 : 1,
       })),
     }, {
-      scales: { x: { title: B.axisTitle("percentile") }, y: { beginAtZero: true, title: B.axisTitle("latency (ms)") } },
+      scales: {
+        x: { title: B.axisTitle("percentile") },
+        y: B.valueAxis("ms", { beginAtZero: true, title: B.axisTitle("latency (ms)") }),
+      },
       plugins: { tooltip: { callbacks: { label: (item) => `${item.dataset.label}: ${B.withUnit(item.raw, "ms")}` } } },
     });
   }
@@ -317,8 +326,10 @@
       }, {
         scales: {
           x: groupAxis(groups),
-          pct: { position: "left", beginAtZero: true, max: 100, title: B.axisTitle("device utilisation (%)") },
-          ms: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: B.axisTitle("await (ms)") },
+          pct: B.valueAxis("%", { position: "left", beginAtZero: true, max: 100, title: B.axisTitle("device utilisation (%)") }),
+          ms: B.valueAxis("ms", {
+            position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: B.axisTitle("await (ms)"),
+          }),
         },
         plugins: { tooltip: tooltip((item) => (item.dataset.yAxisID === "pct" ? "%" : "ms")) },
       });
@@ -338,7 +349,7 @@
       }, {
         scales: {
           x: { ...groupAxis(groups), stacked: true },
-          y: { stacked: true, beginAtZero: true, max: 100, title: B.axisTitle("CPU time (%)") },
+          y: B.valueAxis("%", { stacked: true, beginAtZero: true, max: 100, title: B.axisTitle("CPU time (%)") }),
         },
         plugins: { tooltip: tooltip(() => "%") },
       });

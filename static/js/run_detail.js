@@ -8,7 +8,7 @@
   const page = document.getElementById("run-page");
   const data = JSON.parse(document.getElementById("chart-data").textContent);
   const finished = page.dataset.finished === "true";
-  const { axisTitle, withUnit, warmupShade, make } = window.BenchlabCharts;
+  const { axisTitle, withUnit, warmupShade, make, valueAxis } = window.BenchlabCharts;
   const warmup = data.warmup_s || 0;
   const total = warmup + data.duration_s;
 
@@ -119,10 +119,10 @@
   }, {
     options: options({
       x: xAxis(data.seconds.at(-1)),
-      tps: { position: "left", beginAtZero: true, grace: "10%", title: axisTitle("throughput (tps)") },
-      latency: {
+      tps: valueAxis("tps", { position: "left", beginAtZero: true, grace: "10%", title: axisTitle("throughput (tps)") }),
+      latency: valueAxis("ms", {
         position: "right", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("latency (ms)"),
-      },
+      }),
     }),
     plugins: [warmupShade, warmupLabel],
   });
@@ -169,10 +169,10 @@
     const longest = Math.max(0, ...datasets.map((dataset) => dataset.data.length));
     const scales = { x: xAxis(longest) };
     Object.entries(axes).forEach(([axis, [title, unit]], index) => {
-      scales[axis] = {
+      scales[axis] = valueAxis(unit, {
         position: index ? "right" : "left", beginAtZero: true, grace: "10%", title: axisTitle(title),
         grid: { drawOnChartArea: index === 0 }, ...(unit === "%" ? { max: 100 } : {}),
-      };
+      });
     });
     window.benchlabCharts[id] = make(canvas, "line", { datasets }, { options: options(scales), plugins: [warmupShade, warmupLabel] });
   };
