@@ -360,8 +360,8 @@ def test_a_kernel_that_changed_between_two_groups_on_one_device_is_not_explained
     # Grouped by device alone, the HDD's runs differ in kernel within their group: still a warning.
     pooled = compare_runs(ComparisonQuery(run_ids=ids(runs), group_by=("device_id",)))
     assert [w.split(": its")[0] for w in pooled.warnings] == [
-        "mount options varies inside group 0 (“lab1:ssd0”) ((none) / barrier=0) "
-        "and group 1 (“lab1:hdd0”) ((none) / barrier=0)",
+        "mount options varies inside group 0 (“lab1:ssd0”) (barrier=0 / default mount options) "
+        "and group 1 (“lab1:hdd0”) (barrier=0 / default mount options)",
         "kernel varies inside group 1 (“lab1:hdd0”) (6.1.0-28-amd64 / 6.12.0)",
     ]
 
