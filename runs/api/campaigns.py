@@ -13,6 +13,7 @@ from runs.api.comparisons import api_query_params, comparison_of
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
+from runs.campaign_confounds import campaign_confounds
 from runs.campaign_forms import adaptive_problems
 from runs.campaign_results import (
     adaptive_status,
@@ -159,6 +160,8 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
         for row in campaign_matrix(campaign, runs)
     ]
     tables = campaign_statistics(campaign, runs, baseline) if data["configurations"] else []
+    confounds = campaign_confounds(campaign, runs, baseline)
+    data["warnings"] = confounds.warnings  # what the verdicts mix in besides the configuration
     data["statistics"] = {
         table.metric.key: {
             "label": table.metric.label,
@@ -168,6 +171,7 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
                     "configuration": row.configuration.index,
                     "summary": row.summary.as_json(),
                     "comparison": row.comparison.as_json() if row.comparison else None,
+                    "confounded": confounds.marker(row.configuration.index)[1] or None,
                     "failed": row.failed,
                     "failures": row.failures,
                 }

@@ -228,6 +228,17 @@ def test_the_campaign_page_warns_about_the_mixed_builds_and_marks_its_verdicts(
     )
 
 
+def test_the_campaign_api_warns_and_marks_as_the_campaign_page_does(
+    client_for: ClientFactory, campaign_5: tuple[Campaign, list[Run]]
+) -> None:
+    campaign, _ = campaign_5
+    data = client_for("vera").get(f"/api/campaigns/{campaign.pk}/").json()
+    assert data["warnings"][0] == PAGE_SIZE_SENTENCE
+    rows = data["statistics"]["steady_tps"]["rows"]
+    assert [row["configuration"] for row in rows] == [0, 1] and rows[0]["confounded"] is None  # the baseline
+    assert rows[1]["confounded"].startswith("Not only the grouping differs from the baseline: PostgreSQL version: ")
+
+
 def test_builds_of_one_source_differing_only_in_page_size_are_no_warning() -> None:
     host = make_host()
     make_device(host)

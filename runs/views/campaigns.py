@@ -11,12 +11,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs import live
+from runs.campaign_confounds import campaign_confounds
 from runs.campaign_forms import CampaignForm, SweepForm
 from runs.campaign_plans import plan_from_forms
 from runs.campaign_results import (
     METRICS,
-    MetricTable,
-    StatisticsRow,
     adaptive_status,
     campaign_list,
     campaign_matrix,
@@ -25,9 +24,6 @@ from runs.campaign_results import (
     campaign_statistics,
     plan_wall_estimate,
 )
-from runs.comparison import ComparisonResult, compare_runs
-from runs.comparison_query import ComparisonQuery
-from runs.confounds import group_confounds, marker_text, marker_title
 from runs.forms import RunForm
 from runs.models import Campaign, CampaignConfiguration
 from runs.noise_advice import noise_advice, within_noise
@@ -190,7 +186,7 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         for row in campaign_matrix(campaign, runs)
     ]
     tables = campaign_statistics(campaign, runs, baseline) if configurations else []
-    comparison = compare_runs(ComparisonQuery(campaign_id=campaign.pk)) if runs else None
+    confounds = campaign_confounds(campaign, runs, baseline)
     return {
         "campaign": campaign,
         "progress": campaign_progress(campaign, runs),
@@ -202,9 +198,11 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         ),
         "repetitions": repetitions,
         "tables": tables,
-        "statistics": _marked(tables, comparison, baseline),
-        "warnings": comparison.warnings if comparison else [],
-        "results_table": results_table(comparison) if comparison else None,
+        "statistics": [
+            (table, [(row, *confounds.marker(row.configuration.index)) for row in table.rows]) for table in tables
+        ],
+        "warnings": confounds.warnings,
+        "results_table": results_table(confounds.comparison) if confounds.comparison else None,
         "results_csv": reverse("compare-export-csv") + "?" + urlencode({"campaign": campaign.pk, "what": "table"}),
         "report_url": reverse("compare-report") + "?" + urlencode({"campaign": campaign.pk}),
         "noise": noise_advice(tables[0], campaign.target_ci_pct) if tables else [],
@@ -214,26 +212,6 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         "events_after": events_after,
         "run_ids": [run.pk for run in runs],
     }
-
-
-def _marked(
-    tables: list[MetricTable], comparison: ComparisonResult | None, baseline: int
-) -> list[tuple[MetricTable, list[tuple[StatisticsRow, str, str]]]]:
-    """Each statistics table with its rows' confound markers (runs.confounds): the campaign's
-    comparison groups runs by their whole specification, a configuration's."""
-    group_of: dict[int | None, int] = {}
-    for group in comparison.groups if comparison else []:
-        group_of |= {run.configuration.index: group.index for run in group.runs if run.configuration}
-    differences = comparison.differences if comparison else []
-    marked = []
-    for table in tables:
-        rows = []
-        for row in table.rows:
-            here, there = group_of.get(row.configuration.index), group_of.get(baseline)
-            found = group_confounds(differences, here, there) if here is not None and there is not None else []
-            rows.append((row, marker_text(found), marker_title(found)))
-        marked.append((table, rows))
-    return marked
 
 
 @require_POST
