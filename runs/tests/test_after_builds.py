@@ -214,6 +214,8 @@ def test_the_preset_offers_the_hosts_sources_and_builds_from_the_one_chosen(
     # A preview keeps the choice and the offer (nothing is built yet, so there is no install to preview).
     assert "Build 2 kB, 4 kB and 8 kB pages, then queue this study" in previewed.content.decode()
     assert f'<option value="{TARBALL.key}" selected>' in previewed.content.decode()
+    assert "No build of 2 kB, 4 kB and 8 kB pages from PostgreSQL 15.17: release tarball" in previewed.content.decode()
+    assert "This field is required" not in previewed.content.decode()
     assert bad_host.status_code == 400 and "No host has id 999. Hosts that can: lab1." in bad_host.content.decode()
     wait = StudyAfterBuilds.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("study-after-builds", args=[wait.pk])

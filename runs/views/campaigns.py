@@ -90,6 +90,20 @@ def _forms(
     )
 
 
+def _say_builds_missing(base_form: RunForm, page_size: PageSizeChoice | None) -> None:
+    """A page-size study previewed before its builds exist has no install to preview: say that,
+    and what to press, instead of "This field is required"."""
+    study = page_size.study if page_size else None
+    if study is None or study.source is None or not study.missing or "pg_install" not in base_form.errors:
+        return
+    base_form.errors["pg_install"] = base_form.error_class(
+        [
+            f"No build of {study.missing_text} pages from {study.source.label} yet, so there is nothing to "
+            "preview: “Build …, then queue this study” builds them and queues the study as this form has it."
+        ]
+    )
+
+
 def _host_picker(preset: str, chosen: list[int]) -> dict[str, Any] | None:
     """The preset's host chooser on the form: the hosts it may run on, those it may not and why."""
     if preset not in PRESETS:
@@ -124,6 +138,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         context["preset"] = request.GET.get("preset", "")
         return render(request, "runs/campaign_form.html", context)
     if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
+        _say_builds_missing(base_form, page_size[1] if page_size else None)
         return render(request, "runs/campaign_form.html", context, status=400)
     plan = plan_from_forms(campaign_form, base_form, sweep_form, request.POST.get("preset", "")[:50])
     try:
