@@ -6,11 +6,7 @@
   const page = document.getElementById("baseline-page");
   if (!page || page.dataset.finished === "true" || !window.EventSource) return;
 
-  const duration = (seconds) => {
-    const whole = Math.max(0, Math.round(seconds));
-    const minutes = Math.floor(whole / 60), rest = whole % 60;
-    return minutes ? `${minutes} min ${rest} s` : `${rest} s`;
-  };
+  const duration = window.benchlabUnits.duration;  // static/js/units.js
   const stateText = document.getElementById("baseline-state");
   const steps = Array.from(document.querySelectorAll("#baseline-steps .build-step"));
   const box = document.getElementById("baseline-progress-box");

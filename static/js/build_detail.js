@@ -7,13 +7,7 @@
   const page = document.getElementById("build-page");
   if (!page || page.dataset.finished === "true" || !window.EventSource) return;
 
-  // As the units filter `duration` writes it: "14 s", "2 min 5 s", "1 h 3 min".
-  const duration = (seconds) => {
-    const whole = Math.max(0, Math.round(seconds));
-    const hours = Math.floor(whole / 3600), minutes = Math.floor((whole % 3600) / 60), rest = whole % 60;
-    if (hours) return `${hours} h ${minutes} min`;
-    return minutes ? `${minutes} min ${rest} s` : `${rest} s`;
-  };
+  const duration = window.benchlabUnits.duration;  // static/js/units.js
   const clock = (iso) => {
     const at = new Date(iso);
     if (Number.isNaN(at.getTime())) return "";

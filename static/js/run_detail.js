@@ -29,13 +29,7 @@
   const fields = (date) => Object.fromEntries(parts.formatToParts(date).map((part) => [part.type, part.value]));
   const clock = (date) => { const f = fields(date); return `${f.hour}:${f.minute}:${f.second}`; };
   const stamp = (date) => { const f = fields(date); return `${f.year}-${f.month}-${f.day} ${clock(date)} ${zoneLabel}`; };
-  // As the units filter `duration` writes it: "14 s", "2 min 5 s", "1 h 3 min".
-  const duration = (seconds) => {
-    const whole = Math.max(0, Math.round(seconds));
-    const hours = Math.floor(whole / 3600), minutes = Math.floor((whole % 3600) / 60), rest = whole % 60;
-    if (hours) return `${hours} h ${minutes} min`;
-    return minutes ? `${minutes} min ${rest} s` : `${rest} s`;
-  };
+  const duration = window.benchlabUnits.duration;  // static/js/units.js
 
   // ---- charts
   // The warm-up band's label: inside the band when it fits, else just right of its end line.
