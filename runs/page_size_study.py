@@ -17,6 +17,7 @@ from runs.lab.pg_sources import HostSource
 from runs.models import Host, PgInstall
 from runs.models.run_clients import version_key
 from runs.params import parse_choice
+from runs.preset_hosts import runnable_hosts
 from runs.services import build_sources
 from runs.services.build_sources import SourcesUnknown
 
@@ -82,12 +83,6 @@ def page_size_study(host: Host, source: HostSource | None) -> PageSizeStudy:
     return PageSizeStudy(host, source, installs, [size for size, pg in found.items() if pg is None])
 
 
-def page_size_hosts() -> list[Host]:
-    """The hosts the study may run on: enabled, serving PostgreSQL, taking runs."""
-    hosts = Host.objects.filter(enabled=True, serves_postgres=True).order_by("name")
-    return [host for host in hosts if not host.refusal_for_runs()]
-
-
 @dataclass(frozen=True)
 class PageSizeChoice:
     """What the preset's form offers and what was chosen: the host, its sources, one of them."""
@@ -108,7 +103,7 @@ def default_source(host: Host, sources: list[HostSource]) -> HostSource | None:
 def page_size_choice(host: Host | None = None, source_key: str | None = None) -> PageSizeChoice:
     """The host (given, or the first the study may run on), the sources it has (asked over SSH)
     and the one chosen by key (or the default one when no key is given)."""
-    hosts = page_size_hosts()
+    hosts = runnable_hosts()
     host = host or (hosts[0] if hosts else None)
     if host is None:
         return PageSizeChoice(
@@ -138,5 +133,5 @@ def chosen_host(raw: str | None) -> Host | None:
     BadParameter for any other."""
     if not raw:
         return None
-    hosts = {str(host.pk): host for host in page_size_hosts()}
+    hosts = {str(host.pk): host for host in runnable_hosts()}
     return hosts[parse_choice(raw, "host", hosts)]
