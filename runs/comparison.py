@@ -17,11 +17,11 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from runs.campaign_results import METRICS, Metric
-from runs.comparison_query import MAX_SHOWN, ComparisonQuery, group_label
+from runs.comparison_query import MAX_SHOWN, ComparisonQuery, Group, group_label
 from runs.confounds import Confound, comparison_warnings, group_confounds, marker_text, marker_title
 from runs.differences import Difference, environment_annotations, what_differs
 from runs.drift_queries import SpannedChange, comparison_drift
-from runs.models import Campaign, Run, RunSample, RunState
+from runs.models import Campaign, Run, RunSample
 from runs.params import BadParameter
 from runs.spec_labels import spec_value
 from runs.specs import run_spec_value
@@ -30,23 +30,6 @@ from runs.stats import Comparison, Summary, compare, summarise
 PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
 IOSTAT_MEANS = ("util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s")
 VMSTAT_MEANS = ("us", "sy", "wa")
-
-
-@dataclass
-class Group:
-    index: int
-    key: tuple[Any, ...]
-    label: str
-    facet: str | None
-    runs: list[Run]
-
-    @property
-    def done(self) -> list[Run]:
-        return [run for run in self.runs if run.state == RunState.DONE]
-
-    @property
-    def failed(self) -> list[Run]:
-        return [run for run in self.runs if run.state == RunState.FAILED]
 
 
 @dataclass(frozen=True)

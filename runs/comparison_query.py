@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runs.models import Run, RunState
 from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
 from runs.specs import FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS
 
@@ -24,6 +25,23 @@ GROUP_NAMES: dict[str, str] = {FORM_FIELDS[name]: name for name in SPEC_FIELDS}
 WORDS: dict[str, str] = {name: word for word, name in GROUP_NAMES.items()}
 # Other words read as these: links made when a run had one client host, and the field's own name.
 ALIASES = {"client_host": "client_hosts", "client_host_ids": "client_hosts"}
+
+
+@dataclass
+class Group:
+    index: int
+    key: tuple[Any, ...]
+    label: str
+    facet: str | None
+    runs: list[Run]
+
+    @property
+    def done(self) -> list[Run]:
+        return [run for run in self.runs if run.state == RunState.DONE]
+
+    @property
+    def failed(self) -> list[Run]:
+        return [run for run in self.runs if run.state == RunState.FAILED]
 
 
 def group_label(field: str) -> str:

@@ -9,14 +9,11 @@ nothing if one device's runs had 8 clients and the other's 4.
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from runs.comparison_query import Group
 from runs.differences import BUILD_FACTS, PAGE_SIZE, Difference, run_origin, short_version
 from runs.models import Run
 from runs.templatetags.units import page_size
-
-if TYPE_CHECKING:
-    from runs.comparison import Group
 
 BUILD_WORDS = {"pg_version": "version", "build": "build", "wal_block_size": "WAL block size"}
 BUILD_WORDS["pgbench_version"] = "pgbench version"
@@ -31,11 +28,11 @@ class Confound:
     detail: str  # "clients: 4 here, 8 in the baseline", for its title
 
 
-def _group_name(group: "Group") -> str:
+def _group_name(group: Group) -> str:
     return f"group {group.index} (“{group.label}”)"
 
 
-def _warning(difference: Difference, groups: Sequence["Group"]) -> str:
+def _warning(difference: Difference, groups: Sequence[Group]) -> str:
     parts = []
     if difference.between and not difference.explained:
         shown = "; ".join(f"{_group_name(g)}: {cell}" for g, cell in zip(groups, difference.cells, strict=True))
@@ -57,7 +54,7 @@ def _run_build(run: Run) -> str:
     return f"{version}, {run_origin(run)}"
 
 
-def page_size_warning(differences: Sequence[Difference], groups: Sequence["Group"]) -> str | None:
+def page_size_warning(differences: Sequence[Difference], groups: Sequence[Group]) -> str | None:
     """ "These page sizes come from different builds: 4 kB is …; 8 kB is …: version and build
     differ, not only the page size", when the groups' page sizes differ and so does anything
     else an install fixes; None otherwise."""
@@ -78,7 +75,7 @@ def page_size_warning(differences: Sequence[Difference], groups: Sequence["Group
     return f"These page sizes come from different builds: {said}: {what} {verb}, not only the page size."
 
 
-def comparison_warnings(differences: Sequence[Difference], groups: Sequence["Group"]) -> list[str]:
+def comparison_warnings(differences: Sequence[Difference], groups: Sequence[Group]) -> list[str]:
     """Every confounded fact, naming it and the groups; the page-size sentence first."""
     warnings = [_warning(d, groups) for d in differences if d.confounded]
     page_sizes = page_size_warning(differences, groups)

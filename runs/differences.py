@@ -14,20 +14,17 @@ explain its version or build: the question is then the page size (runs.confounds
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models.fields.json import KT
 
-from runs.comparison_query import group_label
+from runs.comparison_query import Group, group_label
 from runs.install_origin import install_origin
 from runs.lab.pg_settings import RESERVED_SETTINGS
 from runs.models import Run
 from runs.spec_labels import spec_value
 from runs.specs import SPEC_FIELDS
 from runs.templatetags.units import binary_size, page_size, pg_setting_text
-
-if TYPE_CHECKING:
-    from runs.comparison import Group
 
 HOST = frozenset({"server_host_id", "device_id"})  # a device belongs to one host
 # Settings that name a run's own port, directories and files: different for every run by design.
@@ -208,7 +205,7 @@ def _facts(runs: Sequence[Run]) -> list[_Fact]:
 
 
 def _explained(
-    explained_by: frozenset[str], groups: Sequence["Group"], grouping: Sequence[str], per_group: list[list[str]]
+    explained_by: frozenset[str], groups: Sequence[Group], grouping: Sequence[str], per_group: list[list[str]]
 ) -> bool:
     """Whether the fact follows from the grouping: some grouping field that can determine it splits
     the groups, and groups that agree on every such field agree on the fact (two groups on one
@@ -223,17 +220,17 @@ def _explained(
     return True
 
 
-def _per_group(fact: _Fact, groups: Sequence["Group"]) -> list[list[str]]:
+def _per_group(fact: _Fact, groups: Sequence[Group]) -> list[list[str]]:
     return [sorted({v for run in g.runs if (v := fact.value(run)) is not None}) for g in groups]
 
 
-def _page_sizes_differ(facts: Sequence[_Fact], groups: Sequence["Group"]) -> bool:
+def _page_sizes_differ(facts: Sequence[_Fact], groups: Sequence[Group]) -> bool:
     """The groups ran with different page sizes: then the page size is the question."""
     per_group = _per_group(next(fact for fact in facts if fact.key == PAGE_SIZE), groups)
     return any(values != per_group[0] for values in per_group)
 
 
-def what_differs(groups: Sequence["Group"], grouping: Sequence[str]) -> list[Difference]:
+def what_differs(groups: Sequence[Group], grouping: Sequence[str]) -> list[Difference]:
     """The facts that are not the same for every run, each saying whether the grouping explains it."""
     differences: list[Difference] = []
     runs = [run for group in groups for run in group.runs]

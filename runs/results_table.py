@@ -11,8 +11,8 @@ groups each ran one page size, all different, is a page-size study and reads "pa
 from dataclasses import dataclass
 from typing import Any
 
-from runs.comparison import ComparisonResult, Group
-from runs.comparison_query import group_label
+from runs.comparison import ComparisonResult
+from runs.comparison_query import Group, group_label
 from runs.confounds import run_page_size
 from runs.stats import Summary
 

@@ -9,6 +9,7 @@ from celery import Task, shared_task
 from celery.signals import worker_ready
 from django.db import connection
 
+from runs.jobs.dispatch import queue_dispatch
 from runs.services.baseline_execute import baseline_execute
 from runs.services.baseline_sweeper import sweep_baseline, sweep_stale_baselines
 from runs.services.build_execute import build_execute
@@ -16,7 +17,6 @@ from runs.services.build_sweeper import sweep_build, sweep_stale_builds
 from runs.services.execute import run_execute
 from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
-from runs.services.queue import queue_dispatch
 from runs.services.reattach import run_reattach
 from runs.services.sweeper import resend_claimed_runs, sweep_run, sweep_stale_runs
 

@@ -40,10 +40,10 @@ from runs.lab.benchmark_spec import ClientSpec as ClientSpec
 from runs.lab.benchmark_spec import Step as Step
 from runs.lab.benchmark_spec import run_dir_for as run_dir_for
 from runs.lab.benchmark_spec import work_dir_for as work_dir_for
-from runs.lab.collect import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
 from runs.lab.kept import Handover, handed_over
 from runs.lab.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
 from runs.lab.kept import discard_kept_setup as discard_kept_setup
+from runs.lab.results import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
 from runs.lab.stages import Stages
 from runs.lab.transport import Transport
 

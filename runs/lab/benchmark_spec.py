@@ -9,17 +9,15 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from runs.lab.options import InitOptions, RunOptions
 from runs.lab.parse_pgbench import ProgressSample
 from runs.lab.pgbench import Detached
+from runs.lab.results import BenchmarkResult
 from runs.lab.storage import FilesystemSpec
 from runs.lab.storage_checks import DeviceIdentity
 from runs.lab.transport import Transport
-
-if TYPE_CHECKING:  # collect.py imports this module
-    from runs.lab.collect import BenchmarkResult
 
 log = logging.getLogger(__name__)
 RUNS_ROOT = "/var/lib/benchlab/runs"  # on the host's own disk, not on the device under test

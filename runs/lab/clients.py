@@ -24,8 +24,6 @@ from runs.lab.client_totals import ProgressTotals, total_summary
 from runs.lab.errors import LabError
 from runs.lab.follow import Follower
 from runs.lab.latency import (
-    LatencyHistogram,
-    LatencyPercentiles,
     merged_percentiles,
     transaction_latency_histogram,
     transaction_latency_percentiles,
@@ -33,35 +31,17 @@ from runs.lab.latency import (
 from runs.lab.options import RunOptions
 from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
 from runs.lab.parse_pgbench_logs import merge_aggregate_intervals, parse_aggregate_log
-from runs.lab.parse_pgbench_summary import PgbenchSummary, parse_summary
+from runs.lab.parse_pgbench_summary import parse_summary
 from runs.lab.pgbench import LOG_PREFIX, Detached, cancel, start_detached, wait_for_exit
+from runs.lab.results import BenchmarkResult, ClientResult
 from runs.lab.run_user import RUN_USER, read_as_run_user, run_as_run_user
 from runs.lab.transport import Transport
 
 if TYPE_CHECKING:  # benchmark.py imports this module
     from runs.lab.benchmark_spec import Endpoint, Observer
-    from runs.lab.collect import BenchmarkResult
 
 RTT_PROBES = 10
 _ALL_LOGS = ["sh", "-c", f'cat "$1"/{LOG_PREFIX}.*', "sh"]
-
-
-@dataclass
-class ClientResult:
-    """One client host's share of a run."""
-
-    name: str
-    database: str
-    command: str = ""
-    pgbench_version: str = ""
-    rtt_ms: float | None = None  # median TCP connect time to the server's port
-    started_epoch: float | None = None  # when its pgbench started, by the client's clock
-    exit_status: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    summary: PgbenchSummary | None = None
-    latency: LatencyPercentiles | None = None
-    histogram: LatencyHistogram | None = None  # for the percentiles over all clients together
 
 
 @dataclass(frozen=True)

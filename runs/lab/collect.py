@@ -10,62 +10,27 @@ statistics before the measurement.
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from runs.lab.kept import KeptSetup
-from runs.lab.latency import LatencyPercentiles, transaction_latency_percentiles
-from runs.lab.metrics import OsMetrics, PgStatsDelta, PgStatsSnapshot, collectors_for, pg_stats_delta, pg_stats_snapshot
+from runs.lab.latency import transaction_latency_percentiles
+from runs.lab.metrics import PgStatsSnapshot, collectors_for, pg_stats_delta, pg_stats_snapshot
 from runs.lab.options import RunOptions
 from runs.lab.parse_pgbench import parse_progress_line
-from runs.lab.parse_pgbench_logs import AggregateInterval, merge_aggregate_intervals, parse_aggregate_log
-from runs.lab.parse_pgbench_summary import PgbenchSummary, parse_summary
+from runs.lab.parse_pgbench_logs import merge_aggregate_intervals, parse_aggregate_log
+from runs.lab.parse_pgbench_summary import parse_summary
 from runs.lab.pgbench import LOG_PREFIX, Detached
 from runs.lab.postgres import Cluster, server_page_sizes
+from runs.lab.results import BenchmarkResult
 from runs.lab.run_user import read_as_run_user, run_as_run_user
 from runs.lab.storage import PreparedStorage
 from runs.lab.transport import Transport
 
 if TYPE_CHECKING:  # benchmark.py imports this module
     from runs.lab.benchmark_spec import Observer
-    from runs.lab.clients import ClientResult
 
 RESUME_RECORD = "resume.json"  # in the run directory (root's), next to iostat's and vmstat's files
 RESUME_RECORD_VERSION = 2  # 2: several client hosts' pgbench recorded too
-
-
-@dataclass
-class BenchmarkResult:
-    storage: PreparedStorage
-    pg_version: str = ""
-    pg_block_size: int | None = None  # bytes, as the running server says (collect_results)
-    pg_wal_block_size: int | None = None
-    pg_settings: list[dict[str, str | None]] = field(default_factory=list)
-    pg_non_default_settings: dict[str, str] = field(default_factory=dict)
-    init_command: str = ""
-    init_output: str = ""
-    command: str = ""
-    pgbench_version: str = ""  # of the binary that ran, on the host it ran on
-    exit_status: int | None = None
-    stdout: str = ""
-    stderr: str = ""
-    summary: PgbenchSummary | None = None
-    aggregate: list[AggregateInterval] = field(default_factory=list)
-    latency: LatencyPercentiles | None = None  # with per-transaction logs only
-    os: OsMetrics = field(default_factory=OsMetrics)
-    pg_stats: PgStatsDelta | None = None
-    run_dir: str = ""
-    kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
-    reused: bool = False  # the run used the kept setup it was given
-    reuse_refused: str = ""  # why the kept setup it was given could not be used (then discarded)
-    # With client hosts: each one's share (with one, the same figures as the run's own).
-    clients: list["ClientResult"] = field(default_factory=list)
-    loaded_epoch: float | None = None  # every database loaded, by the server's clock: the barrier
-    start_skew_ms: float | None = None  # how far apart the client hosts' pgbench started
-    pgbench_started_epoch: float | None = None  # when pgbench started (the first of several), by its host's clock
-    failed_client: str = ""  # the client host whose pgbench failed, in a run with several
-    failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
-    stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from runs.lab.clients import (
     start_together,
     started_epoch,
 )
-from runs.lab.collect import BenchmarkResult, RecordedClient, progress_reader, resume_record, write_resume_record
+from runs.lab.collect import RecordedClient, progress_reader, resume_record, write_resume_record
 from runs.lab.follow import Follower
 from runs.lab.metrics import PgStatsSnapshot
 from runs.lab.pgbench import Connection, Detached, cancel, run_command, start_detached, wait_for_exit
 from runs.lab.postgres import BENCH_ROLE, Cluster
+from runs.lab.results import BenchmarkResult
 from runs.lab.run_user import RUN_USER
 from runs.lab.storage import PreparedStorage
 

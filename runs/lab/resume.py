@@ -32,7 +32,7 @@ from runs.lab.benchmark import (
     run_dir_for,
     work_dir_for,
 )
-from runs.lab.clients import ClientBench, ClientResult, collect_several
+from runs.lab.clients import ClientBench, collect_several
 from runs.lab.collect import (
     RESUME_RECORD,
     RESUME_RECORD_VERSION,
@@ -51,6 +51,7 @@ from runs.lab.measure import follow_several, note_starts
 from runs.lab.metrics import OsMetrics, PgStatsSnapshot, collectors_for, read_os_metrics
 from runs.lab.pgbench import Detached, cancel, exit_status, is_running, wait_for_exit
 from runs.lab.postgres import PORT_RANGE, Cluster, stop
+from runs.lab.results import ClientResult
 from runs.lab.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
 from runs.lab.storage import PreparedStorage, directory_for, mountpoint_for, release_storage
 from runs.lab.storage_checks import resolved_device_directory

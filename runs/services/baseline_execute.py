@@ -14,6 +14,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.lab.errors import CommandFailed, tail
 from runs.lab.fio import FioCancelled, FioResult, run_fio
 from runs.lab.storage_checks import DeviceIdentity
@@ -25,7 +26,6 @@ from runs.services.cancel_watch import CancelWatch
 from runs.services.heartbeat import beating, heartbeat_every_s, stale_after_s
 from runs.services.host_reach import NOT_STARTED, HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
-from runs.services.queue import baseline_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
 FAILED_OUTPUT_LINES = 40
@@ -57,7 +57,7 @@ def baseline_execute(*, baseline_id: int) -> str:
     if not Host.objects.filter(pk=baseline.host_id, claimed_by_baseline=baseline).exists():
         return "waiting"
     if refusal := baseline_device_refusal(baseline.device):  # the inventory changed after it was queued
-        baseline_release_host(baseline=baseline)
+        release_hosts(baseline)
         baseline_transition(baseline=baseline, state=BaselineState.FAILED, error=refusal)
         queue_dispatch()
         return baseline.state
@@ -90,7 +90,7 @@ def _drive_to_end(baseline: DeviceBaseline) -> str:
         log.exception("baseline %s: benchlab failed", baseline.pk)
         ending = BaselineState.FAILED, {"error": f"benchlab failed: {exc!r}"}
     finally:
-        baseline_release_host(baseline=baseline)
+        release_hosts(baseline)
     state, fields = ending
     fields = {"log": observer.log_text(), **fields}
     if state == BaselineState.DONE:

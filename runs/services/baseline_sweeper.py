@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.lab.errors import LabError
 from runs.lab.fio import clean_fio_leftovers
 from runs.models import ENDED_BASELINE_STATES, BaselineState, DeviceBaseline, Host
@@ -17,7 +18,6 @@ from runs.services.baseline_execute import device_identity
 from runs.services.baselines import baseline_transition
 from runs.services.heartbeat import stale_after_s
 from runs.services.lab_access import host_connect
-from runs.services.queue import baseline_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _take_over(baseline: DeviceBaseline) -> bool:
         return False
     since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
     error = f"the worker running fio stopped ({since}); {_clean_up(baseline)}"
-    baseline_release_host(baseline=baseline)
+    release_hosts(baseline)
     baseline_transition(baseline=baseline, state=BaselineState.FAILED, error=error)
     log.warning("baseline %s abandoned by its worker: %s", baseline.pk, error)
     queue_dispatch()

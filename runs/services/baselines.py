@@ -17,13 +17,13 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from runs.baseline_live import publish_baseline, reset_baseline_stream
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.lab.errors import InvalidOption
 from runs.lab.fio_plan import FioSettings
 from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
 from runs.roles import owner_refusal
 from runs.services.audit import audit_record
 from runs.services.job_states import job_transition
-from runs.services.queue import baseline_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
 SETTING_FIELDS = tuple(field.name for field in dataclass_fields(FioSettings))  # size_bytes, runtime_s, …
@@ -155,7 +155,7 @@ def baseline_cancel(*, baseline: DeviceBaseline, by: Any, request: HttpRequest |
     state_before = baseline.state
     with transaction.atomic():
         if baseline_transition(baseline=baseline, state=BaselineState.CANCELLED, from_state=BaselineState.QUEUED):
-            baseline_release_host(baseline=baseline)  # a claim its worker has not used yet
+            release_hosts(baseline)  # a claim its worker has not used yet
             transaction.on_commit(queue_dispatch)
         else:
             unended = DeviceBaseline.objects.filter(pk=baseline.pk).exclude(state__in=ENDED_BASELINE_STATES)

@@ -18,6 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.lab.errors import CommandFailed, tail
 from runs.lab.pg_build import BuildFailed, BuiltInstall, build_postgres
 from runs.lab.pg_build_options import build_label
@@ -31,7 +32,6 @@ from runs.services.heartbeat import beating, heartbeat_every_s, stale_after_s
 from runs.services.host_reach import NOT_STARTED, HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.own_server import own_server_assert_closed
-from runs.services.queue import build_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
 FAILED_OUTPUT_LINES = 40
@@ -51,7 +51,7 @@ def build_execute(*, build_id: int) -> str:
     if not Host.objects.filter(pk=build.host_id, claimed_by_build=build).exists():
         return "waiting"
     if refusal := build.host.own_server_refusal():  # forbidden after it was queued
-        build_release_host(build=build)
+        release_hosts(build)
         build_transition(build=build, state=BuildState.FAILED, error=refusal)
         queue_dispatch()
         return build.state
@@ -87,7 +87,7 @@ def _drive_to_end(build: PgBuild) -> str:
         log.exception("build %s: benchlab failed", build.pk)
         ending = BuildState.FAILED, {"error": f"benchlab failed: {exc!r}", "failed_step": observer.current_step}
     finally:
-        build_release_host(build=build)
+        release_hosts(build)
     state, fields = ending
     if state != BuildState.DONE:
         steps = observer.steps_ended(timezone.now())  # the step it stopped in ends now
@@ -190,7 +190,7 @@ def _register(build: PgBuild, built: BuiltInstall, observer: BuildJobObserver) -
             if not done:  # ended from outside meanwhile: nothing is registered
                 transaction.set_rollback(True)
                 return False
-            build_release_host(build=build)
+            release_hosts(build)
             how = "found on the host and verified" if built.reused else "built and verified"
             audit_record(action=AuditAction.INVENTORY_ADDED, target=install, message=f"build {build.pk}: {how}")
         return True

@@ -17,13 +17,13 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.lab.errors import LabError
 from runs.lab.pg_build import remove_build
 from runs.models import FINAL_STATES, AuditAction, BuildState, Host, PgBuild, PgInstall, Run
 from runs.services.audit import audit_record
 from runs.services.builds import BuildRefused, build_refusal, build_transition
 from runs.services.lab_access import host_connect
-from runs.services.queue import build_release_host, queue_dispatch
 
 
 class BuildRemoveFailed(Exception):
@@ -51,7 +51,7 @@ def build_remove(*, build: PgBuild, by: Any, request: HttpRequest | None = None)
             ) from exc
         return _forget(build, install, by, request)
     finally:
-        build_release_host(build=build)
+        release_hosts(build)
         queue_dispatch()
 
 

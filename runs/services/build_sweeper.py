@@ -13,13 +13,13 @@ from datetime import timedelta
 from django.db.models import Q
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.lab.errors import LabError
 from runs.lab.pg_build import clean_build_leftovers
 from runs.models import ENDED_BUILD_STATES, BuildState, BuildStepName, Host, PgBuild
 from runs.services.builds import build_transition
 from runs.services.heartbeat import stale_after_s
 from runs.services.lab_access import host_connect
-from runs.services.queue import build_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def _take_over(build: PgBuild) -> bool:
     step = BuildStepName(build.step).label if build.step else "starting"
     since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
     error = f"the worker building it stopped while at {step} ({since}); {_clean_up(build)}"
-    build_release_host(build=build)
+    release_hosts(build)
     build_transition(build=build, state=BuildState.FAILED, failed_step=build.step, error=error)
     log.warning("build %s abandoned by its worker: %s", build.pk, error)
     queue_dispatch()

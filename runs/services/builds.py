@@ -22,6 +22,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from runs import live
+from runs.jobs.dispatch import queue_dispatch, release_hosts
+from runs.jobs.hooks import job_ended
 from runs.lab.pg_build_options import (
     BuildOptions,
     BuildSource,
@@ -36,7 +38,6 @@ from runs.roles import owner_refusal
 from runs.services import build_sources
 from runs.services.audit import audit_record
 from runs.services.job_states import job_transition
-from runs.services.queue import build_release_host, queue_dispatch
 
 log = logging.getLogger(__name__)
 
@@ -167,18 +168,8 @@ def build_transition(*, build: PgBuild, state: BuildState, from_state: BuildStat
         return False
     transaction.on_commit(lambda: publish_build_state(build, state))
     if state in ENDED_BUILD_STATES:
-        transaction.on_commit(lambda: _after_end(build))
+        transaction.on_commit(lambda: job_ended(build))
     return True
-
-
-def _after_end(build: PgBuild) -> None:
-    """A study waiting for this build may be queued now, or given up (services.after_builds)."""
-    from runs.services.after_builds import studies_after_build_ended  # it queues builds through this module
-
-    try:
-        studies_after_build_ended(build)
-    except Exception:  # the build has ended whatever becomes of the study; its page says what did
-        log.exception("build %s: the studies waiting for it could not go on", build.pk)
 
 
 class BuildRefused(Exception):
@@ -203,7 +194,7 @@ def build_cancel(*, build: PgBuild, by: Any, request: HttpRequest | None = None)
     with transaction.atomic():  # the cancel and its audit row together
         if build_transition(build=build, state=BuildState.CANCELLED, from_state=BuildState.QUEUED):
             # Its worker has not started it (starting moves it to building): a claim is ours to free.
-            build_release_host(build=build)
+            release_hosts(build)
             transaction.on_commit(queue_dispatch)
         else:
             PgBuild.objects.filter(pk=build.pk).exclude(state__in=ENDED_BUILD_STATES).update(cancel_requested=True)

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
+from runs.jobs.hooks import job_ended
 from runs.lab.benchmark import (
     BenchmarkResult,
     BenchmarkSpec,
@@ -30,7 +32,6 @@ from runs.models import (
     RunState,
 )
 from runs.queue_waits import run_holds_its_hosts
-from runs.services.adaptive import campaign_advance
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
 from runs.services.drift_facts import drift_facts
@@ -40,7 +41,6 @@ from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
 from runs.services.own_server import own_server_assert_closed
 from runs.services.pending_cleanup import mark_cleanup_pending, pending_note
-from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.reuse import discard_setups, record_kept, reuse_plan
 from runs.services.run_installs import run_installs_present
 from runs.services.run_observer import RunCancelled, RunObserver
@@ -80,7 +80,7 @@ def run_execute(*, run_id: int) -> str:
     # this run was queued.
     forbidden = [refusal for host in run.hosts if (refusal := host.own_server_refusal())]
     if forbidden:
-        run_release_hosts(run=run)
+        release_hosts(run)
         run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
         run_after_end(run)
         return run.state
@@ -100,7 +100,7 @@ def drive_to_end(run: Run, work: Callable[[Run], Ending]) -> str:
         log.exception("run %s: benchlab failed", run.pk)
         state, fields = RunState.FAILED, {"error": f"benchlab failed: {exc!r}"}
     finally:
-        run_release_hosts(run=run)
+        release_hosts(run)
     if not run_transition(run=run, state=state, **fields):
         run.refresh_from_db(fields=["state"])  # ended meanwhile from outside: cancelled while starting
     run_after_end(run)
@@ -108,9 +108,9 @@ def drive_to_end(run: Run, work: Callable[[Run], Ending]) -> str:
 
 
 def run_after_end(run: Run) -> None:
-    """The run has ended: an adaptive campaign may want another round; then the next in line starts."""
-    if run.campaign_id is not None:
-        campaign_advance(campaign_id=run.campaign_id)
+    """The run has ended: what follows (an adaptive campaign's next round: jobs.hooks), then the
+    next in line starts."""
+    job_ended(run)
     queue_dispatch()
 
 

@@ -6,9 +6,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from runs.jobs.dispatch import queue_dispatch
 from runs.models import AuditAction, Host
 from runs.services.audit import audit_record
-from runs.services.queue import queue_dispatch
 
 
 @transaction.atomic

@@ -15,13 +15,13 @@ from django.db.models import Value
 from django.db.models.functions import Concat
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch
 from runs.lab.abandon import clean_up_abandoned_run
 from runs.lab.kept import KeptSetup
 from runs.lab.transport import Transport
 from runs.models import Device, Host, Run
 from runs.services.lab_access import host_connect
 from runs.services.lab_specs import benchmark_spec
-from runs.services.queue import queue_dispatch
 from runs.services.reuse import discard_setups
 
 log = logging.getLogger(__name__)

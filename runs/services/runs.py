@@ -9,12 +9,12 @@ from django.http import HttpRequest
 from django.utils import timezone
 
 from runs import live
+from runs.jobs.dispatch import queue_dispatch
 from runs.models import FINAL_STATES, MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
 from runs.models.run_clients import client_database
 from runs.roles import cancel_refusal
 from runs.services.audit import audit_record
 from runs.services.db_retry import with_database_retry
-from runs.services.queue import queue_dispatch
 
 
 def run_enqueue(*, run: Run, client_host_ids: Sequence[int] = (), request: HttpRequest | None = None) -> Run:

@@ -16,23 +16,23 @@ failed saying so.
 
 import logging
 from datetime import datetime, timedelta
-from functools import partial
 
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from runs.jobs.dispatch import release_hosts, send_on_commit
+from runs.jobs.kinds import KINDS, RUN
 from runs.models import ACTIVE_STATES, Host, Run, RunState
 from runs.services.execute import run_after_end
 from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import clean_up_run_hosts
-from runs.services.queue import run_release_hosts
 from runs.services.run_results import stored_failure
 from runs.services.runs import run_transition
 
 log = logging.getLogger(__name__)
 # pgbench runs detached: it can be followed again; its outputs stay until the cleanup: collected again.
 REATTACHABLE = (RunState.WARMING_UP, RunState.MEASURING, RunState.COLLECTING)
+REATTACH_TASK = "runs.reattach_run"  # runs.tasks.reattach_run
 REATTACH_PENDING = "(its worker died: waiting for a worker to reattach)"  # Run.worker meanwhile
 
 
@@ -60,13 +60,11 @@ def resend_claimed_runs() -> list[int]:
     """Send again the task of each run the dispatcher gave its hosts to and no worker started:
     it may have been lost with the worker that had taken it, or with the broker (a machine
     restart). A run is started once however often its task comes (services.execute); its ids."""
-    from runs.tasks import execute_run  # tasks import services; import here to avoid a cycle
-
     holding = Host.objects.filter(claimed_by__isnull=False).values("claimed_by_id")
     waiting = list(Run.objects.filter(pk__in=holding, state=RunState.QUEUED, started_at__isnull=True).order_by("pk"))
     for run in waiting:
         log.warning("run %s holds its hosts and no worker has started it: its task is sent again", run.pk)
-        transaction.on_commit(partial(execute_run.delay, run.pk))
+        send_on_commit(KINDS[RUN].task, run.pk)
     return [run.pk for run in waiting]
 
 
@@ -95,14 +93,12 @@ def _hand_over(run: Run) -> bool:
     """Leave the run in its state and send it to a worker to reattach (runs.reattach_run). The
     heartbeat stamped now keeps other sweepers off it until that worker beats for it (or, if
     none does in time, until it is found silent again and handed over anew)."""
-    from runs.tasks import reattach_run  # tasks import services; import here to avoid a cycle
-
     silent = Run.objects.filter(pk=run.pk, state=run.state)
     silent = silent.filter(heartbeat_at=run.heartbeat_at) if run.heartbeat_at else silent.filter(heartbeat_at=None)
     if not silent.update(heartbeat_at=timezone.now(), worker=REATTACH_PENDING):
         return False
     log.warning("run %s: its worker stopped while %s; a worker reattaches", run.pk, RunState(run.state).label)
-    transaction.on_commit(partial(reattach_run.delay, run.pk))
+    send_on_commit(REATTACH_TASK, run.pk)
     return True
 
 
@@ -111,7 +107,7 @@ def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
     left on its hosts, fail it saying what happened, and give its hosts to the next run."""
     notes = clean_up_run_hosts(run)
     error = f"{_stopped_while(was, last_sign)}; " + "; ".join(notes)
-    run_release_hosts(run=run)
+    release_hosts(run)
     run_transition(run=run, state=RunState.FAILED, failed_step=was, error=error)
     log.warning("run %s abandoned by its worker: %s", run.pk, error)
     run_after_end(run)
@@ -125,7 +121,7 @@ def run_ended_from_results(run: Run, was: RunState, last_sign: datetime | None) 
     failure = stored_failure(run)
     state = RunState.CANCELLED if run.cancel_requested else RunState.FAILED if failure else RunState.DONE
     note = f"{_stopped_while(was, last_sign)}, after its results were stored; " + "; ".join(notes)
-    run_release_hosts(run=run)
+    release_hosts(run)
     run_transition(run=run, state=state, **failure | {"error": "; ".join(filter(None, [failure.get("error"), note]))})
     log.warning("run %s ended from its stored results: %s", run.pk, note)
     run_after_end(run)

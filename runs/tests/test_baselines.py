@@ -20,8 +20,8 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-import runs.tasks
 from runs.baseline_selectors import baselines_for_devices
+from runs.jobs.dispatch import queue_dispatch_jobs, release_hosts
 from runs.lab.errors import CommandFailed
 from runs.lab.fio import FioCancelled, FioResult, FioTarget
 from runs.lab.fio_plan import FioSettings, MiB
@@ -32,10 +32,10 @@ from runs.services import baseline_execute, baseline_sweeper
 from runs.services.baseline_execute import baseline_execute as execute
 from runs.services.baselines import baseline_cancel, baseline_queue
 from runs.services.heartbeat import stale_after_s
-from runs.services.queue import queue_dispatch_jobs, run_release_hosts
 from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.sent_tasks import record_sent_tasks
 from runs.tests.test_builds import make_build
 
 pytestmark = pytest.mark.django_db
@@ -80,9 +80,9 @@ def lab(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     monkeypatch.setattr(
         baseline_sweeper, "clean_fio_leftovers", lambda t, identity, key: fake.cleaned.append(key) or ["stopped fio"]
     )
-    monkeypatch.setattr(runs.tasks, "execute_baseline", SimpleNamespace(delay=fake.sent.append))
-    monkeypatch.setattr(runs.tasks, "execute_run", SimpleNamespace(delay=fake.sent_runs.append))
-    monkeypatch.setattr(runs.tasks, "execute_build", SimpleNamespace(delay=fake.sent_builds.append))
+    sent = record_sent_tasks(monkeypatch)
+    fake.sent, fake.sent_runs = sent["runs.execute_baseline"], sent["runs.execute_run"]
+    fake.sent_builds = sent["runs.execute_build"]
     return fake
 
 
@@ -135,7 +135,7 @@ def test_runs_builds_and_baselines_on_one_host_start_in_the_order_they_were_queu
     first = queue_dispatch_jobs()
     assert first.runs == [run.pk] and first.baselines == [] and first.builds == []
     assert [str(wait) for wait in baseline_wait(baseline)] == [f"lab1 busy with run {run.pk}"]
-    run_release_hosts(run=run)
+    release_hosts(run)
     Run.objects.filter(pk=run.pk).update(state=RunState.DONE)
 
     second = queue_dispatch_jobs()

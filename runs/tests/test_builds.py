@@ -22,8 +22,8 @@ from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.test import APIClient
 
-import runs.tasks
 from runs import live
+from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
 from runs.lab.errors import LabError
 from runs.lab.pg_build import BuildFailed, BuildStep, BuiltInstall
 from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
@@ -34,10 +34,10 @@ from runs.services.build_execute import build_execute as execute
 from runs.services.build_remove import BuildRemoveFailed
 from runs.services.builds import BuildRefused, build_cancel, build_fields, build_queue
 from runs.services.heartbeat import stale_after_s
-from runs.services.queue import queue_dispatch, queue_dispatch_jobs, run_release_hosts
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.fake_sources import DEBIAN_15_18, DEBIAN_15_20, TARBALL_15_20, FakeHostSources
+from runs.tests.sent_tasks import record_sent_tasks
 
 pytestmark = pytest.mark.django_db
 DEBIAN_VERSION = "15.20-0+deb12u1"
@@ -115,8 +115,8 @@ def lab(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     monkeypatch.setattr(build_remove, "remove_build", remove)
     monkeypatch.setattr(build_sweeper, "host_connect", connect)
     monkeypatch.setattr(build_sweeper, "clean_build_leftovers", lambda t, job: fake.cleaned.append(job))
-    monkeypatch.setattr(runs.tasks, "execute_build", SimpleNamespace(delay=fake.sent_builds.append))
-    monkeypatch.setattr(runs.tasks, "execute_run", SimpleNamespace(delay=fake.sent_runs.append))
+    sent = record_sent_tasks(monkeypatch)
+    fake.sent_builds, fake.sent_runs = sent["runs.execute_build"], sent["runs.execute_run"]
     return fake
 
 
@@ -217,7 +217,7 @@ def test_builds_and_runs_on_one_host_start_in_the_order_they_were_queued(lab: Si
     assert queue_dispatch_jobs().runs == [first_run.pk]
     assert queue_dispatch_jobs().builds == []  # the host is busy; the build is next in line
     assert [str(wait) for wait in run_wait(second_run)] == [f"lab1 busy with run {first_run.pk}; 1 ahead of it"]
-    run_release_hosts(run=first_run)
+    release_hosts(first_run)
     Run.objects.filter(pk=first_run.pk).update(state=RunState.DONE)
 
     dispatched = queue_dispatch_jobs()
@@ -872,7 +872,7 @@ def test_the_api_removes_a_build_or_says_why_not(users: dict[str, User], lab: Si
     in_use = otto.post(f"/api/builds/{build.pk}/remove/")
     assert Host.objects.get(pk=host.pk).claimed_by_id == run.pk  # its turn came when the removal let go
     busy = otto.post(f"/api/builds/{build.pk}/remove/")
-    run_release_hosts(run=run)  # the run ends, as its worker would end it
+    release_hosts(run)  # the run ends, as its worker would end it
     Run.objects.filter(pk=run.pk).update(state=RunState.DONE)
     removed = otto.post(f"/api/builds/{build.pk}/remove/")
 

@@ -9,9 +9,9 @@ from typing import TypeVar
 import pytest
 from django.db import OperationalError, connection, connections
 
+from runs.jobs.dispatch import release_hosts
 from runs.models import Host, Run, RunSample, RunState
 from runs.services.db_retry import with_database_retry
-from runs.services.queue import run_release_hosts
 from runs.services.runs import run_transition
 from runs.services.samples import sample_upsert
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
@@ -115,5 +115,5 @@ def test_hosts_are_released_on_a_new_connection() -> None:
     Host.objects.filter(pk=run.server_host_id).update(claimed_by=run)
     terminate_my_connection()
 
-    assert run_release_hosts(run=run) == 1
+    assert release_hosts(run) == 1
     assert Host.objects.get(pk=run.server_host_id).claimed_by_id is None

@@ -9,24 +9,23 @@ import socket
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from django.conf import LazySettings
 from django.urls import reverse
 from django.utils import timezone
 
-import runs.tasks
+from runs.jobs.dispatch import queue_dispatch_jobs
 from runs.models import BaselineState, BuildState, Device, DeviceBaseline, Host, RunState
 from runs.queue_waits import HostWait, baseline_wait, build_wait, run_wait
 from runs.services.baseline_execute import baseline_execute
 from runs.services.build_execute import build_execute
 from runs.services.execute import run_execute
 from runs.services.host_reach import FIRST_RETRY_S, LONGEST_RETRY_S, host_mark_unreachable
-from runs.services.queue import queue_dispatch_jobs
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 from runs.tests.keys import generate_key
+from runs.tests.sent_tasks import record_sent_tasks
 from runs.tests.test_builds import make_build
 
 pytestmark = pytest.mark.django_db
@@ -38,8 +37,7 @@ def silent_host(tmp_path: Path, settings: LazySettings, monkeypatch: pytest.Monk
     """A host whose SSH port refuses connections (nothing listens there); jobs sent to workers
     are only recorded."""
     settings.BENCHLAB_UNREACHABLE_FAIL_AFTER_S = LIMIT_S
-    for task in ("execute_run", "execute_build", "execute_baseline"):
-        monkeypatch.setattr(runs.tasks, task, SimpleNamespace(delay=lambda pk: None))
+    record_sent_tasks(monkeypatch)
     generate_key(tmp_path)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -16,11 +16,11 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch
 from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState
 from runs.queue_waits import run_holds_its_hosts, run_wait
 from runs.services.pending_cleanup import retry_pending_cleanups
-from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_user
 from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.test_worker_death import left_on_host

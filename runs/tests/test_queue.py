@@ -8,13 +8,14 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.models import Host, Run, RunClient, RunState
 from runs.queue_waits import run_wait
 from runs.selectors import run_waits
 from runs.services.inventory import inventory_set_flag
-from runs.services.queue import queue_dispatch, run_release_hosts
 from runs.services.runs import run_cancel, runs_enqueue
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.sent_tasks import record_sent_tasks
 from runs.tests.workers import CeleryWorker
 
 pytestmark = pytest.mark.django_db
@@ -38,7 +39,7 @@ def lab_host(name: str) -> Host:
 def finish(run_id: int) -> None:
     """What a worker does when a run ends: free its hosts, mark it done."""
     run = Run.objects.get(pk=run_id)
-    run_release_hosts(run=run)
+    release_hosts(run)
     Run.objects.filter(pk=run_id).update(state=RunState.DONE, finished_at=timezone.now())
 
 
@@ -160,7 +161,7 @@ def test_once_a_worker_has_started_a_run_a_cancel_leaves_its_hosts_to_that_worke
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)
 def test_concurrent_dispatchers_never_give_a_host_to_two_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     # Only the claims are under test: a worker that took the runs would release their hosts.
-    monkeypatch.setattr("runs.tasks.execute_run.delay", lambda run_id: None)
+    record_sent_tasks(monkeypatch)
     hosts = [lab_host(f"lab{i}") for i in range(3)]
     for i in range(12):
         queued_run(hosts[i % 3], client=hosts[(i + 1) % 3] if i % 4 == 0 else None)

@@ -10,10 +10,10 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from runs.jobs.dispatch import queue_dispatch
 from runs.models import AuditEvent, Campaign, Host, Run, RunState
 from runs.services.campaigns import campaign_create
 from runs.services.execute import run_execute
-from runs.services.queue import queue_dispatch
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 from runs.tests.test_campaigns import devices_and_options, lab1, plan_on
 

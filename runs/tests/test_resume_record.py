@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from runs.lab.benchmark import BenchmarkSpec, ClientSpec, run_dir_for, work_dir_for
-from runs.lab.collect import BenchmarkResult, RecordedClient, resume_record
+from runs.lab.collect import RecordedClient, resume_record
 from runs.lab.errors import LabError
 from runs.lab.kept import KeptSetup
 from runs.lab.metrics import PgStatsSnapshot
 from runs.lab.options import InitOptions, RunOptions
 from runs.lab.pgbench import Detached
 from runs.lab.postgres import Cluster
+from runs.lab.results import BenchmarkResult
 from runs.lab.resume import parse_resume_record, read_resume_record
 from runs.lab.run_user import RUN_USER
 from runs.lab.storage import FilesystemSpec, PreparedStorage

@@ -2,13 +2,14 @@
 the heartbeat, cancels that race the claim, and failures of benchlab itself."""
 
 from datetime import timedelta
-from types import SimpleNamespace
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 
-import runs.tasks
+from runs.jobs.dispatch import queue_dispatch
+from runs.jobs.kinds import KINDS
 from runs.lab.benchmark import Step
 from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState
@@ -16,11 +17,11 @@ from runs.queue_waits import run_wait
 from runs.services.execute import run_execute
 from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
-from runs.services.queue import queue_dispatch
 from runs.services.reattach import run_reattach
 from runs.services.run_observer import RunCancelled, RunObserver
-from runs.services.sweeper import REATTACH_PENDING, sweep_run, sweep_stale_runs
+from runs.services.sweeper import REATTACH_PENDING, REATTACH_TASK, sweep_run, sweep_stale_runs
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
+from runs.tests.sent_tasks import record_sent_tasks
 
 pytestmark = pytest.mark.django_db
 
@@ -48,9 +49,7 @@ def test_a_second_delivery_leaves_a_run_with_a_live_worker_alone() -> None:
 @pytest.fixture
 def reattach_sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The runs the sweeper hands to a worker to reattach (no worker here to take them)."""
-    sent: list[int] = []
-    monkeypatch.setattr(runs.tasks, "reattach_run", SimpleNamespace(delay=sent.append))
-    return sent
+    return record_sent_tasks(monkeypatch)["runs.reattach_run"]
 
 
 def unreachable_running_run(state: RunState = RunState.INITIALIZING_DATABASE, **fields: object) -> Run:
@@ -140,17 +139,28 @@ def test_a_reattaching_worker_that_cannot_reach_the_host_fails_the_run_and_leave
 
 
 def test_the_sweeper_runs_every_30_seconds_and_its_thresholds_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from django.conf import settings
     from django.core.exceptions import ImproperlyConfigured
 
     from benchlab.celery import app
     from benchlab.env import env_seconds
 
+    app.loader.import_default_modules()  # what a worker imports as it starts (runs.tasks)
     assert settings.CELERY_BEAT_SCHEDULE["sweep-stale-runs"] == {"task": "runs.sweep_stale_runs", "schedule": 30.0}
     assert "runs.sweep_stale_runs" in app.tasks
     monkeypatch.setenv("BENCHLAB_STALE_AFTER_S", "soon")
     with pytest.raises(ImproperlyConfigured, match="must be a number of seconds from 2 to 3600"):
         env_seconds("BENCHLAB_STALE_AFTER_S", 90.0, low=2.0, high=3600.0)
+
+
+def test_every_task_benchlab_sends_by_name_is_one_a_worker_has() -> None:
+    from benchlab.celery import app
+
+    app.loader.import_default_modules()  # what a worker imports as it starts (runs.tasks)
+    sent = {kind.task for kind in KINDS.values()} | {REATTACH_TASK}
+    sent |= {str(entry["task"]) for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+
+    assert sent - set(app.tasks) == set()
+    assert len(sent) >= 5
 
 
 def test_a_run_that_does_not_hold_its_hosts_waits_for_its_turn() -> None:
