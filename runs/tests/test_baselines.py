@@ -21,6 +21,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs.baseline_selectors import baselines_for_devices
+from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch_jobs, release_hosts
 from runs.lab.errors import CommandFailed
 from runs.lab.fio import FioCancelled, FioResult, FioTarget
@@ -30,7 +31,7 @@ from runs.models import AuditEvent, BaselineState, Device, DeviceBaseline, Host,
 from runs.queue_waits import baseline_wait
 from runs.services import baseline_execute, baseline_sweeper
 from runs.services.baseline_execute import baseline_execute as execute
-from runs.services.baselines import baseline_cancel, baseline_queue
+from runs.services.baselines import baseline_queue
 from runs.services.heartbeat import stale_after_s
 from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
@@ -213,7 +214,7 @@ def test_a_queued_baseline_cancelled_leaves_the_line_and_frees_its_claim(lab: Si
     otto = make_user("otto", "operator")
     baseline = baseline_queue(device=wipeable(host), settings=SHORT, by=otto)
     queue_dispatch_jobs()
-    baseline_cancel(baseline=baseline, by=otto)
+    job_cancel(baseline, by=otto)
     assert baseline.state == BaselineState.CANCELLED
     assert Host.objects.get(pk=host.pk).claimed_by_baseline_id is None
     assert execute(baseline_id=baseline.pk) == BaselineState.CANCELLED  # its task, delivered late, does nothing
@@ -236,11 +237,9 @@ def test_fio_stopped_by_a_cancel_ends_the_baseline_cancelled(lab: SimpleNamespac
 
 def test_only_the_operator_who_queued_it_or_an_admin_may_cancel(lab: SimpleNamespace) -> None:
     baseline = baseline_queue(device=wipeable(make_host()), settings=SHORT, by=make_user("otto", "operator"))
-    from runs.services.baselines import BaselineRefused
-
-    with pytest.raises(BaselineRefused, match="Only otto, who queued this baseline, or an admin"):
-        baseline_cancel(baseline=baseline, by=make_user("olga", "operator"))
-    baseline_cancel(baseline=baseline, by=make_user("ada", "admin"))
+    with pytest.raises(JobRefused, match="Only otto, who queued this baseline, or an admin"):
+        job_cancel(baseline, by=make_user("olga", "operator"))
+    job_cancel(baseline, by=make_user("ada", "admin"))
     assert baseline.state == BaselineState.CANCELLED
 
 

@@ -23,6 +23,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs import live
+from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
 from runs.lab.errors import LabError
 from runs.lab.pg_build import BuildFailed, BuildStep, BuiltInstall
@@ -32,7 +33,7 @@ from runs.queue_waits import run_wait
 from runs.services import build_execute, build_remove, build_sweeper
 from runs.services.build_execute import build_execute as execute
 from runs.services.build_remove import BuildRemoveFailed
-from runs.services.builds import BuildRefused, build_cancel, build_fields, build_queue
+from runs.services.builds import BuildRefused, build_fields, build_queue
 from runs.services.heartbeat import stale_after_s
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
@@ -251,7 +252,7 @@ def test_a_queued_build_cancelled_leaves_the_queue_and_frees_its_host_for_the_ne
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
     started(build)
 
-    build_cancel(build=build, by=otto)
+    job_cancel(build, by=otto)
 
     build.refresh_from_db()
     assert build.state == BuildState.CANCELLED and build.finished_at is not None
@@ -265,9 +266,9 @@ def test_only_the_operator_who_queued_a_build_or_an_admin_may_cancel_it() -> Non
     otto, olga, ada = make_user("otto", "operator"), make_user("olga", "operator"), make_user("ada", "admin")
     build = make_build(host, queued_by=otto)
 
-    with pytest.raises(BuildRefused, match=r"Only otto, who queued this build, or an admin can cancel it\."):
-        build_cancel(build=build, by=olga)
-    build_cancel(build=build, by=ada)
+    with pytest.raises(JobRefused, match=r"Only otto, who queued this build, or an admin can cancel it\."):
+        job_cancel(build, by=olga)
+    job_cancel(build, by=ada)
 
     assert PgBuild.objects.get(pk=build.pk).state == BuildState.CANCELLED
 
@@ -279,7 +280,7 @@ def test_a_cancel_while_building_stops_it_at_its_next_step_and_registers_nothing
     def cancelled_during_make(options: BuildOptions, observer: Any, job_name: str) -> BuiltInstall:
         observer.step(BuildStep.SOURCE)
         observer.step(BuildStep.CONFIGURE)
-        build_cancel(build=PgBuild.objects.get(pk=build.pk), by=otto)
+        job_cancel(PgBuild.objects.get(pk=build.pk), by=otto)
         observer.step(BuildStep.MAKE)  # raises: the build does not go on
         raise AssertionError("the build went on after its cancel")
 
