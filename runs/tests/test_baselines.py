@@ -22,6 +22,7 @@ from rest_framework.test import APIClient
 
 from runs.baseline_selectors import baselines_for_devices
 from runs.jobs.dispatch import queue_dispatch_jobs, release_hosts
+from runs.jobs.heartbeat import stale_after_s
 from runs.lab.errors import CommandFailed
 from runs.lab.fio import FioCancelled, FioResult, FioTarget
 from runs.lab.fio_plan import FioSettings, MiB
@@ -31,7 +32,6 @@ from runs.queue_waits import baseline_wait
 from runs.services import baseline_execute, baseline_sweeper
 from runs.services.baseline_execute import baseline_execute as execute
 from runs.services.baselines import baseline_cancel, baseline_queue
-from runs.services.heartbeat import stale_after_s
 from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
