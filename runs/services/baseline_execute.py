@@ -1,8 +1,8 @@
 """Execute one queued fio baseline on its host: the dispatcher (jobs.dispatch) has claimed the
 host for it; this drives runs.lab.fio.run_fio and stores the results (BaselineExecution), and
 runs.jobs.execute makes sure the baseline ends done, failed or cancelled and its host is
-released whatever happens. run_fio removes what
-it made on the host on every path; a worker that dies is services.baseline_sweeper's.
+released whatever happens. run_fio removes what it made on the host on every path; a worker
+that dies is services.baseline_sweeper's.
 """
 
 import logging
@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
-from runs.jobs.execute import Ending as JobEnding
 from runs.jobs.execute import Execution, away_ending, failure_output, job_execute
 from runs.jobs.heartbeat import beating
 from runs.jobs.kinds import BASELINE, KINDS
@@ -75,7 +74,7 @@ class BaselineExecution(Execution[DeviceBaseline]):
         with super().heartbeat(), clock:
             yield
 
-    def work(self) -> JobEnding:
+    def work(self) -> Ending:
         return _measure(self.job, self.observer)
 
     def end(self, state: str, fields: dict[str, Any]) -> bool:

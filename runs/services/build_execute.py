@@ -16,7 +16,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from runs.jobs.dispatch import release_hosts
-from runs.jobs.execute import Ending as JobEnding
 from runs.jobs.execute import Execution, away_ending, failure_output, job_execute
 from runs.jobs.kinds import BUILD, KINDS
 from runs.lab.errors import tail
@@ -64,7 +63,7 @@ class BuildExecution(Execution[PgBuild]):
     def heartbeat_fields(self) -> dict[str, Any]:
         return {"progress": self.observer.percent, "log": self.observer.log_text()}
 
-    def work(self) -> JobEnding:
+    def work(self) -> Ending:
         ending, built = _build(self.job, self.observer)
         if built is not None:
             ending = _register(self.job, built, self.observer)

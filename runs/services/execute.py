@@ -14,7 +14,6 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
-from runs.jobs.execute import Ending as JobEnding
 from runs.jobs.execute import Execution, away_ending, command_failed, job_after_end, job_execute
 from runs.jobs.kinds import KINDS, RUN
 from runs.lab.benchmark import (
@@ -95,7 +94,7 @@ class RunExecution(Execution[Run]):
     def heartbeat_fields(self) -> dict[str, Any]:
         return {"progress_offset": self.job.progress_offset}
 
-    def work(self) -> JobEnding:
+    def work(self) -> Ending:
         return _execute_claimed(self.job)
 
 
@@ -110,7 +109,7 @@ def run_after_end(run: Run) -> None:
     job_after_end(run)
 
 
-def _execute_claimed(run: Run) -> JobEnding:
+def _execute_claimed(run: Run) -> Ending:
     observer = RunObserver(run)
     if observer.check_cancel():  # cancelled while its worker was starting it: no host is touched
         return RunState.CANCELLED, {}
@@ -118,7 +117,7 @@ def _execute_claimed(run: Run) -> JobEnding:
         return _execute_watched(run, observer)
 
 
-def _execute_watched(run: Run, observer: RunObserver) -> JobEnding:
+def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         spec = benchmark_spec(run)
         transport, clients = connect_hosts(run)

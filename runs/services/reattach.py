@@ -21,7 +21,6 @@ from functools import partial
 from django.utils import timezone
 
 from runs import live
-from runs.jobs.execute import Ending as JobEnding
 from runs.jobs.execute import drive_to_end
 from runs.lab.kept import KeptSetup
 from runs.lab.resume import resume_benchmark
@@ -64,7 +63,7 @@ class RunReattach(RunExecution):
     """A run taken over from its dead worker: its end is a run's (jobs.execute.drive_to_end), its
     work following pgbench to its end instead of starting it."""
 
-    def work(self) -> JobEnding:
+    def work(self) -> Ending:
         return _reattach(self.job)
 
 
