@@ -52,6 +52,7 @@ class BaselineExecution(Execution[DeviceBaseline]):
 
     def __init__(self, baseline: DeviceBaseline) -> None:
         super().__init__(baseline)
+        # Made here, not lazily: the heartbeat's thread and the work both read this one.
         self.observer = BaselineObserver(baseline, baseline_settings_of(baseline))
 
     @classmethod

@@ -47,6 +47,7 @@ class BuildExecution(Execution[PgBuild]):
 
     def __init__(self, build: PgBuild) -> None:
         super().__init__(build)
+        # Made here, not lazily: the heartbeat's thread and the work both read this one.
         self.observer = BuildJobObserver(build)
 
     @classmethod
