@@ -271,7 +271,7 @@ CELERY_TASK_ACKS_LATE = True
 # With late acks, Redis hands an unacknowledged task to another worker after this long (a
 # long benchmark outlasts it). Hosts are claimed in the database and a running run's worker
 # stamps a heartbeat, so a second delivery neither starts a run twice nor fails a live one
-# (runs/services/heartbeat.py).
+# (runs/jobs/heartbeat.py).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
 # Runs start when the dispatcher finds it is their turn (runs/services/queue.py): when a run is
 # queued or ends, and also periodically, in case a process died between ending a run and

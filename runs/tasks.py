@@ -3,21 +3,22 @@
 import os
 import socket
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from celery import Task, shared_task
 from celery.signals import worker_ready
 from django.db import connection
 
 from runs.jobs.dispatch import queue_dispatch
+from runs.jobs.execute import Execution, job_execute
+from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import RUN
 from runs.jobs.sweeper import resend_claimed_jobs, sweep_stale_jobs
-from runs.services.baseline_execute import baseline_execute
+from runs.services.baseline_execute import BaselineExecution
 from runs.services.baseline_sweeper import BASELINE_RECOVERY, sweep_baseline
-from runs.services.build_execute import build_execute
+from runs.services.build_execute import BuildExecution
 from runs.services.build_sweeper import BUILD_RECOVERY, sweep_build
-from runs.services.execute import run_execute
-from runs.services.heartbeat import stale_after_s
+from runs.services.execute import RunExecution
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.reattach import run_reattach
 from runs.services.sweeper import RUN_RECOVERY, sweep_run
@@ -38,37 +39,35 @@ def worker_self_check() -> WorkerSelfCheck:
     return {"hostname": socket.gethostname(), "pid": os.getpid(), "database": row[0] if row else None}
 
 
-def _settled(task: Task, outcome: str, sweep: Callable[[], object]) -> str:
-    """A job's outcome as its worker says it: "running" elsewhere is looked at again once a
-    heartbeat could have gone stale; "abandoned" (that worker died) is swept now."""
+def _execute(task: Task, execution: type[Execution[Any]], job_id: int, sweep: Callable[[int], object]) -> str:
+    """Do a job whose hosts the dispatcher claimed for it (jobs.execute.job_execute).
+
+    A second delivery of a job that another worker is doing watches it instead: it looks again
+    once a heartbeat could have gone stale, and has the job swept now if its worker died."""
+    outcome = job_execute(execution, job_id)
     if outcome == "running":
         raise task.retry(countdown=stale_after_s())
     if outcome == "abandoned":
-        sweep()
+        sweep(job_id)
     return outcome
 
 
 @shared_task(bind=True, name="runs.execute_run", max_retries=None, acks_late=True)
 def execute_run(self: Task, run_id: int) -> str:
-    """Run a queued run whose hosts the dispatcher claimed for it (services.queue).
-
-    A second delivery of a run that another worker is running watches it instead: it looks
-    again after a heartbeat could have gone stale, and ends the run if its worker died."""
-    return _settled(self, run_execute(run_id=run_id), lambda: sweep_run(run_id))
+    """Run a queued run (services.execute)."""
+    return _execute(self, RunExecution, run_id, sweep_run)
 
 
 @shared_task(bind=True, name="runs.execute_build", max_retries=None, acks_late=True)
 def execute_build(self: Task, build_id: int) -> str:
-    """Build PostgreSQL for a queued build whose host the dispatcher claimed for it
-    (services.build_execute). A second delivery watches it as execute_run does a run's."""
-    return _settled(self, build_execute(build_id=build_id), lambda: sweep_build(build_id))
+    """Build PostgreSQL for a queued build (services.build_execute)."""
+    return _execute(self, BuildExecution, build_id, sweep_build)
 
 
 @shared_task(bind=True, name="runs.execute_baseline", max_retries=None, acks_late=True)
 def execute_baseline(self: Task, baseline_id: int) -> str:
-    """Measure a device with fio for a queued baseline whose host the dispatcher claimed for it
-    (services.baseline_execute). A second delivery watches it as execute_run does a run's."""
-    return _settled(self, baseline_execute(baseline_id=baseline_id), lambda: sweep_baseline(baseline_id))
+    """Measure a device with fio for a queued baseline (services.baseline_execute)."""
+    return _execute(self, BaselineExecution, baseline_id, sweep_baseline)
 
 
 @shared_task(name="runs.reattach_run", acks_late=False)

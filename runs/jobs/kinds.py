@@ -2,7 +2,8 @@
 host for it, its states, and the Celery task that does one.
 
 A new kind of job (a scheduled campaign round, another driver's run) is one more entry here, a
-column on Host, a task, and its work; the dispatcher, the hosts' release and the hooks need no
+column on Host, a task, and its work (a subclass of runs.jobs.execute.Execution); the dispatcher,
+the guard against a second delivery, the heartbeat, the hosts' release and the hooks need no
 change (ARCHITECTURE.md, "Adding a job kind")."""
 
 from collections.abc import Iterator, Sequence

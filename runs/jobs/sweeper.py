@@ -1,6 +1,6 @@
 """Jobs whose worker died, found and taken over: one mechanism for runs, builds and baselines.
 
-The worker doing a job stamps its heartbeat every few seconds (services.heartbeat). A killed
+The worker doing a job stamps its heartbeat every few seconds (jobs.heartbeat). A killed
 worker process runs nothing again: its job would stay running and hold its hosts forever, and a
 killed task is not redelivered. Celery beat sweeps every 30 s and a worker that starts sweeps at
 once (tasks.sweep_stale_runs_task, tasks.take_over_after_start); a second delivery of a job's task
@@ -27,9 +27,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from runs.jobs.dispatch import queue_dispatch, send_on_commit
+from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import KINDS, JobKind
 from runs.models import Host
-from runs.services.heartbeat import stale_after_s
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ class BaselineObserver:
             self._tail.append(text)
         publish_baseline(self.baseline.pk, "log", {"line": text})
 
-    # ---- the clock (a thread of its own, services.heartbeat.beating) ----
+    # ---- the clock (a thread of its own, jobs.heartbeat.beating) ----
 
     def tick(self) -> None:
         """Which job runs now by the clock: a step event when it changes, progress every tick."""

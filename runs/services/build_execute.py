@@ -1,6 +1,7 @@
-"""Execute one queued PostgreSQL build on its host: the dispatcher (services.queue) has claimed
-the host for it; this drives runs.lab.pg_build, registers the install, and makes sure the build
-ends done, failed or cancelled and its host is released whatever happens.
+"""Execute one queued PostgreSQL build on its host: the dispatcher (jobs.dispatch) has claimed the
+host for it; this drives runs.lab.pg_build and registers the install (BuildExecution), and
+runs.jobs.execute makes sure the build ends done, failed or cancelled and its host is released
+whatever happens.
 
 The install is registered in the same transaction that marks the build done: there is never a
 PgInstall of a build that is not done, nor a done build without its install. The lab layer
@@ -9,27 +10,24 @@ prefix only once verified, so a failed build leaves nothing half-written either.
 """
 
 import logging
-import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from runs.jobs.dispatch import queue_dispatch, release_hosts
-from runs.lab.errors import CommandFailed, tail
+from runs.jobs.dispatch import release_hosts
+from runs.jobs.execute import Execution, away_ending, failure_output, job_execute
+from runs.jobs.kinds import BUILD, KINDS
+from runs.lab.errors import tail
 from runs.lab.pg_build import BuildFailed, BuiltInstall, build_postgres
 from runs.lab.pg_build_options import build_label
-from runs.models import AuditAction, BuildState, Host, PgBuild, PgInstall
+from runs.models import AuditAction, BuildState, PgBuild, PgInstall
 from runs.services.audit import audit_record
 from runs.services.build_observer import BuildCancelled, BuildJobObserver, build_cancel_requested
 from runs.services.builds import build_options_of, build_transition
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
-from runs.services.heartbeat import beating, heartbeat_every_s, stale_after_s
-from runs.services.host_reach import NOT_STARTED, HostAway
+from runs.services.host_reach import HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.own_server import own_server_assert_closed
 
@@ -39,63 +37,57 @@ FAILED_OUTPUT_LINES = 40
 Ending = tuple[BuildState, dict[str, Any]]  # the final state and the fields that go with it
 
 
+class BuildExecution(Execution[PgBuild]):
+    """A PostgreSQL build, done by its worker (jobs.execute does the rest): queued -> building ->
+    done, its heartbeat and its end storing its progress, steps and log."""
+
+    kind = KINDS[BUILD]
+    started_state = BuildState.BUILDING
+    failed_state = BuildState.FAILED
+
+    def __init__(self, build: PgBuild) -> None:
+        super().__init__(build)
+        # Made here, not lazily: the heartbeat's thread and the work both read this one.
+        self.observer = BuildJobObserver(build)
+
+    @classmethod
+    def load(cls, job_id: int) -> PgBuild:
+        return PgBuild.objects.select_related("host", "queued_by").get(pk=job_id)
+
+    def transition(self, state: str, from_state: str | None = None, **fields: Any) -> bool:
+        before = None if from_state is None else BuildState(from_state)
+        return build_transition(build=self.job, state=BuildState(state), from_state=before, **fields)
+
+    def refusal(self) -> str | None:
+        return self.job.host.own_server_refusal()  # forbidden after it was queued
+
+    def heartbeat_fields(self) -> dict[str, Any]:
+        return {"progress": self.observer.percent, "log": self.observer.log_text()}
+
+    def work(self) -> Ending:
+        ending, built = _build(self.job, self.observer)
+        if built is not None:
+            ending = _register(self.job, built, self.observer)
+        return ending
+
+    def crash_fields(self) -> dict[str, Any]:
+        return {"failed_step": self.observer.current_step}
+
+    def end(self, state: str, fields: dict[str, Any]) -> bool:
+        if state == BuildState.DONE:
+            return True  # ended with its install's registration (_register)
+        steps = self.observer.steps_ended(timezone.now())  # the step it stopped in ends now
+        shown = {"log": self.observer.log_text(), "progress": self.observer.percent, "steps": steps}
+        return self.transition(state, **shown | fields)
+
+    def ended(self) -> None:
+        """Nothing more: build_transition calls what follows a build's end (jobs.hooks)."""
+
+
 def build_execute(*, build_id: int) -> str:
-    """Build it. Returns "waiting" (it does not hold its host: the dispatcher sends it again),
-    "running" (another worker is building it: look again later), "abandoned" (the worker that
-    started it died: services.build_sweeper ends it), or the state it ended in."""
-    build = PgBuild.objects.select_related("host", "queued_by").get(pk=build_id)
-    if build.is_finished:
-        return build.state
-    if build.state != BuildState.QUEUED or build.started_at is not None:
-        return "running" if build_has_live_worker(build) else "abandoned"
-    if not Host.objects.filter(pk=build.host_id, claimed_by_build=build).exists():
-        return "waiting"
-    if refusal := build.host.own_server_refusal():  # forbidden after it was queued
-        release_hosts(build)
-        build_transition(build=build, state=BuildState.FAILED, error=refusal)
-        queue_dispatch()
-        return build.state
-    if not _mark_started(build):
-        return build.state  # cancelled while queued; the cancel gave its host to the next in line
-    return _drive_to_end(build)
-
-
-def build_has_live_worker(build: PgBuild) -> bool:
-    return build.heartbeat_at is not None and timezone.now() - build.heartbeat_at < timedelta(seconds=stale_after_s())
-
-
-def _mark_started(build: PgBuild) -> bool:
-    """Queued -> building, stamped with this worker, unless it was cancelled meanwhile. From
-    here on a cancel only asks: this worker stops the build and releases its host."""
-    now, worker = timezone.now(), socket.gethostname()
-    fields = {"started_at": now, "worker": worker, "heartbeat_at": now}
-    if build_transition(build=build, state=BuildState.BUILDING, from_state=BuildState.QUEUED, **fields):
-        return True
-    build.refresh_from_db(fields=["state", "started_at", "worker"])
-    return False
-
-
-def _drive_to_end(build: PgBuild) -> str:
-    observer = BuildJobObserver(build)
-    built: BuiltInstall | None = None
-    try:
-        with build_heartbeat(build, observer):
-            ending, built = _build(build, observer)
-            if built is not None:
-                ending = _register(build, built, observer)
-    except Exception as exc:
-        log.exception("build %s: benchlab failed", build.pk)
-        ending = BuildState.FAILED, {"error": f"benchlab failed: {exc!r}", "failed_step": observer.current_step}
-    finally:
-        release_hosts(build)
-    state, fields = ending
-    if state != BuildState.DONE:
-        steps = observer.steps_ended(timezone.now())  # the step it stopped in ends now
-        fields = {"log": observer.log_text(), "progress": observer.percent, "steps": steps, **fields}
-        if not build_transition(build=build, state=state, **fields):
-            build.refresh_from_db(fields=["state"])
-    queue_dispatch()
-    return build.state
+    """Build it: the dispatcher (jobs.dispatch) has claimed its host for it (jobs.execute.job_execute
+    says what it returns; services.build_sweeper ends a build whose worker died)."""
+    return job_execute(BuildExecution, build_id)
 
 
 def _build(build: PgBuild, observer: BuildJobObserver) -> tuple[Ending, BuiltInstall | None]:
@@ -106,9 +98,7 @@ def _build(build: PgBuild, observer: BuildJobObserver) -> tuple[Ending, BuiltIns
         options = build_options_of(build)
         transport = host_connect_for_run(build.host)
     except HostAway as away:  # nothing started: it waits for the host (services.host_reach)
-        return (
-            (BuildState.FAILED, {"error": away.failure}) if away.overdue else (BuildState.QUEUED, NOT_STARTED)
-        ), None
+        return away_ending(away, BuildState.QUEUED, BuildState.FAILED), None
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc), None
     watch = CancelWatch(build.pk, observer.cancel_now, requested=lambda: build_cancel_requested(build.pk), what="build")
@@ -137,14 +127,8 @@ def failure(observer: BuildJobObserver, exc: Exception) -> Ending:
             "failed_exit_status": exc.exit_status,
             "failed_output": tail(exc.output or observer.log_tail(FAILED_OUTPUT_LINES), FAILED_OUTPUT_LINES),
         }
-    elif isinstance(exc, CommandFailed):
-        fields |= {
-            "failed_command": exc.command,
-            "failed_exit_status": exc.exit_status,
-            "failed_output": tail(exc.stderr or exc.stdout) or observer.log_tail(FAILED_OUTPUT_LINES),
-        }
     else:
-        fields["failed_output"] = observer.log_tail(FAILED_OUTPUT_LINES)
+        fields |= failure_output(exc, observer.log_tail(FAILED_OUTPUT_LINES))
     log.warning("build %s failed in %s: %s", observer.build.pk, fields["failed_step"] or "connecting", exc)
     return BuildState.FAILED, fields
 
@@ -199,16 +183,3 @@ def _register(build: PgBuild, built: BuiltInstall, observer: BuildJobObserver) -
         return BuildState.DONE, {}
     build.refresh_from_db(fields=["state"])
     return BuildState(build.state), {}
-
-
-@contextmanager
-def build_heartbeat(build: PgBuild, observer: BuildJobObserver) -> Iterator[None]:
-    """Stamp the build's heartbeat now and every heartbeat_every_s until the block ends, with
-    its progress and the last lines of its log (what its page shows after a reload)."""
-    building = PgBuild.objects.filter(pk=build.pk, state=BuildState.BUILDING)
-
-    def stamp() -> None:
-        building.update(heartbeat_at=timezone.now(), progress=observer.percent, log=observer.log_text())
-
-    with beating(stamp, f"build {build.pk}", heartbeat_every_s()):
-        yield

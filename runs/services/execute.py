@@ -1,21 +1,21 @@
-"""Execute one queued run on the lab: claim its hosts, drive runs/lab, store what comes out.
+"""Execute one queued run on the lab: drive runs/lab on the hosts the dispatcher claimed for it,
+and store what comes out.
 
-Called by the Celery task. Cleanup on the lab host (stop PostgreSQL, unmount) is done by the
-lab layer on every path; this module makes sure the run ends in done, failed or cancelled
-and that its hosts are released whatever happens.
+Called by the Celery task. What every job shares (the guard against a second delivery, the
+start, the heartbeat, releasing the hosts and ending the run whatever happens) is
+runs.jobs.execute; this module is the run's own part (RunExecution). Cleanup on the lab host
+(stop PostgreSQL, unmount) is done by the lab layer on every path.
 """
 
 import dataclasses
 import logging
-import socket
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from datetime import datetime
 from functools import partial
 from typing import Any
 
-from django.utils import timezone
-
-from runs.jobs.dispatch import queue_dispatch, release_hosts
-from runs.jobs.hooks import job_ended
+from runs.jobs.execute import Execution, away_ending, command_failed, job_execute
+from runs.jobs.kinds import KINDS, RUN
 from runs.lab.benchmark import (
     BenchmarkResult,
     BenchmarkSpec,
@@ -27,16 +27,11 @@ from runs.lab.errors import CommandFailed, LabError, StorageFailed, tail
 from runs.lab.probe import probe_host
 from runs.lab.reconnect import ReconnectingTransport
 from runs.lab.transport import Transport
-from runs.models import (
-    Run,
-    RunState,
-)
-from runs.queue_waits import run_holds_its_hosts
+from runs.models import Host, Run, RunState
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
 from runs.services.drift_facts import drift_facts
-from runs.services.heartbeat import run_has_live_worker, run_heartbeat
-from runs.services.host_reach import NOT_STARTED, HostAway
+from runs.services.host_reach import HostAway
 from runs.services.lab_access import host_connect, host_connect_for_run
 from runs.services.lab_specs import benchmark_spec
 from runs.services.own_server import own_server_assert_closed
@@ -60,74 +55,53 @@ log = logging.getLogger(__name__)
 Ending = tuple[RunState, dict[str, Any]]  # the final state and the fields that go with it
 
 
+class RunExecution(Execution[Run]):
+    """A run, done by its worker (jobs.execute does the rest): it needs its server and every client
+    host, its start is a stamp (its state moves with its steps, each in its history), and its
+    heartbeat stores how far pgbench's output has been stored (RunObserver.followed)."""
+
+    kind = KINDS[RUN]
+    started_state = None
+    failed_state = RunState.FAILED
+
+    @classmethod
+    def load(cls, job_id: int) -> Run:
+        return run_for_worker(job_id)
+
+    @property
+    def hosts(self) -> list[Host]:
+        return self.job.hosts
+
+    def transition(self, state: str, from_state: str | None = None, **fields: Any) -> bool:
+        before = None if from_state is None else RunState(from_state)
+        return run_transition(run=self.job, state=RunState(state), from_state=before, **fields)
+
+    def refusal(self) -> str | None:
+        # Runs on benchlab's own server were forbidden after this run was queued.
+        return next((refusal for host in self.job.hosts if (refusal := host.own_server_refusal())), None)
+
+    def start(self, now: datetime, worker: str) -> bool:
+        run = self.job
+        run.started_at, run.worker = now, worker
+        started = Run.objects.filter(pk=run.pk, state=RunState.QUEUED, started_at__isnull=True)
+
+        def stamp() -> bool:  # safe to repeat: a stamp whose commit's answer was lost is found as ours
+            mine = Run.objects.filter(pk=run.pk, started_at=run.started_at, worker=run.worker)
+            return bool(started.update(started_at=run.started_at, worker=run.worker)) or mine.exists()
+
+        return with_database_retry(stamp, f"run {run.pk}: stamping its start")
+
+    def heartbeat_fields(self) -> dict[str, Any]:
+        return {"progress_offset": self.job.progress_offset}
+
+    def work(self) -> Ending:
+        return _execute_claimed(self.job)
+
+
 def run_execute(*, run_id: int) -> str:
-    """Run it: the dispatcher (services.queue) has claimed its hosts for it. Returns "waiting"
-    (it does not hold its hosts: the dispatcher sends it again when its turn comes), "running"
-    (another worker is running it: look again later), "abandoned" (the worker that started it
-    died: services.sweeper ends it), or the state it ended in ("queued" again when a host did not
-    answer at its start: services.host_reach)."""
-    run = run_for_worker(run_id)
-    if run.is_finished:
-        return run.state
-    if run.state != RunState.QUEUED or run.started_at is not None:
-        # The broker handed the task out again. A worker still stamping the heartbeat is
-        # running it; otherwise that worker died, and the lab host may still hold the run's
-        # mount: say so instead of starting over on top of it.
-        return "running" if run_has_live_worker(run) else "abandoned"  # services.sweeper ends it
-    if not run_holds_its_hosts(run):
-        return "waiting"
-    # Not a wait (a disabled host is one): runs on benchlab's own server were forbidden after
-    # this run was queued.
-    forbidden = [refusal for host in run.hosts if (refusal := host.own_server_refusal())]
-    if forbidden:
-        release_hosts(run)
-        run_transition(run=run, state=RunState.FAILED, error=forbidden[0])
-        run_after_end(run)
-        return run.state
-    if not _mark_started(run):
-        return run.state  # cancelled while queued; the cancel gave its hosts to the next in line
-    return drive_to_end(run, _execute_claimed)
-
-
-def drive_to_end(run: Run, work: Callable[[Run], Ending]) -> str:
-    """Do the run's work with its heartbeat beating, then end it whatever happened: hosts
-    released first (once a run shows as finished, its hosts are free for the next one), its
-    final state, then what follows a run's end. Returns that state."""
-    try:
-        with run_heartbeat(run):
-            state, fields = work(run)
-    except Exception as exc:
-        log.exception("run %s: benchlab failed", run.pk)
-        state, fields = RunState.FAILED, {"error": f"benchlab failed: {exc!r}"}
-    finally:
-        release_hosts(run)
-    if not run_transition(run=run, state=state, **fields):
-        run.refresh_from_db(fields=["state"])  # ended meanwhile from outside: cancelled while starting
-    run_after_end(run)
-    return run.state
-
-
-def run_after_end(run: Run) -> None:
-    """The run has ended: what follows (an adaptive campaign's next round: jobs.hooks), then the
-    next in line starts."""
-    job_ended(run)
-    queue_dispatch()
-
-
-def _mark_started(run: Run) -> bool:
-    """Stamp the start unless the run was cancelled meanwhile. From here on a cancel no longer
-    releases the run's hosts (run_cancel): this worker does, when the run has stopped."""
-    run.started_at, run.worker = timezone.now(), socket.gethostname()
-    started = Run.objects.filter(pk=run.pk, state=RunState.QUEUED, started_at__isnull=True)
-
-    def stamp() -> bool:  # safe to repeat: a stamp whose commit's answer was lost is found as ours
-        mine = Run.objects.filter(pk=run.pk, started_at=run.started_at, worker=run.worker)
-        return bool(started.update(started_at=run.started_at, worker=run.worker)) or mine.exists()
-
-    if with_database_retry(stamp, f"run {run.pk}: stamping its start"):
-        return True
-    run.refresh_from_db(fields=["state", "started_at", "worker"])
-    return False
+    """Run it: the dispatcher (jobs.dispatch) has claimed its hosts for it (jobs.execute.job_execute
+    says what it returns; services.sweeper ends a run whose worker died)."""
+    return job_execute(RunExecution, run_id)
 
 
 def _execute_claimed(run: Run) -> Ending:
@@ -143,7 +117,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
         spec = benchmark_spec(run)
         transport, clients = connect_hosts(run)
     except HostAway as away:  # nothing started on any host: it waits for the host (services.host_reach)
-        return (RunState.FAILED, {"error": away.failure}) if away.overdue else back_in_line(away)
+        return away_ending(away, RunState.QUEUED, RunState.FAILED, note=away.wait)
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc)
     ending: Ending | None = None
@@ -164,11 +138,6 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
         store_stage_times(run, result)
         ending = result_ending(result, observer)
     return with_pending_cleanup(ending, pending)
-
-
-def back_in_line(away: HostAway) -> Ending:
-    """Queued again, as it was before its worker took it (its hosts are released as ever)."""
-    return RunState.QUEUED, NOT_STARTED | {"note": away.wait}
 
 
 def run_facts(run: Run, transport: Transport, clients: Sequence[Endpoint], reused_from: int | None = None) -> RunFacts:
@@ -304,23 +273,17 @@ def _run_with_reuse(
 
 
 def failure(observer: RunObserver, exc: Exception) -> Ending:
-
+    """A failed run's fields: the step it failed in, why, and the failing command's output (or
+    the last lines of the run's log)."""
     # A failed device is named as the inventory names it ("host:device"), not by its path.
     error = exc.describe(str(observer.run.device)) if isinstance(exc, StorageFailed) else str(exc)
     fields: dict[str, Any] = {"failed_step": observer.current_step, "error": error}
+    last_lines = "\n".join(list(observer.log_tail)[-40:])
     if isinstance(exc, CommandFailed):
-        fields |= {
-            "failed_command": exc.command,
-            "failed_exit_status": exc.exit_status,
-            "failed_output": tail(exc.stderr or exc.stdout) or "\n".join(observer.log_tail),
-        }
+        fields |= command_failed(exc.command, exc.exit_status, exc.stderr or exc.stdout, "\n".join(observer.log_tail))
     elif isinstance(exc, StorageFailed) and exc.command:  # the command the failed storage broke
-        fields |= {
-            "failed_command": exc.command,
-            "failed_exit_status": exc.exit_status,
-            "failed_output": tail(exc.output) or "\n".join(list(observer.log_tail)[-40:]),
-        }
+        fields |= command_failed(exc.command, exc.exit_status, exc.output, last_lines)
     else:
-        fields["failed_output"] = "\n".join(list(observer.log_tail)[-40:])
+        fields["failed_output"] = last_lines
     log.warning("run %s failed in %s: %s", observer.run.pk, observer.current_step, exc)
     return RunState.FAILED, fields

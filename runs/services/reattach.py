@@ -21,15 +21,16 @@ from functools import partial
 from django.utils import timezone
 
 from runs import live
+from runs.jobs.execute import drive_to_end
 from runs.lab.kept import KeptSetup
 from runs.lab.resume import resume_benchmark
 from runs.models import Device, Run, RunState
 from runs.services.cancel_watch import CancelWatch
 from runs.services.execute import (
     Ending,
+    RunExecution,
     close_hosts,
     connect_hosts,
-    drive_to_end,
     ending_said,
     failure,
     result_ending,
@@ -55,7 +56,15 @@ def run_reattach(*, run_id: int) -> str:
     run = run_for_worker(run_id)
     if not _take(run):
         return "not reattached"
-    return drive_to_end(run, _reattach)
+    return drive_to_end(RunReattach(run))
+
+
+class RunReattach(RunExecution):
+    """A run taken over from its dead worker: its end is a run's (jobs.execute.drive_to_end), its
+    work following pgbench to its end instead of starting it."""
+
+    def work(self) -> Ending:
+        return _reattach(self.job)
 
 
 def _take(run: Run) -> bool:

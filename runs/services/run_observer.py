@@ -132,7 +132,7 @@ class RunObserver:
             self._stop_process()
 
     def followed(self, offset: int) -> None:
-        # Stored with the next heartbeat (services.heartbeat): a stamp per line would double the writes.
+        # Stored with the next heartbeat (jobs.heartbeat): a stamp per line would double the writes.
         self.run.progress_offset = offset
 
     def cancel_now(self) -> None:

@@ -14,10 +14,10 @@ import logging
 from datetime import datetime
 
 from runs.jobs.dispatch import release_hosts, send_on_commit
+from runs.jobs.execute import job_after_end
 from runs.jobs.kinds import KINDS, RUN
 from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
 from runs.models import ACTIVE_STATES, Run, RunState
-from runs.services.execute import run_after_end
 from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.run_results import stored_failure
 from runs.services.runs import run_transition
@@ -70,7 +70,7 @@ def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
     release_hosts(run)
     run_transition(run=run, state=RunState.FAILED, failed_step=was, error=error)
     log.warning("run %s abandoned by its worker: %s", run.pk, error)
-    run_after_end(run)
+    job_after_end(run)
 
 
 def run_ended_from_results(run: Run, was: RunState, last_sign: datetime | None) -> None:
@@ -84,7 +84,7 @@ def run_ended_from_results(run: Run, was: RunState, last_sign: datetime | None) 
     release_hosts(run)
     run_transition(run=run, state=state, **failure | {"error": "; ".join(filter(None, [failure.get("error"), note]))})
     log.warning("run %s ended from its stored results: %s", run.pk, note)
-    run_after_end(run)
+    job_after_end(run)
 
 
 def _stopped_while(was: RunState, last_sign: datetime | None) -> str:

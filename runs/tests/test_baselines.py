@@ -24,6 +24,7 @@ from rest_framework.test import APIClient
 from runs.baseline_selectors import baselines_for_devices
 from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch_jobs, release_hosts
+from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import BASELINE, KINDS
 from runs.jobs.sweeper import release_orphans, resend_claimed_jobs, sweep_stale
 from runs.lab.errors import CommandFailed
@@ -35,7 +36,6 @@ from runs.queue_waits import baseline_wait
 from runs.services import baseline_execute, baseline_sweeper
 from runs.services.baseline_execute import baseline_execute as execute
 from runs.services.baselines import baseline_queue
-from runs.services.heartbeat import stale_after_s
 from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user

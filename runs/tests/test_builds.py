@@ -26,6 +26,7 @@ from rest_framework.test import APIClient
 from runs import live
 from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
+from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import BUILD, KINDS
 from runs.jobs.sweeper import release_orphans, resend_claimed_jobs, stale_jobs, sweep_stale, take_over
 from runs.lab.errors import LabError
@@ -37,7 +38,6 @@ from runs.services import build_execute, build_remove, build_sweeper
 from runs.services.build_execute import build_execute as execute
 from runs.services.build_remove import BuildRemoveFailed
 from runs.services.builds import BuildRefused, build_fields, build_queue
-from runs.services.heartbeat import stale_after_s
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.fake_sources import DEBIAN_15_18, DEBIAN_15_20, TARBALL_15_20, FakeHostSources

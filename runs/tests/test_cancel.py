@@ -4,7 +4,7 @@ the host, and the host free for the next run. A cancel that comes before the wor
 host leaves every host untouched."""
 
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -32,15 +32,15 @@ def test_a_queued_run_cancelled_just_as_its_worker_starts_it_touches_no_host(mon
     otto = make_user("otto", "operator")
     run.queued_by = otto
     run.save(update_fields=["queued_by"])
-    mark_started = execute._mark_started
+    mark_started = execute.RunExecution.start
 
-    def started_then_cancelled(run: Run) -> bool:
-        started = mark_started(run)
+    def started_then_cancelled(doing: execute.RunExecution, now: datetime, worker: str) -> bool:
+        started = mark_started(doing, now, worker)
         job_cancel(Run.objects.get(pk=run.pk), by=otto)  # the click lands right after the start stamp
         return started
 
     connected: list[Host] = []
-    monkeypatch.setattr(execute, "_mark_started", started_then_cancelled)
+    monkeypatch.setattr(execute.RunExecution, "start", started_then_cancelled)
     monkeypatch.setattr(execute, "host_connect_for_run", connected.append)
 
     assert run_execute(run_id=run.pk) == RunState.CANCELLED

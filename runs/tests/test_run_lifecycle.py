@@ -9,6 +9,7 @@ from django.utils import timezone
 from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 
 from runs.jobs.dispatch import queue_dispatch
+from runs.jobs.heartbeat import job_heartbeat, stale_after_s
 from runs.jobs.kinds import KINDS
 from runs.jobs.sweeper import sweep_stale
 from runs.lab.benchmark import Step
@@ -16,7 +17,6 @@ from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState
 from runs.queue_waits import run_wait
 from runs.services.execute import run_execute
-from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.reattach import run_reattach
 from runs.services.run_observer import RunCancelled, RunObserver
@@ -214,7 +214,7 @@ def test_the_heartbeat_is_stamped_while_the_run_runs() -> None:
         stamps.add(run.heartbeat_at)
         return len(stamps - {None}) >= 2
 
-    with run_heartbeat(run, every_s=0.05):
+    with job_heartbeat(run, every_s=0.05):
         wait_until(stamped_twice, 10, 0.01)
 
     assert len(stamps - {None}) >= 2, "the heartbeat was not renewed"
