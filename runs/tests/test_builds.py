@@ -24,6 +24,7 @@ from rest_framework.test import APIClient
 
 from runs import live
 from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
+from runs.jobs.kinds import BUILD
 from runs.lab.errors import LabError
 from runs.lab.pg_build import BuildFailed, BuildStep, BuiltInstall
 from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
@@ -127,7 +128,7 @@ def started(build: PgBuild) -> PgBuild:
 
 
 def events(build: PgBuild) -> list[tuple[str, dict[str, Any]]]:
-    return [(event.kind, event.data) for event in live.events_after(live.build_stream(build.pk))]
+    return [(event.kind, event.data) for event in live.events_after(live.job_stream(BUILD, build.pk))]
 
 
 # ---- queueing: validation, the host's refusals, the cache ----

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET
 
 from benchlab.asgi_handler import long_lived
 from runs import live, stream_slots
-from runs.baseline_live import baseline_stream
+from runs.jobs.kinds import BASELINE, BUILD, RUN
 from runs.models import ENDED_BASELINE_STATES, ENDED_BUILD_STATES, FINAL_STATES, DeviceBaseline, PgBuild, Run
 from runs.params import BadParameter, parse_event_id
 
@@ -176,7 +176,7 @@ async def run_events(request: HttpRequest, run_id: int) -> HttpResponseBase:
     if refused := await _forbidden_unless_viewer(request):
         return refused
     state = await Run.objects.filter(pk=run_id).values_list("state", flat=True).afirst()
-    return await _job_events(request, state, f"run {run_id}", live.run_stream(run_id), FINAL_STATES)
+    return await _job_events(request, state, f"run {run_id}", live.job_stream(RUN, run_id), FINAL_STATES)
 
 
 @long_lived
@@ -200,7 +200,7 @@ async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
     if refused := await _forbidden_unless_viewer(request):
         return refused
     state = await PgBuild.objects.filter(pk=build_id).values_list("state", flat=True).afirst()
-    return await _job_events(request, state, f"build {build_id}", live.build_stream(build_id), ENDED_BUILD_STATES)
+    return await _job_events(request, state, f"build {build_id}", live.job_stream(BUILD, build_id), ENDED_BUILD_STATES)
 
 
 @long_lived
@@ -210,5 +210,5 @@ async def baseline_events(request: HttpRequest, baseline_id: int) -> HttpRespons
     if refused := await _forbidden_unless_viewer(request):
         return refused
     state = await DeviceBaseline.objects.filter(pk=baseline_id).values_list("state", flat=True).afirst()
-    stream = baseline_stream(baseline_id)
+    stream = live.job_stream(BASELINE, baseline_id)
     return await _job_events(request, state, f"baseline {baseline_id}", stream, ENDED_BASELINE_STATES)
