@@ -281,7 +281,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-stale-runs": {"task": "runs.sweep_stale_runs", "schedule": 30.0},
 }
 # A running run's worker stamps its heartbeat this often; a run silent for STALE_AFTER has lost its
-# worker and is ended by the sweeper (runs/services/sweeper.py).
+# worker and is ended by the sweeper (runs/jobs/sweeper.py).
 BENCHLAB_HEARTBEAT_EVERY_S = env_seconds("BENCHLAB_HEARTBEAT_EVERY_S", 15.0, low=0.5, high=600.0)
 BENCHLAB_STALE_AFTER_S = env_seconds("BENCHLAB_STALE_AFTER_S", 90.0, low=2.0, high=3600.0)
 if BENCHLAB_STALE_AFTER_S < 3 * BENCHLAB_HEARTBEAT_EVERY_S:

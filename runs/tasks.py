@@ -10,15 +10,17 @@ from celery.signals import worker_ready
 from django.db import connection
 
 from runs.jobs.dispatch import queue_dispatch
+from runs.jobs.kinds import RUN
+from runs.jobs.sweeper import resend_claimed_jobs, sweep_stale_jobs
 from runs.services.baseline_execute import baseline_execute
-from runs.services.baseline_sweeper import sweep_baseline, sweep_stale_baselines
+from runs.services.baseline_sweeper import BASELINE_RECOVERY, sweep_baseline
 from runs.services.build_execute import build_execute
-from runs.services.build_sweeper import sweep_build, sweep_stale_builds
+from runs.services.build_sweeper import BUILD_RECOVERY, sweep_build
 from runs.services.execute import run_execute
 from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.reattach import run_reattach
-from runs.services.sweeper import resend_claimed_runs, sweep_run, sweep_stale_runs
+from runs.services.sweeper import RUN_RECOVERY, sweep_run
 
 
 class WorkerSelfCheck(TypedDict):
@@ -85,19 +87,17 @@ def dispatch_queue() -> list[int]:
 
 @shared_task(name="runs.sweep_stale_runs")
 def sweep_stale_runs_task() -> list[int]:
-    """End the runs, builds and fio baselines whose worker died, and clean up hosts that answer again after a
-    run that could not (run periodically by beat). The ids of the runs ended."""
+    """End the runs, builds and fio baselines whose worker died (runs.jobs.sweeper), and clean up hosts that
+    answer again after a run that could not (run periodically by beat). The ids of the runs taken over."""
     retry_pending_cleanups()
-    sweep_stale_builds()
-    sweep_stale_baselines()
-    return sweep_stale_runs()
+    return sweep_stale_jobs((BUILD_RECOVERY, BASELINE_RECOVERY, RUN_RECOVERY))[RUN]
 
 
 @shared_task(name="runs.take_over_after_start")
 def take_over_after_start() -> list[int]:
-    """What a worker that starts does first: runs whose task was lost are sent again, and runs
-    whose worker died are taken over (sweep_stale_runs_task). The ids of the runs ended."""
-    resend_claimed_runs()
+    """What a worker that starts does first: jobs whose task was lost are sent again, and jobs
+    whose worker died are taken over (sweep_stale_runs_task). The ids of the runs taken over."""
+    resend_claimed_jobs()
     return sweep_stale_runs_task()
 
 

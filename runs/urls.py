@@ -1,7 +1,8 @@
 from django.urls import include, path
 
 from runs import params  # noqa: F401 - registers the <id:…> and <name:…> converters
-from runs.views import builds, campaigns, compare, health, home, live, runs, shares, studies
+from runs.jobs.kinds import BUILD, RUN
+from runs.views import builds, campaigns, cancel, compare, health, home, live, runs, shares, studies
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -11,13 +12,13 @@ urlpatterns = [
     path("runs/<id:run_id>/samples.json", runs.run_samples_json, name="run-samples-json"),
     path("runs/<id:run_id>/events", live.run_events, name="run-events"),
     path("runs/<id:run_id>/wait.json", runs.run_wait_json, name="run-wait-json"),
-    path("runs/<id:run_id>/cancel", runs.run_cancel_view, name="run-cancel"),
+    path("runs/<id:run_id>/cancel", cancel.job_cancel_view, {"kind": RUN}, name="run-cancel"),
     path("runs/<id:run_id>/outputs/<name:name>", runs.run_artifact, name="run-artifact"),
     path("builds/", builds.builds_page, name="builds"),
     path("builds/new/", builds.build_new, name="build-new"),
     path("builds/<id:build_id>/", builds.build_detail, name="build-detail"),
     path("builds/<id:build_id>/events", live.build_events, name="build-events"),
-    path("builds/<id:build_id>/cancel", builds.build_cancel_view, name="build-cancel"),
+    path("builds/<id:build_id>/cancel", cancel.job_cancel_view, {"kind": BUILD}, name="build-cancel"),
     path("builds/<id:build_id>/remove", builds.build_remove_view, name="build-remove"),
     path("campaigns/", campaigns.campaigns_page, name="campaigns"),
     path("campaigns/new/", campaigns.campaign_new, name="campaign-new"),

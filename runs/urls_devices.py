@@ -3,7 +3,8 @@
 from django.urls import path
 
 from runs import params  # noqa: F401 - registers the <id:…> converter
-from runs.views import baselines, devices, live
+from runs.jobs.kinds import BASELINE
+from runs.views import baselines, cancel, devices, live
 
 urlpatterns = [
     path("devices/<id:device_id>/", devices.device_detail, name="device-detail"),
@@ -12,5 +13,5 @@ urlpatterns = [
     path("baselines/<id:baseline_id>/", baselines.baseline_detail, name="baseline-detail"),
     path("baselines/<id:baseline_id>/fio.json", baselines.baseline_json, name="baseline-json"),
     path("baselines/<id:baseline_id>/events", live.baseline_events, name="baseline-events"),
-    path("baselines/<id:baseline_id>/cancel", baselines.baseline_cancel_view, name="baseline-cancel"),
+    path("baselines/<id:baseline_id>/cancel", cancel.job_cancel_view, {"kind": BASELINE}, name="baseline-cancel"),
 ]

@@ -11,18 +11,18 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import QueryDict
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.cancel import CancelAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.baseline_forms import BaselineForm
 from runs.lab.fio_plan import IOENGINES, JOB_NAMES, FioSettings, MiB
 from runs.models import BaselineState, DeviceBaseline
 from runs.params import IdConverter, parse_choice, parse_id
-from runs.services.baselines import BaselineRefused, baseline_cancel, baseline_queue
+from runs.services.baselines import baseline_queue
 
 ID_IN_URL = IdConverter.regex
 
@@ -68,8 +68,9 @@ class BaselineCreateSerializer(serializers.Serializer):
         return {"form": form}
 
 
-class BaselineViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class BaselineViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
+    cancelled_serializer = BaselineSerializer
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
 
@@ -101,16 +102,6 @@ class BaselineViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None
         return Response(BaselineSerializer(baseline).data, status=status.HTTP_201_CREATED)
-
-    @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
-        baseline = self.get_object()
-        try:
-            baseline_cancel(baseline=baseline, by=request.user, request=request)
-        except BaselineRefused as exc:
-            raise PermissionDenied(str(exc)) from None
-        baseline.refresh_from_db()
-        return Response(BaselineSerializer(baseline).data)
 
 
 def _state_choice(raw: str, name: str) -> str:

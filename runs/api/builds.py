@@ -18,6 +18,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.cancel import CancelAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.build_forms import BuildForm, legacy_source_key
@@ -26,7 +27,7 @@ from runs.models import BuildState, Host, PgBuild
 from runs.params import IdConverter, parse_choice, parse_id
 from runs.services.build_remove import BuildRemoveFailed, build_remove
 from runs.services.build_sources import SourcesUnknown, host_sources_for_page
-from runs.services.builds import BuildRefused, build_cancel, build_queue, build_refusal
+from runs.services.builds import BuildRefused, build_queue, build_refusal
 
 ID_IN_URL = IdConverter.regex
 ASKED = ["host", "version", "source_kind", "package", "package_version", "tarball_path", "sha256",
@@ -118,8 +119,9 @@ def _form_data(data: dict[str, Any], flags: list[str]) -> QueryDict:
 BUILD_CHOICE_FILTERS = {"state": BuildState.values}
 
 
-class BuildViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class BuildViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
+    cancelled_serializer = BuildSerializer
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "remove": "runs.cancel_run"}
 
@@ -158,16 +160,6 @@ class BuildViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             raise ValidationError(exc.message_dict) from None
         answer = status.HTTP_201_CREATED if queued else status.HTTP_200_OK
         return Response(BuildSerializer(build).data, status=answer)
-
-    @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
-        build = self.get_object()
-        try:
-            build_cancel(build=build, by=request.user, request=request)
-        except BuildRefused as exc:
-            raise PermissionDenied(str(exc)) from None
-        build.refresh_from_db()
-        return Response(BuildSerializer(build).data)
 
     @action(detail=True, methods=["post"])
     def remove(self, request: Request, pk: str | None = None) -> Response:

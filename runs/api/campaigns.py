@@ -25,13 +25,13 @@ from runs.campaign_results import (
     plan_wall_estimate,
 )
 from runs.comparison import comparison_data
+from runs.jobs.cancel import JobRefused
 from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.params import IdConverter, parse_whole_number
 from runs.services.campaigns import (
     CampaignForbidden,
     CampaignPlan,
     CampaignRefused,
-    CancelRefused,
     campaign_cancel,
     campaign_create,
     campaign_refusal,
@@ -247,7 +247,7 @@ class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
             cancelled = campaign_cancel(
                 campaign=campaign, by=request.user, configuration=configuration, request=request
             )
-        except CancelRefused as exc:
+        except JobRefused as exc:
             raise PermissionDenied(str(exc)) from None
         except CampaignRefused as exc:  # nothing left to cancel
             raise ValidationError(str(exc)) from None

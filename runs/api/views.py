@@ -6,10 +6,10 @@ from typing import Any
 from django.db.models import QuerySet
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.exceptions import PermissionDenied
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.cancel import CancelAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import (
@@ -23,7 +23,7 @@ from runs.api.serializers import (
 from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
 from runs.params import IdConverter, parse_choice, parse_id
 from runs.services.build_sources import SourcesUnknown, host_sources_for_page
-from runs.services.runs import CancelRefused, run_cancel, run_enqueue
+from runs.services.runs import run_enqueue
 
 ID_IN_URL = IdConverter.regex  # anything else is no object at all (404), never a database error
 
@@ -75,9 +75,10 @@ RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install":
 RUN_CHOICE_FILTERS = {"state": RunState.values, "filesystem": Filesystem.values, "workload": Workload.values}
 
 
-class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class RunViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
     serializer_class = RunSerializer
+    cancelled_serializer = RunSerializer
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
 
@@ -108,16 +109,6 @@ class RunViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
         run = Run(**fields, queued_by=self.request.user)
         run_enqueue(run=run, client_host_ids=client_host_ids, request=self.request)
         serializer.instance = run
-
-    @action(detail=True, methods=["post"])
-    def cancel(self, request: Request, pk: str | None = None) -> Response:
-        run = self.get_object()
-        try:
-            run_cancel(run=run, by=request.user, request=request)
-        except CancelRefused as exc:
-            raise PermissionDenied(str(exc)) from None
-        run.refresh_from_db()
-        return Response(RunSerializer(run).data)
 
     @action(detail=True, methods=["get"])
     def samples(self, request: Request, pk: str | None = None) -> Response:

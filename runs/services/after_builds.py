@@ -14,12 +14,13 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 
+from runs.jobs.cancel import JobRefused, job_cancel
 from runs.models import BuildState, Host, PgBuild
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
 from runs.page_size_study import PageSizeStudy, page_size_study, study_installs
 from runs.services import build_sources
 from runs.services.build_sources import SourcesUnknown
-from runs.services.builds import BuildRefused, build_cancel, build_options_of, build_queue
+from runs.services.builds import build_options_of, build_queue
 from runs.services.campaigns import CampaignRefused, campaign_create
 
 log = logging.getLogger(__name__)
@@ -119,8 +120,8 @@ def _cancel_started(wait: StudyAfterBuilds) -> str:
     for build in wait.started_builds.filter(state__in=[BuildState.QUEUED, BuildState.BUILDING]).order_by("pk"):
         was = build.get_state_display()
         try:
-            build_cancel(build=build, by=by)
-        except BuildRefused as exc:
+            job_cancel(build, by=by)
+        except JobRefused as exc:
             said.append(f"build {build.pk} could not be cancelled ({exc})")
         else:
             wait.cancelled_builds.add(build)

@@ -1,5 +1,6 @@
-"""Writes to raw device baselines (fio): queue one, move it through its states, cancel it.
-Running one is services.baseline_execute; a dead worker's, services.baseline_sweeper.
+"""Writes to raw device baselines (fio): queue one, move it through its states. Cancelling one
+is runs.jobs.cancel; running one, services.baseline_execute; a dead worker's,
+services.baseline_sweeper.
 
 The settings are the lab layer's FioSettings and checked by its own rules (runs/lab/fio_plan),
 field by field. A device fio may not write is refused before anything is queued: a block
@@ -16,12 +17,11 @@ from django.db import transaction
 from django.http import HttpRequest
 
 from runs import live
-from runs.jobs.dispatch import queue_dispatch, release_hosts
+from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.kinds import BASELINE
 from runs.lab.errors import InvalidOption
 from runs.lab.fio_plan import FioSettings
 from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
-from runs.roles import owner_refusal
 from runs.services.audit import audit_record
 from runs.services.job_states import job_transition
 
@@ -133,39 +133,3 @@ def baseline_transition(
         return False
     transaction.on_commit(lambda: publish_baseline_state(baseline, state))
     return True
-
-
-class BaselineRefused(Exception):
-    """The user may not do this to the baseline; str() says why."""
-
-
-def baseline_refusal(user: Any, baseline: DeviceBaseline) -> str | None:
-    """Why `user` may not cancel `baseline`, or None: operators their own, admins anybody's."""
-    return owner_refusal(user, baseline.queued_by, "baseline")
-
-
-def baseline_cancel(*, baseline: DeviceBaseline, by: Any, request: HttpRequest | None = None) -> None:
-    """A queued baseline is cancelled at once (its host goes to the next in line); a running one
-    is asked to stop, and its worker stops fio by its PID and removes what it made."""
-    if refusal := baseline_refusal(by, baseline):
-        raise BaselineRefused(refusal)
-    if baseline.is_finished:
-        return
-    state_before = baseline.state
-    with transaction.atomic():
-        if baseline_transition(baseline=baseline, state=BaselineState.CANCELLED, from_state=BaselineState.QUEUED):
-            release_hosts(baseline)  # a claim its worker has not used yet
-            transaction.on_commit(queue_dispatch)
-        else:
-            unended = DeviceBaseline.objects.filter(pk=baseline.pk).exclude(state__in=ENDED_BASELINE_STATES)
-            unended.update(cancel_requested=True)
-        audit_record(
-            action=AuditAction.INVENTORY_CHANGED,
-            target=baseline,
-            actor=by,
-            request=request,
-            message=f"fio baseline cancelled while {state_before}",
-        )
-    baseline.refresh_from_db(fields=["cancel_requested", "state"])
-    if not baseline.is_finished:
-        live.publish_job(BASELINE, baseline.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

@@ -70,7 +70,7 @@ def _state_refusal(build: PgBuild) -> str | None:
 def _claim_host(build: PgBuild) -> None:
     """The host, for the removal: taken like the dispatcher takes it (a conditional update),
     so no run or build starts there meanwhile. The stamp lets the sweeper free a claim whose
-    process died (build_sweeper.release_orphan_claims)."""
+    process died (runs.jobs.sweeper.release_orphans)."""
     free = Host.objects.filter(
         pk=build.host_id,
         claimed_by__isnull=True,

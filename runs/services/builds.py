@@ -1,5 +1,6 @@
-"""Writes to PostgreSQL builds: queue one (or find the same build), move it through its states,
-cancel it. Removing a done build is services.build_remove; running one, services.build_execute.
+"""Writes to PostgreSQL builds: queue one (or find the same build), move it through its states.
+Cancelling one is runs.jobs.cancel; removing a done build, services.build_remove; running one,
+services.build_execute.
 
 A build is asked for with the lab layer's BuildOptions and validated by it
 (runs/lab/pg_build_options): nothing the options do not allow reaches a host, and its source is
@@ -21,7 +22,7 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 
 from runs import live
-from runs.jobs.dispatch import queue_dispatch, release_hosts
+from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.hooks import job_ended
 from runs.jobs.kinds import BUILD
 from runs.lab.pg_build_options import (
@@ -176,34 +177,6 @@ class BuildRefused(Exception):
 
 
 def build_refusal(user: Any, build: PgBuild, doing: str) -> str | None:
-    """Why `user` may not cancel or remove (`doing`) `build`, or None: operators their own
-    builds, admins anybody's (as runs: roles.cancel_refusal)."""
+    """Why `user` may not remove (`doing`, as services.build_remove does) `build`, or None:
+    operators their own builds, admins anybody's (cancelling is runs.jobs.cancel's)."""
     return owner_refusal(user, build.queued_by, "build", doing)
-
-
-def build_cancel(*, build: PgBuild, by: Any, request: HttpRequest | None = None) -> None:
-    """A queued build is cancelled at once (its host goes to the next in line); a running one
-    is asked to stop, and its worker stops what runs on the host and removes what it made.
-    BuildRefused for someone who may not."""
-    if refusal := build_refusal(by, build, "cancel"):
-        raise BuildRefused(refusal)
-    if build.is_finished:
-        return
-    state_before = build.state
-    with transaction.atomic():  # the cancel and its audit row together
-        if build_transition(build=build, state=BuildState.CANCELLED, from_state=BuildState.QUEUED):
-            # Its worker has not started it (starting moves it to building): a claim is ours to free.
-            release_hosts(build)
-            transaction.on_commit(queue_dispatch)
-        else:
-            PgBuild.objects.filter(pk=build.pk).exclude(state__in=ENDED_BUILD_STATES).update(cancel_requested=True)
-        audit_record(
-            action=AuditAction.INVENTORY_CHANGED,
-            target=build,
-            actor=by,
-            request=request,
-            message=f"build cancelled while {state_before}",
-        )
-    build.refresh_from_db(fields=["cancel_requested", "state"])
-    if not build.is_finished:
-        live.publish_job(BUILD, build.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

@@ -16,6 +16,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 
+from runs.jobs.cancel import JobRefused, job_cancel
 from runs.lab.fio_plan import FioSettings, MiB
 from runs.models import (
     ENDED_BASELINE_STATES,
@@ -31,8 +32,8 @@ from runs.models import (
 )
 from runs.roles import owner_refusal
 from runs.services.audit import audit_record
-from runs.services.baselines import BaselineRefused, baseline_cancel, baseline_queue
-from runs.services.runs import CancelRefused, run_cancel, runs_enqueue
+from runs.services.baselines import baseline_queue
+from runs.services.runs import runs_enqueue
 from runs.spec_checks import Inventory, spec_errors
 from runs.specs import RunSpec
 from runs.sweep import Cell, Variable, expand, run_order, variables_as_json
@@ -200,9 +201,9 @@ def campaign_cancel(
     request: HttpRequest | None = None,
 ) -> int:
     """Cancel every unfinished run of the campaign (or of one configuration); how many. Its owner
-    and admins may (CancelRefused for anyone else); NothingToCancel when everything has ended."""
+    and admins may (JobRefused for anyone else); NothingToCancel when everything has ended."""
     if refusal := campaign_owner_refusal(by, campaign, "cancel"):
-        raise CancelRefused(refusal)
+        raise JobRefused(refusal)
     runs = Run.objects.filter(campaign=campaign, cancel_requested=False)  # one being stopped is cancelled
     runs = runs.exclude(state__in=[RunState.DONE, RunState.FAILED, RunState.CANCELLED])
     if configuration is not None:
@@ -215,13 +216,9 @@ def campaign_cancel(
         what = f"configuration {configuration.index} ({configuration.label})" if configuration else "this campaign"
         raise NothingToCancel(f"Nothing of {what} is left to cancel: its runs have ended or are being stopped.")
     with transaction.atomic():
-        for run in pending:
-            run_cancel(run=run, by=by, request=request)  # CancelRefused rolls all of them back
-        for baseline in baselines:  # the whole campaign: its fio baselines not yet ended too
-            try:
-                baseline_cancel(baseline=baseline, by=by, request=request)
-            except BaselineRefused as exc:
-                raise CancelRefused(str(exc)) from None
+        # Its fio baselines not yet ended too, for the whole campaign; JobRefused rolls all back.
+        for job in [*pending, *baselines]:
+            job_cancel(job, by=by, request=request)
         what = f"configuration {configuration.index} ({configuration.label})" if configuration else "all"
         user = by if isinstance(by, User) else None
         audit_record(
@@ -282,7 +279,6 @@ __all__ = [
     "CampaignForbidden",
     "CampaignPlan",
     "CampaignRefused",
-    "CancelRefused",
     "NothingToCancel",
     "campaign_cancel",
     "campaign_create",

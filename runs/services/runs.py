@@ -1,5 +1,6 @@
-"""Writes to runs: queue, move through states, cancel. Every state change is a conditional
-UPDATE (a finished run never changes again), recorded with its time and published live."""
+"""Writes to runs: queue, move through states (cancelling one is runs.jobs.cancel). Every state
+change is a conditional UPDATE (a finished run never changes again), recorded with its time and
+published live."""
 
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -12,7 +13,6 @@ from runs import live
 from runs.jobs.dispatch import queue_dispatch
 from runs.models import FINAL_STATES, MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
 from runs.models.run_clients import client_database
-from runs.roles import cancel_refusal
 from runs.services.audit import audit_record
 from runs.services.db_retry import with_database_retry
 
@@ -129,32 +129,3 @@ def run_transition(
     # Once committed (at once outside a transaction): a page must not show what may roll back.
     transaction.on_commit(lambda: _publish_state(run, state, **({"note": note} if note else {})))
     return True
-
-
-class CancelRefused(Exception):
-    """The user may not cancel this run; str() says why, for them to read."""
-
-
-def run_cancel(*, run: Run, by: Any, request: HttpRequest | None = None) -> None:
-    """A queued run is cancelled at once; a running one is asked to stop, and its worker
-    stops pgbench and cleans up. Operators cancel their own runs, admins anybody's
-    (roles.cancel_refusal); anyone else gets CancelRefused."""
-    if refusal := cancel_refusal(by, run):
-        raise CancelRefused(refusal)
-    if run.is_finished:
-        return
-    state_before = run.state
-    with transaction.atomic():  # the cancel and its audit row together
-        if run_transition(run=run, state=RunState.CANCELLED, from_state=RunState.QUEUED):
-            # It may hold its hosts already, its worker not yet started: they go to the next in
-            # line. Once a worker has stamped its start, that worker releases them (execute).
-            Host.objects.filter(claimed_by=run, claimed_by__started_at__isnull=True).update(claimed_by=None)
-            transaction.on_commit(queue_dispatch)
-        else:
-            Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES).update(cancel_requested=True)
-        audit_record(
-            action=AuditAction.RUN_CANCELLED, target=run, actor=by, request=request, message=f"while {state_before}"
-        )
-    run.refresh_from_db(fields=["cancel_requested", "state"])
-    if not run.is_finished:
-        live.publish(run.pk, "log", {"line": f"cancel requested by {by.get_username()}"})

@@ -1,10 +1,6 @@
-"""Runs whose worker died: found by their stale heartbeat, finished by another worker or
-cleaned up on their hosts and ended.
-
-The worker running a run stamps its heartbeat every few seconds (services.heartbeat). When a
-worker process is killed, nothing in it runs again: the run would stay "measuring" and hold its
-hosts forever, and a killed task is not redelivered. Celery beat calls sweep_stale_runs() every
-30 s; a second delivery of the task of such a run takes it over at once.
+"""Runs whose worker died: what taking one over means for a run. Finding it by its silent
+heartbeat and claiming it are every job's (runs.jobs.sweeper); a second delivery of its task
+takes it over at once (sweep_run).
 
 A run that was warming up or measuring goes on on its host (pgbench runs detached), and one
 that was collecting still has everything it collects there (the cleanup has not begun): the
@@ -15,16 +11,13 @@ failed saying so.
 """
 
 import logging
-from datetime import datetime, timedelta
-
-from django.db.models import Q
-from django.utils import timezone
+from datetime import datetime
 
 from runs.jobs.dispatch import release_hosts, send_on_commit
 from runs.jobs.kinds import KINDS, RUN
-from runs.models import ACTIVE_STATES, Host, Run, RunState
+from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
+from runs.models import ACTIVE_STATES, Run, RunState
 from runs.services.execute import run_after_end
-from runs.services.heartbeat import stale_after_s
 from runs.services.pending_cleanup import clean_up_run_hosts
 from runs.services.run_results import stored_failure
 from runs.services.runs import run_transition
@@ -36,70 +29,37 @@ REATTACH_TASK = "runs.reattach_run"  # runs.tasks.reattach_run
 REATTACH_PENDING = "(its worker died: waiting for a worker to reattach)"  # Run.worker meanwhile
 
 
-def stale_runs() -> list[Run]:
-    """Started runs in an active state whose worker has not given a sign of life lately; also
-    those still "queued" that a worker had started (it died connecting, before the first step)."""
-    cutoff = timezone.now() - timedelta(seconds=stale_after_s())
-    silent = Q(heartbeat_at__lt=cutoff) | Q(heartbeat_at__isnull=True, started_at__lt=cutoff)
-    running = Q(state__in=ACTIVE_STATES) | Q(state=RunState.QUEUED)
-    runs = Run.objects.filter(silent, running, started_at__isnull=False)
-    runs = runs.select_related("server_host", "device", "pg_install").prefetch_related("run_clients__host")
-    return list(runs.order_by("pk"))
+def run_taken_over(run: Run, state: str, last_sign: datetime | None) -> None:
+    """The sweeper has claimed the run (jobs.sweeper): hand it to a worker to reattach, or end it
+    from here, unless something else (a cancel) moved it meanwhile."""
+    was = RunState(state)
+    if was in REATTACHABLE and run.results_stored_at is None:
+        _hand_over(run, was)
+    elif run_transition(run=run, state=RunState.CLEANING_UP, from_state=was):
+        ending = run_abandoned if run.results_stored_at is None else run_ended_from_results
+        ending(run, was, last_sign)
 
 
-def sweep_stale_runs() -> list[int]:
-    """Take over every run whose worker died; the ids of those this call ended or handed over."""
-    ended = []
-    for run in stale_runs():
-        if _take_over(run):
-            ended.append(run.pk)
-    return ended
-
-
-def resend_claimed_runs() -> list[int]:
-    """Send again the task of each run the dispatcher gave its hosts to and no worker started:
-    it may have been lost with the worker that had taken it, or with the broker (a machine
-    restart). A run is started once however often its task comes (services.execute); its ids."""
-    holding = Host.objects.filter(claimed_by__isnull=False).values("claimed_by_id")
-    waiting = list(Run.objects.filter(pk__in=holding, state=RunState.QUEUED, started_at__isnull=True).order_by("pk"))
-    for run in waiting:
-        log.warning("run %s holds its hosts and no worker has started it: its task is sent again", run.pk)
-        send_on_commit(KINDS[RUN].task, run.pk)
-    return [run.pk for run in waiting]
+# Also a run a worker had started that is still "queued" (it died connecting, before the first step).
+RUN_RECOVERY = Recovery(
+    KINDS[RUN], (RunState.QUEUED, *ACTIVE_STATES), run_taken_over,
+    related=("server_host", "device", "pg_install"), prefetched=("run_clients__host",),
+    orphans=False,  # a run frees its hosts before it ends (services.execute.drive_to_end): none outlives it
+)  # fmt: skip
 
 
 def sweep_run(run_id: int) -> bool:
     """Take this run over if its worker died (a second delivery of its task found it silent)."""
-    run = next((r for r in stale_runs() if r.pk == run_id), None)
-    return run is not None and _take_over(run)
+    return sweep_job(RUN_RECOVERY, run_id)
 
 
-def _take_over(run: Run) -> bool:
-    """End the run from this process or hand it to a worker to reattach, unless another
-    sweeper (or a worker that came back to life) moved it since it was read."""
-    was, last_sign = RunState(run.state), run.heartbeat_at or run.started_at
-    if was in REATTACHABLE and run.results_stored_at is None:
-        return _hand_over(run)
-    if not run_transition(run=run, state=RunState.CLEANING_UP, from_state=was, heartbeat_at=timezone.now()):
-        return False
-    if run.results_stored_at is not None:
-        run_ended_from_results(run, was, last_sign)
-    else:
-        run_abandoned(run, was, last_sign)
-    return True
-
-
-def _hand_over(run: Run) -> bool:
+def _hand_over(run: Run, was: RunState) -> None:
     """Leave the run in its state and send it to a worker to reattach (runs.reattach_run). The
-    heartbeat stamped now keeps other sweepers off it until that worker beats for it (or, if
-    none does in time, until it is found silent again and handed over anew)."""
-    silent = Run.objects.filter(pk=run.pk, state=run.state)
-    silent = silent.filter(heartbeat_at=run.heartbeat_at) if run.heartbeat_at else silent.filter(heartbeat_at=None)
-    if not silent.update(heartbeat_at=timezone.now(), worker=REATTACH_PENDING):
-        return False
-    log.warning("run %s: its worker stopped while %s; a worker reattaches", run.pk, RunState(run.state).label)
+    heartbeat the claim stamped keeps other sweepers off it until that worker beats for it (or,
+    if none does in time, until it is found silent again and handed over anew)."""
+    Run.objects.filter(pk=run.pk).update(worker=REATTACH_PENDING)
+    log.warning("run %s: its worker stopped while %s; a worker reattaches", run.pk, was.label)
     send_on_commit(REATTACH_TASK, run.pk)
-    return True
 
 
 def run_abandoned(run: Run, was: RunState, last_sign: datetime | None) -> None:
@@ -128,6 +88,5 @@ def run_ended_from_results(run: Run, was: RunState, last_sign: datetime | None) 
 
 
 def _stopped_while(was: RunState, last_sign: datetime | None) -> str:
-    since = f"no sign of life since {timezone.localtime(last_sign):%H:%M:%S %Z}" if last_sign else "no sign of life"
     stage = "starting it" if was == RunState.QUEUED else was.label  # connecting to its hosts, probing them
-    return f"the worker running it stopped while {stage} ({since})"
+    return f"the worker running it stopped while {stage} ({no_sign_of_life(last_sign)})"

@@ -11,12 +11,13 @@ from django.test import Client
 from django.urls import reverse
 
 from runs import live
+from runs.jobs.cancel import job_cancel
 from runs.jobs.kinds import BASELINE
 from runs.lab.fio_plan import FioSettings, MiB
 from runs.lab.ssh_transport import SSHTransport
 from runs.live import events_after
 from runs.models import BaselineState, DeviceBaseline, Host
-from runs.services.baselines import baseline_cancel, baseline_queue
+from runs.services.baselines import baseline_queue
 from runs.tests.factories import make_user
 from runs.tests.test_fio_lab import fio_processes
 from runs.tests.test_run_execution import lab_inventory
@@ -76,7 +77,7 @@ def test_a_baseline_cancelled_while_fio_runs_stops_fio_and_leaves_nothing(
     )
     time.sleep(2)
     asked = time.monotonic()
-    baseline_cancel(baseline=baseline, by=otto)
+    job_cancel(baseline, by=otto)
     baseline = refreshed_until(baseline, lambda b: b.is_finished, 60, "finished")
 
     assert baseline.state == BaselineState.CANCELLED, (baseline.error, baseline.failed_output)

@@ -18,10 +18,14 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from knox.models import AuthToken
+from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 from rest_framework.test import APIClient
 
 from runs.baseline_selectors import baselines_for_devices
+from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch_jobs, release_hosts
+from runs.jobs.kinds import BASELINE, KINDS
+from runs.jobs.sweeper import release_orphans, resend_claimed_jobs, sweep_stale
 from runs.lab.errors import CommandFailed
 from runs.lab.fio import FioCancelled, FioResult, FioTarget
 from runs.lab.fio_plan import FioSettings, MiB
@@ -30,7 +34,7 @@ from runs.models import AuditEvent, BaselineState, Device, DeviceBaseline, Host,
 from runs.queue_waits import baseline_wait
 from runs.services import baseline_execute, baseline_sweeper
 from runs.services.baseline_execute import baseline_execute as execute
-from runs.services.baselines import baseline_cancel, baseline_queue
+from runs.services.baselines import baseline_queue
 from runs.services.heartbeat import stale_after_s
 from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
@@ -213,7 +217,7 @@ def test_a_queued_baseline_cancelled_leaves_the_line_and_frees_its_claim(lab: Si
     otto = make_user("otto", "operator")
     baseline = baseline_queue(device=wipeable(host), settings=SHORT, by=otto)
     queue_dispatch_jobs()
-    baseline_cancel(baseline=baseline, by=otto)
+    job_cancel(baseline, by=otto)
     assert baseline.state == BaselineState.CANCELLED
     assert Host.objects.get(pk=host.pk).claimed_by_baseline_id is None
     assert execute(baseline_id=baseline.pk) == BaselineState.CANCELLED  # its task, delivered late, does nothing
@@ -236,11 +240,9 @@ def test_fio_stopped_by_a_cancel_ends_the_baseline_cancelled(lab: SimpleNamespac
 
 def test_only_the_operator_who_queued_it_or_an_admin_may_cancel(lab: SimpleNamespace) -> None:
     baseline = baseline_queue(device=wipeable(make_host()), settings=SHORT, by=make_user("otto", "operator"))
-    from runs.services.baselines import BaselineRefused
-
-    with pytest.raises(BaselineRefused, match="Only otto, who queued this baseline, or an admin"):
-        baseline_cancel(baseline=baseline, by=make_user("olga", "operator"))
-    baseline_cancel(baseline=baseline, by=make_user("ada", "admin"))
+    with pytest.raises(JobRefused, match="Only otto, who queued this baseline, or an admin"):
+        job_cancel(baseline, by=make_user("olga", "operator"))
+    job_cancel(baseline, by=make_user("ada", "admin"))
     assert baseline.state == BaselineState.CANCELLED
 
 
@@ -252,10 +254,26 @@ def test_the_sweeper_fails_a_baseline_whose_worker_died_and_cleans_up(lab: Simpl
     DeviceBaseline.objects.filter(pk=baseline.pk).update(
         state=BaselineState.RUNNING, started_at=long_ago, heartbeat_at=long_ago
     )
-    assert baseline_sweeper.sweep_stale_baselines() == [baseline.pk]
+    assert sweep_stale(baseline_sweeper.BASELINE_RECOVERY) == [baseline.pk]
     baseline.refresh_from_db()
     assert baseline.state == BaselineState.FAILED and "the worker running fio stopped" in baseline.error
     assert "stopped fio" in baseline.error and lab.cleaned == [baseline.run_key]
+    assert Host.objects.get(pk=host.pk).claimed_by_baseline_id is None
+
+
+def test_a_baseline_whose_task_was_lost_is_sent_again_and_an_ended_ones_host_is_freed(
+    lab: SimpleNamespace, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
+) -> None:
+    host = make_host()
+    baseline = baseline_queue(device=wipeable(host), settings=SHORT, by=make_user("otto", "operator"))
+    with django_capture_on_commit_callbacks(execute=True):
+        queue_dispatch_jobs()
+        assert resend_claimed_jobs()[BASELINE] == [baseline.pk]  # its task lost: sent again
+    assert lab.sent == [baseline.pk, baseline.pk]
+
+    long_ago = timezone.now() - timedelta(seconds=stale_after_s() + 60)
+    DeviceBaseline.objects.filter(pk=baseline.pk).update(state=BaselineState.DONE, heartbeat_at=long_ago)
+    assert release_orphans(KINDS[BASELINE]) == 1  # its worker died before releasing the host
     assert Host.objects.get(pk=host.pk).claimed_by_baseline_id is None
 
 

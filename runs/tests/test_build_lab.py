@@ -15,10 +15,11 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from runs.jobs.cancel import job_cancel
 from runs.lab.pg_build_options import BuildOptions
 from runs.lab.ssh_transport import SSHTransport
 from runs.models import BuildState, Host, Run, RunState
-from runs.services.builds import build_cancel, build_queue
+from runs.services.builds import build_queue
 from runs.services.runs import run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.test_pg_build_lab import assert_nothing_left, lab1, real_build_source
@@ -91,7 +92,7 @@ def test_a_build_cancelled_a_few_seconds_in_ends_cancelled_with_its_host_free_an
     build = refreshed_until(build, lambda b: b.step in ("configure", "make"), 300, "configuring", interval=0.5)
     time.sleep(3)
     cancelled_at = time.monotonic()
-    build_cancel(build=build, by=otto)
+    job_cancel(build, by=otto)
     build = refreshed_until(build, lambda b: b.is_finished, 120, "finished", interval=0.5)
 
     assert build.state == BuildState.CANCELLED, (build.error, build.failed_output)

@@ -20,11 +20,14 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 from knox.models import AuthToken
+from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 from rest_framework.test import APIClient
 
 from runs import live
+from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
-from runs.jobs.kinds import BUILD
+from runs.jobs.kinds import BUILD, KINDS
+from runs.jobs.sweeper import release_orphans, resend_claimed_jobs, stale_jobs, sweep_stale, take_over
 from runs.lab.errors import LabError
 from runs.lab.pg_build import BuildFailed, BuildStep, BuiltInstall
 from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
@@ -33,7 +36,7 @@ from runs.queue_waits import run_wait
 from runs.services import build_execute, build_remove, build_sweeper
 from runs.services.build_execute import build_execute as execute
 from runs.services.build_remove import BuildRemoveFailed
-from runs.services.builds import BuildRefused, build_cancel, build_fields, build_queue
+from runs.services.builds import BuildRefused, build_fields, build_queue
 from runs.services.heartbeat import stale_after_s
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
@@ -252,7 +255,7 @@ def test_a_queued_build_cancelled_leaves_the_queue_and_frees_its_host_for_the_ne
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
     started(build)
 
-    build_cancel(build=build, by=otto)
+    job_cancel(build, by=otto)
 
     build.refresh_from_db()
     assert build.state == BuildState.CANCELLED and build.finished_at is not None
@@ -266,9 +269,9 @@ def test_only_the_operator_who_queued_a_build_or_an_admin_may_cancel_it() -> Non
     otto, olga, ada = make_user("otto", "operator"), make_user("olga", "operator"), make_user("ada", "admin")
     build = make_build(host, queued_by=otto)
 
-    with pytest.raises(BuildRefused, match=r"Only otto, who queued this build, or an admin can cancel it\."):
-        build_cancel(build=build, by=olga)
-    build_cancel(build=build, by=ada)
+    with pytest.raises(JobRefused, match=r"Only otto, who queued this build, or an admin can cancel it\."):
+        job_cancel(build, by=olga)
+    job_cancel(build, by=ada)
 
     assert PgBuild.objects.get(pk=build.pk).state == BuildState.CANCELLED
 
@@ -280,7 +283,7 @@ def test_a_cancel_while_building_stops_it_at_its_next_step_and_registers_nothing
     def cancelled_during_make(options: BuildOptions, observer: Any, job_name: str) -> BuiltInstall:
         observer.step(BuildStep.SOURCE)
         observer.step(BuildStep.CONFIGURE)
-        build_cancel(build=PgBuild.objects.get(pk=build.pk), by=otto)
+        job_cancel(PgBuild.objects.get(pk=build.pk), by=otto)
         observer.step(BuildStep.MAKE)  # raises: the build does not go on
         raise AssertionError("the build went on after its cancel")
 
@@ -407,8 +410,8 @@ def test_a_build_whose_worker_died_is_cleaned_up_on_its_host_failed_and_its_host
     queued_run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED)
 
     assert execute(build_id=build.pk) == "abandoned"
-    assert build_sweeper.sweep_stale_builds() == [build.pk]
-    assert build_sweeper.sweep_stale_builds() == []
+    assert sweep_stale(build_sweeper.BUILD_RECOVERY) == [build.pk]
+    assert sweep_stale(build_sweeper.BUILD_RECOVERY) == []
 
     build.refresh_from_db()
     assert build.state == BuildState.FAILED and build.failed_step == "make"
@@ -439,8 +442,32 @@ def test_a_host_held_by_an_ended_build_whose_process_died_is_freed() -> None:
     build = make_build(host, state=BuildState.DONE, heartbeat_at=long_ago)
     Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
 
-    assert build_sweeper.release_orphan_claims() == 1
+    assert release_orphans(KINDS[BUILD]) == 1
     assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
+
+
+def test_a_build_its_worker_moved_since_the_sweeper_read_it_is_left_to_that_worker(lab: SimpleNamespace) -> None:
+    host = make_host()
+    silent = timezone.now() - timedelta(seconds=stale_after_s() + 5)
+    build = make_build(host, state=BuildState.BUILDING, step="make", started_at=silent, heartbeat_at=silent)
+    [read] = stale_jobs(build_sweeper.BUILD_RECOVERY)
+    PgBuild.objects.filter(pk=build.pk).update(heartbeat_at=timezone.now())  # its worker beats again
+
+    assert not take_over(build_sweeper.BUILD_RECOVERY, read)
+    assert PgBuild.objects.get(pk=build.pk).state == BuildState.BUILDING and lab.cleaned == []
+
+
+def test_a_build_holding_its_host_whose_task_was_lost_is_sent_again(
+    lab: SimpleNamespace, django_capture_on_commit_callbacks: DjangoCaptureOnCommitCallbacks
+) -> None:
+    host = make_host()
+    build = make_build(host)
+    Host.objects.filter(pk=host.pk).update(claimed_by_build=build)
+    make_build(host, options=debian_options(block_size_kb=8))  # holds no host: waits for the dispatcher
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert resend_claimed_jobs() == {"run": [], "build": [build.pk], "baseline": []}
+    assert lab.sent_builds == [build.pk]
 
 
 # ---- remove ----

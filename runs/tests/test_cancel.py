@@ -8,12 +8,12 @@ from datetime import timedelta
 
 import pytest
 
+from runs.jobs.cancel import job_cancel
 from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState, RunTransition
 from runs.services import execute
 from runs.services.cancel_watch import CancelWatch
 from runs.services.execute import run_execute
-from runs.services.runs import run_cancel
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.test_worker_death import left_on_host
@@ -36,7 +36,7 @@ def test_a_queued_run_cancelled_just_as_its_worker_starts_it_touches_no_host(mon
 
     def started_then_cancelled(run: Run) -> bool:
         started = mark_started(run)
-        run_cancel(run=Run.objects.get(pk=run.pk), by=otto)  # the click lands right after the start stamp
+        job_cancel(Run.objects.get(pk=run.pk), by=otto)  # the click lands right after the start stamp
         return started
 
     connected: list[Host] = []
@@ -83,7 +83,7 @@ def test_a_cancel_during_mkfs_ends_the_run_before_its_database_and_leaves_nothin
     otto = make_user("otto", "operator")
     run = new_run(lab1, otto, device=lab1.devices.get(name="hdd"), filesystem="btrfs", mount_options="")
     wait_for_state(run, RunState.PREPARING_STORAGE, timeout=60)
-    run_cancel(run=run, by=otto)
+    job_cancel(run, by=otto)
     took = ended_promptly(run, time.monotonic())
 
     assert took < PROMPTLY.total_seconds()
@@ -105,7 +105,7 @@ def test_a_cancel_during_the_load_stops_pgbench_init_at_once(
     wait_for_state(run, RunState.INITIALIZING_DATABASE, timeout=60)
     time.sleep(2)  # well into the load
     cancelled_at = time.monotonic()
-    run_cancel(run=run, by=otto)
+    job_cancel(run, by=otto)
     took = ended_promptly(run, cancelled_at)
 
     assert took < PROMPTLY.total_seconds(), f"the load went on for {took:.0f} s after the cancel"

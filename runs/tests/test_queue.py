@@ -8,12 +8,13 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from runs.jobs.cancel import job_cancel
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.models import Host, Run, RunClient, RunState
 from runs.queue_waits import run_wait
 from runs.selectors import run_waits
 from runs.services.inventory import inventory_set_flag
-from runs.services.runs import run_cancel, runs_enqueue
+from runs.services.runs import runs_enqueue
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.sent_tasks import record_sent_tasks
 from runs.tests.workers import CeleryWorker
@@ -138,7 +139,7 @@ def test_cancelling_a_run_that_holds_its_hosts_gives_them_to_the_next_in_line() 
     admin.save()
     assert queue_dispatch() == [first.pk]
 
-    run_cancel(run=Run.objects.get(pk=first.pk), by=admin)
+    job_cancel(Run.objects.get(pk=first.pk), by=admin)
 
     assert Run.objects.get(pk=first.pk).state == RunState.CANCELLED
     assert queue_dispatch() == [second.pk]
@@ -153,7 +154,7 @@ def test_once_a_worker_has_started_a_run_a_cancel_leaves_its_hosts_to_that_worke
     admin.is_superuser = True
     admin.save()
 
-    run_cancel(run=Run.objects.get(pk=run.pk), by=admin)
+    job_cancel(Run.objects.get(pk=run.pk), by=admin)
 
     assert claims() == {"lab1": run.pk}  # the worker stops pgbench and cleans up first
 

@@ -15,11 +15,12 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs import live
+from runs.jobs.cancel import job_cancel
 from runs.lab.benchmark import RUNS_ROOT, WORK_SUBDIR
 from runs.lab.run_user import RUN_USER
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, Host, PgInstall, Run, RunClientSample, RunState
-from runs.services.runs import run_cancel, run_enqueue
+from runs.services.runs import run_enqueue
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
 from runs.tests.waits import wait_for_state, wait_until_finished
@@ -169,7 +170,7 @@ def test_cancel_stops_a_running_run_and_frees_its_host(
     wait_for_state(run, RunState.MEASURING)
     time.sleep(2)
 
-    run_cancel(run=run, by=otto)
+    job_cancel(run, by=otto)
     run = wait_until_finished(run, timeout=90)
 
     assert run.state == RunState.CANCELLED
@@ -254,7 +255,7 @@ def test_cancelling_a_two_client_run_stops_pgbench_on_both_clients(
         with closing(virtual_lab.connect(name)) as client:
             pids[name] = client.run(["cat", pid_file]).stdout.strip()
 
-    run_cancel(run=run, by=otto)
+    job_cancel(run, by=otto)
     run = wait_until_finished(run, timeout=90)
 
     assert run.state == RunState.CANCELLED

@@ -10,6 +10,7 @@ from pytest_django.fixtures import DjangoCaptureOnCommitCallbacks
 
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.kinds import KINDS
+from runs.jobs.sweeper import sweep_stale
 from runs.lab.benchmark import Step
 from runs.lab.waiting import wait_until
 from runs.models import Host, Run, RunState
@@ -19,7 +20,7 @@ from runs.services.heartbeat import run_heartbeat, stale_after_s
 from runs.services.pending_cleanup import retry_pending_cleanups
 from runs.services.reattach import run_reattach
 from runs.services.run_observer import RunCancelled, RunObserver
-from runs.services.sweeper import REATTACH_PENDING, REATTACH_TASK, sweep_run, sweep_stale_runs
+from runs.services.sweeper import REATTACH_PENDING, REATTACH_TASK, RUN_RECOVERY, sweep_run
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 from runs.tests.sent_tasks import record_sent_tasks
 
@@ -103,8 +104,8 @@ def test_the_sweeper_takes_silent_runs_over_once_and_leaves_live_and_queued_ones
                          started_at=timezone.now() - timedelta(hours=1))  # fmt: skip
 
     with django_capture_on_commit_callbacks(execute=True):  # the task is sent once the hand-over commits
-        assert sweep_stale_runs() == [silent.pk, never_beat.pk, measuring.pk]
-        assert sweep_stale_runs() == []
+        assert sweep_stale(RUN_RECOVERY) == [silent.pk, never_beat.pk, measuring.pk]
+        assert sweep_stale(RUN_RECOVERY) == []
 
     states = dict(Run.objects.values_list("pk", "state"))
     assert states[live.pk] == RunState.MEASURING and states[queued.pk] == RunState.QUEUED

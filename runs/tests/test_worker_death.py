@@ -14,13 +14,14 @@ import pytest
 from django.conf import LazySettings
 from django.contrib.auth.models import User
 
+from runs.jobs.sweeper import sweep_stale
 from runs.lab.benchmark import run_dir_for
 from runs.lab.mounts import MOUNT_ROOT
 from runs.lab.run_user import RUN_USER
 from runs.models import Host, Run, RunState
 from runs.services.lab_access import host_connect
 from runs.services.lab_specs import benchmark_spec
-from runs.services.sweeper import sweep_stale_runs
+from runs.services.sweeper import RUN_RECOVERY
 from runs.tests.factories import make_user
 from runs.tests.test_run_execution import lab_inventory, new_run
 from runs.tests.waits import wait_for_state, wait_until_finished
@@ -75,8 +76,8 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     while_measuring = left_on_host(lab1, run)
     stored_offset = Run.objects.get(pk=run.pk).progress_offset  # stamped by the dead worker's heartbeat
 
-    handed_over = sweep_stale_runs()
-    again = sweep_stale_runs()
+    handed_over = sweep_stale(RUN_RECOVERY)
+    again = sweep_stale(RUN_RECOVERY)
     run = wait_until_finished(run)
     after = left_on_host(lab1, run)
     following = wait_until_finished(new_run(lab1, otto))
@@ -110,7 +111,7 @@ def test_a_run_whose_files_are_gone_from_the_host_fails_saying_so_and_is_cleaned
     finally:
         transport.close()
 
-    handed_over = sweep_stale_runs()
+    handed_over = sweep_stale(RUN_RECOVERY)
     run = wait_until_finished(run, timeout=60)
     after = left_on_host(lab1, run)
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
+from runs.jobs.sweeper import sweep_stale
 from runs.models import Host, Run, RunState
 from runs.services.lab_access import host_connect
-from runs.services.sweeper import sweep_stale_runs
+from runs.services.sweeper import RUN_RECOVERY
 from runs.tests.factories import make_user
 from runs.tests.test_run_execution import new_run
 from runs.tests.test_worker_death import lab_inventory, left_on_host, prefork_worker
@@ -81,7 +82,7 @@ def test_a_worker_killed_in_any_stage_leaves_a_finished_run_or_a_failed_one_and_
     died_in = kill_in(prefork_worker, run, stage)
     stored_before_sweep = Run.objects.get(pk=run.pk).results_stored_at
 
-    sweep_stale_runs()
+    sweep_stale(RUN_RECOVERY)
     run = wait_until_finished(run, timeout=90)
     left: dict[str, Any] = left_on_host(lab1, run)
 
@@ -117,7 +118,7 @@ def test_a_run_on_two_client_hosts_whose_worker_is_killed_mid_measurement_is_rea
     run = new_run(lab1, make_user("otto", "operator"), client_hosts=(lab2, lab3), duration_s=8, warmup_s=0)
     died_in = kill_in(prefork_worker, run, RunState.MEASURING)
 
-    sweep_stale_runs()
+    sweep_stale(RUN_RECOVERY)
     run = wait_until_finished(run, timeout=90)
 
     assert died_in == RunState.MEASURING

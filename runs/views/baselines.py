@@ -1,6 +1,6 @@
 """fio baseline pages: the list, the form ("Measure this device with fio"), a baseline (live
-while fio runs, results after), its raw JSON, cancel. Viewers see them; operators queue and
-cancel their own (admins anybody's), as with runs and builds."""
+while fio runs, results after), its raw JSON (cancelling one: views.cancel). Viewers see them;
+operators queue and cancel their own (admins anybody's), as with runs and builds."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
@@ -8,21 +8,16 @@ from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
 from runs.baseline_forms import BaselineForm
 from runs.baseline_selectors import claims_vs_measured
+from runs.jobs.cancel import job_cancel_refusal
 from runs.models import FIGURES, BaselineState, Device, DeviceBaseline
 from runs.params import BadParameter, parse_id
 from runs.queue_waits import baseline_wait
-from runs.services.baselines import (
-    BaselineRefused,
-    baseline_cancel,
-    baseline_device_refusal,
-    baseline_queue,
-    baseline_refusal,
-)
-from runs.views.runs import refused
+from runs.services.baselines import baseline_device_refusal, baseline_queue
+from runs.views.refusals import refused
 
 BASELINES_PER_PAGE = 50
 
@@ -75,7 +70,7 @@ def baseline_detail(request: HttpRequest, baseline_id: int) -> HttpResponse:
         "figure_rows": rows,
         "jobs": [(name, baseline.results[name]) for name in baseline.jobs if name in baseline.results],
         "claims": claims_vs_measured(baseline.device, baseline) if baseline.state == BaselineState.DONE else [],
-        "cancel_refusal": baseline_refusal(request.user, baseline),
+        "cancel_refusal": job_cancel_refusal(request.user, baseline),
     }
     return render(request, "runs/baseline_detail.html", context)
 
@@ -90,21 +85,3 @@ def baseline_json(request: HttpRequest, baseline_id: int) -> HttpResponse:
     response = HttpResponse(baseline.fio_json, content_type="application/json")
     response["Content-Disposition"] = f'attachment; filename="fio-baseline-{baseline_id}.json"'
     return response
-
-
-@require_POST
-@permission_required("runs.cancel_run", raise_exception=True)
-def baseline_cancel_view(request: HttpRequest, baseline_id: int) -> HttpResponse:
-    baseline = get_object_or_404(DeviceBaseline.objects.select_related("host", "queued_by"), pk=baseline_id)
-    was_finished = baseline.is_finished
-    try:
-        baseline_cancel(baseline=baseline, by=request.user, request=request)
-    except BaselineRefused as exc:
-        return refused(request, str(exc), status=403)
-    if was_finished:
-        messages.info(request, f"Baseline {baseline_id} had already ended ({baseline.get_state_display()}).")
-    elif baseline.state == BaselineState.CANCELLED:
-        messages.success(request, f"Baseline {baseline_id} cancelled: it left the queue before fio ran.")
-    else:
-        messages.success(request, f"Cancel of baseline {baseline_id} requested: its worker stops fio and cleans up.")
-    return redirect("baseline-detail", baseline_id=baseline_id)

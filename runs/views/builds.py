@@ -1,4 +1,5 @@
-"""PostgreSQL build pages: the list, the form, a build (live while it builds), cancel, remove.
+"""PostgreSQL build pages: the list, the form, a build (live while it builds), remove (cancel:
+views.cancel).
 
 Viewers see builds; operators queue them and cancel or remove their own (admins anybody's), as
 with runs.
@@ -20,6 +21,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from runs.build_forms import BuildForm
+from runs.jobs.cancel import job_cancel_refusal
 from runs.jobs.progress import eta_seconds
 from runs.lab.pg_build_source import SOURCE_CACHE
 from runs.models import BuildState, BuildStepName, Host, PgBuild, Run
@@ -27,8 +29,8 @@ from runs.params import BadParameter, parse_id
 from runs.queue_waits import HostWait, build_wait
 from runs.services.build_remove import BuildRemoveFailed, build_remove
 from runs.services.build_sources import SourcesUnknown, host_sources_for_page
-from runs.services.builds import BuildRefused, build_cancel, build_queue, build_refusal
-from runs.views.runs import refused
+from runs.services.builds import BuildRefused, build_queue, build_refusal
+from runs.views.refusals import refused
 
 BUILDS_PER_PAGE = 50
 
@@ -163,29 +165,11 @@ def build_detail(request: HttpRequest, build_id: int) -> HttpResponse:
         "steps": step_rows(build),
         "waits": waits,
         "eta_s": build_eta(build),
-        "cancel_refusal": build_refusal(request.user, build, "cancel"),
+        "cancel_refusal": job_cancel_refusal(request.user, build),
         "remove_refusal": build_refusal(request.user, build, "remove"),
         "runs_using": Run.objects.filter(pg_install_id=build.pg_install_id).count() if build.pg_install_id else 0,
     }
     return render(request, "runs/build_detail.html", context)
-
-
-@require_POST
-@permission_required("runs.cancel_run", raise_exception=True)
-def build_cancel_view(request: HttpRequest, build_id: int) -> HttpResponse:
-    build = get_object_or_404(PgBuild.objects.select_related("host", "queued_by"), pk=build_id)
-    was_finished = build.is_finished
-    try:
-        build_cancel(build=build, by=request.user, request=request)
-    except BuildRefused as exc:
-        return refused(request, str(exc), status=403)
-    if was_finished:
-        messages.info(request, f"Build {build_id} had already ended ({build.get_state_display()}): nothing to cancel.")
-    elif build.state == BuildState.CANCELLED:
-        messages.success(request, f"Build {build_id} cancelled: it left the queue before anything ran.")
-    else:
-        messages.success(request, f"Cancel of build {build_id} requested: its worker stops it and cleans up.")
-    return redirect("build-detail", build_id=build_id)
 
 
 @require_POST

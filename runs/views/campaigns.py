@@ -25,6 +25,7 @@ from runs.campaign_results import (
     plan_wall_estimate,
 )
 from runs.forms import RunForm
+from runs.jobs.cancel import JobRefused
 from runs.models import Campaign, CampaignConfiguration
 from runs.noise_advice import noise_advice, within_noise
 from runs.page_size_study import PageSizeChoice, page_size_choice
@@ -36,7 +37,6 @@ from runs.results_table import results_table
 from runs.services.campaigns import (
     CampaignForbidden,
     CampaignRefused,
-    CancelRefused,
     campaign_cancel,
     campaign_create,
     campaign_owner_refusal,
@@ -44,7 +44,7 @@ from runs.services.campaigns import (
     campaign_retry_failed,
 )
 from runs.sweep import SweepError
-from runs.views.runs import refused
+from runs.views.refusals import refused
 
 
 @require_safe
@@ -242,7 +242,7 @@ def campaign_cancel_view(request: HttpRequest, campaign_id: int) -> HttpResponse
         configuration = get_object_or_404(CampaignConfiguration, campaign=campaign, index=index)
     try:
         campaign_cancel(campaign=campaign, by=request.user, configuration=configuration, request=request)
-    except CancelRefused as exc:
+    except JobRefused as exc:
         return refused(request, str(exc), status=403)
     except CampaignRefused as exc:  # nothing left to cancel
         return refused(request, str(exc))

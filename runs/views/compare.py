@@ -24,7 +24,7 @@ from runs.differences import environment_common
 from runs.params import BadParameter, parse_choice
 from runs.results_table import TABLE_COLUMNS, results_rows, results_table
 from runs.specs import run_spec_value
-from runs.views.runs import refused
+from runs.views.refusals import refused
 
 EXPORTS = ("summary", "series", "table")  # table: the seeds' table (runs.results_table)
 FORMATS = ("csv", "json")

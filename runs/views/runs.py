@@ -1,13 +1,13 @@
-"""Run pages: the list, the queue form, a run (live while it runs, results when done)."""
+"""Run pages: the list, the queue form, a run (live while it runs, results when done). Cancelling
+one is views.cancel."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_http_methods, require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_safe
 
 from runs import live
 from runs.forms import RunForm, run_form_initial
@@ -18,7 +18,8 @@ from runs.run_filters import RunFilterForm, filtered_run_page
 from runs.run_list_rows import run_rows
 from runs.run_list_sort import sort_headers
 from runs.selectors import run_chart_data, run_log, run_outputs, run_position, run_waits, run_with_details
-from runs.services.runs import CancelRefused, run_cancel, run_enqueue
+from runs.services.runs import run_enqueue
+from runs.views.refusals import refused
 
 
 @require_safe
@@ -38,12 +39,6 @@ def runs_page(request: HttpRequest) -> HttpResponse:
     }
     # Bad filters: the form again with what is wrong, above no table; 400 tells scripts it was refused.
     return render(request, "runs/run_list.html", context, status=200 if page is not None else 400)
-
-
-def refused(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
-    """A page that says why the request was refused (400 bad input, 403 not allowed)."""
-    heading = "Not allowed" if status == 403 else "That request cannot be answered"
-    return render(request, "runs/refused.html", {"heading": heading, "message": message}, status=status)
 
 
 @require_http_methods(["GET", "HEAD", "POST"])
@@ -141,24 +136,6 @@ def run_wait_json(request: HttpRequest, run_id: int) -> JsonResponse:
 def run_samples_json(request: HttpRequest, run_id: int) -> JsonResponse:
     run = get_object_or_404(Run, pk=run_id)
     return JsonResponse(run_chart_data(run))
-
-
-@require_POST
-@permission_required("runs.cancel_run", raise_exception=True)
-def run_cancel_view(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = get_object_or_404(Run.objects.select_related("queued_by"), pk=run_id)
-    was_finished = run.is_finished
-    try:
-        run_cancel(run=run, by=request.user, request=request)
-    except CancelRefused as exc:
-        return refused(request, str(exc), status=403)
-    if was_finished:
-        messages.info(request, f"Run {run_id} had already ended ({run.get_state_display()}): nothing to cancel.")
-    elif run.state == RunState.CANCELLED:
-        messages.success(request, f"Run {run_id} cancelled: it left the queue before anything ran.")
-    else:
-        messages.success(request, f"Cancel of run {run_id} requested: its worker stops it and cleans up.")
-    return redirect("run-detail", run_id=run_id)
 
 
 @require_safe

@@ -45,7 +45,8 @@ from runs.views.compare import (
     comparison_export_response,
     render_comparison,
 )
-from runs.views.runs import refused, run_cancellation
+from runs.views.refusals import refused
+from runs.views.runs import run_cancellation
 
 SHARES_PER_PAGE = 50
 NEW_SHARE = "benchlab_new_share"  # session key: the link just made, until shown

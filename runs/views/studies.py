@@ -10,7 +10,7 @@ from runs.models.studies import StudyAfterBuilds, StudyWaitState
 from runs.page_size_study import chosen_host
 from runs.params import BadParameter
 from runs.services.after_builds import StudyRefused, study_after_builds_queue
-from runs.views.runs import refused
+from runs.views.refusals import refused
 
 REFRESH_S = 5  # the page reloads while it waits; each build's own page is live
 NOT_THE_FORM = ("csrfmiddlewaretoken", "action", "host", "source")
