@@ -1,8 +1,14 @@
-"""Live progress of runs: one event shape, one publisher, replayable from an id.
+"""Live progress of jobs (runs, PostgreSQL builds, fio baselines: runs.jobs.kinds): one event
+shape, one publisher, replayable from an id.
 
-Events go to a Redis stream per run (and state changes also to one stream for the run list).
-Stream ids are the event ids: a browser that reconnects sends the last id it saw
+Events go to a Redis stream per job (and a run's state changes also to one stream for the run
+list). Stream ids are the event ids: a browser that reconnects sends the last id it saw
 (Last-Event-ID) and gets exactly the events after it, none twice.
+
+Events, by kind of job: every job's "state" {state, label, at} and "log" {line}; a run's
+"sample" and "client_sample"; a build's "step" {step, label, at} and "progress" {step, percent,
+eta_s}; a baseline's "step" {step, label, index, of, at} (the fio job running, by the clock: fio
+runs them in one process and reports at its end) and "progress" {percent, eta_s, step}.
 """
 
 import asyncio
@@ -15,16 +21,20 @@ from typing import Any
 import redis
 import redis.asyncio
 from django.conf import settings
+from django.db import models
+from django.utils import timezone
 
 from benchlab.redis_keys import redis_prefix
-from runs.models import FINAL_STATES
+from runs.jobs.kinds import BASELINE, BUILD, KINDS, RUN, kind_of
 
 log = logging.getLogger(__name__)
 
-# A run publishes one sample a second plus its states and non-progress log lines: a week-long
-# run (the longest the form allows) stays whole. A finished run's stream expires: its page
-# draws from the database.
-MAX_EVENTS_PER_RUN = 1_000_000
+# How many events a job's stream keeps, by kind. A run publishes one sample a second plus its
+# states and non-progress log lines: a week-long run (the longest the form allows) stays whole.
+# A build's log is long (make prints a line a file), but not a week long. A baseline publishes a
+# step and a progress point a second for a few hours.
+MAX_EVENTS = {RUN: 1_000_000, BUILD: 200_000, BASELINE: 20_000}
+# An ended job's stream expires: its page draws from the database.
 FINISHED_RUN_STREAM_TTL_S = 24 * 3600
 RUN_LIST_EVENTS = 10_000  # state changes for the run list page: it only needs the recent ones
 
@@ -67,12 +77,16 @@ def publish_to(stream: str, kind: str, data: dict[str, Any], max_events: int, en
     return event_id.decode() if isinstance(event_id, bytes) else str(event_id)
 
 
+def reset_job_stream(kind: str, job_id: int) -> None:
+    reset_stream(job_stream(kind, job_id), f"{kind} {job_id}")
+
+
 def run_stream(run_id: int) -> str:
-    return job_stream("run", run_id)
+    return job_stream(RUN, run_id)
 
 
 def reset_run_stream(run_id: int) -> None:
-    reset_stream(run_stream(run_id), f"run {run_id}")
+    reset_job_stream(RUN, run_id)
 
 
 @dataclass(frozen=True)
@@ -91,14 +105,27 @@ def client() -> redis.Redis:
     return _client(settings.REDIS_URL)
 
 
-def publish(run_id: int, kind: str, data: dict[str, Any]) -> str:
-    """Add an event to the run's stream, and a state change also to the run list's; the
-    event's id, or "" when Redis could not take it (publish_to says why that is fine)."""
-    ended = kind == "state" and data.get("state") in FINAL_STATES
-    event_id = publish_to(run_stream(run_id), kind, data, MAX_EVENTS_PER_RUN, ended, f"run {run_id}")
-    if kind == "state":
-        publish_to(run_list_stream(), kind, data | {"run": run_id}, RUN_LIST_EVENTS, False, "the run list")
+def publish_job(kind: str, job_id: int, event: str, data: dict[str, Any]) -> str:
+    """Add an event to the stream of job `job_id` of `kind` (jobs.kinds), and a run's state
+    change also to the run list's; the event's id, or "" when Redis could not take it
+    (publish_to says why that is fine)."""
+    ended = event == "state" and data.get("state") in KINDS[kind].ended_states
+    what = f"{kind} {job_id}"
+    event_id = publish_to(job_stream(kind, job_id), event, data, MAX_EVENTS[kind], ended, what)
+    if kind == RUN and event == "state":
+        publish_to(run_list_stream(), event, data | {"run": job_id}, RUN_LIST_EVENTS, False, "the run list")
     return event_id
+
+
+def publish_state(job: models.Model, state: models.TextChoices, **extra: Any) -> str:
+    """A job's new state, as its page (and a run's, the run list) shows it."""
+    data = {"state": state.value, "label": state.label, "at": timezone.now().isoformat()} | extra
+    return publish_job(kind_of(job).name, job.pk, "state", data)
+
+
+def publish(run_id: int, event: str, data: dict[str, Any]) -> str:
+    """publish_job for a run (most events are a run's)."""
+    return publish_job(RUN, run_id, event, data)
 
 
 def _decode(entries: Any) -> list[LiveEvent]:
@@ -168,26 +195,3 @@ def _stop_if_cancelled() -> None:
     task = asyncio.current_task()
     if task is not None and task.cancelling():
         raise asyncio.CancelledError
-
-
-# ---- PostgreSQL builds (services.builds): a stream per build, the same event shape ----
-# Kinds: "state" (as a run's), "step" {step, label, at}, "progress" {step, percent, eta_s}, "log".
-# The final states' values are a run's (done, failed, cancelled), so a build's stream ends as a
-# run's does (views.live).
-
-MAX_EVENTS_PER_BUILD = 200_000  # a build's log is long (make prints a line a file), but not a week long
-
-
-def build_stream(build_id: int) -> str:
-    return job_stream("build", build_id)
-
-
-def reset_build_stream(build_id: int) -> None:
-    reset_stream(build_stream(build_id), f"build {build_id}")
-
-
-def publish_build(build_id: int, kind: str, data: dict[str, Any]) -> str:
-    """Add an event to the build's stream (best effort, as for runs: the build's record is in
-    PostgreSQL, and its page reads it from there)."""
-    ended = kind == "state" and data.get("state") in FINAL_STATES
-    return publish_to(build_stream(build_id), kind, data, MAX_EVENTS_PER_BUILD, ended, f"build {build_id}")

@@ -6,5 +6,7 @@ exactly once. `kinds` declares each kind of job; `dispatch` starts them in turn 
 place that sends a job's task to a worker); `hooks` is what follows a job's end, registered by the
 side that cares (a campaign's next round, a study after its builds), so the kinds know nothing of
 campaigns; `sweeper` finds the jobs whose worker died and takes them over, each as its kind's
-`Recovery` says.
+`Recovery` says. `observer` is what every job's worker-side observer shares (the log's tail,
+the cancel, stopping what runs on a host), `progress` a step's time left; a job's live events
+are runs.live.publish_job.
 """

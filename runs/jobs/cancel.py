@@ -10,7 +10,7 @@ hosts. A job that has ended stays as it is. Either way one audit row says who ca
 
 What differs from kind to kind is declared once, in CANCELLING: who may (runs.roles), how the
 kind moves to cancelled (its transition records and publishes the move), its audit row's
-action and words, and the live stream its "cancel requested" line goes to.
+action and words.
 """
 
 from collections.abc import Callable
@@ -22,7 +22,6 @@ from django.db import transaction
 from django.http import HttpRequest
 
 from runs import live
-from runs.baseline_live import publish_baseline
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.kinds import BASELINE, BUILD, RUN, kind_of
 from runs.models import AuditAction, BaselineState, BuildState, Host, RunState
@@ -63,7 +62,6 @@ class Cancelling:
     transition: Callable[..., bool]
     cancelled: str  # the kind's cancelled state
     audit_words: str  # the audit message, before "while <the state it was in>"
-    publish: Callable[[int, str, dict[str, Any]], object]  # to the job's live stream: (id, event, data)
     refusal: Refusal = _owner_refusal
     audit_action: AuditAction = AuditAction.INVENTORY_CHANGED
 
@@ -71,11 +69,10 @@ class Cancelling:
 CANCELLING: dict[str, Cancelling] = {
     # A run may also be cancelled by its campaign's owner (roles.cancel_refusal), and has its own audit action.
     RUN: Cancelling(
-        run_transition, RunState.CANCELLED, "", live.publish,
-        refusal=cancel_refusal, audit_action=AuditAction.RUN_CANCELLED,
+        run_transition, RunState.CANCELLED, "", refusal=cancel_refusal, audit_action=AuditAction.RUN_CANCELLED,
     ),
-    BUILD: Cancelling(build_transition, BuildState.CANCELLED, "build cancelled ", live.publish_build),
-    BASELINE: Cancelling(baseline_transition, BaselineState.CANCELLED, "fio baseline cancelled ", publish_baseline),
+    BUILD: Cancelling(build_transition, BuildState.CANCELLED, "build cancelled "),
+    BASELINE: Cancelling(baseline_transition, BaselineState.CANCELLED, "fio baseline cancelled "),
 }  # fmt: skip
 
 
@@ -105,7 +102,7 @@ def job_cancel(job: Job, *, by: Any, request: HttpRequest | None = None) -> Canc
         audit_record(action=how.audit_action, target=job, actor=by, request=request, message=message)
     job.refresh_from_db(fields=["cancel_requested", "state"])
     if not job.is_finished:
-        how.publish(job.pk, "log", {"line": f"cancel requested by {by.get_username()}"})
+        live.publish_job(kind_of(job).name, job.pk, "log", {"line": f"cancel requested by {by.get_username()}"})
     return Cancelled.LEFT_QUEUE if job.state == how.cancelled else Cancelled.STOPPING
 
 

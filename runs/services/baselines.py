@@ -15,10 +15,10 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
-from django.utils import timezone
 
-from runs.baseline_live import publish_baseline, reset_baseline_stream
+from runs import live
 from runs.jobs.dispatch import queue_dispatch
+from runs.jobs.kinds import BASELINE
 from runs.lab.errors import InvalidOption
 from runs.lab.fio_plan import FioSettings
 from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
@@ -114,15 +114,14 @@ def baseline_queue(
             message=f"fio baseline queued on {device}: {baseline.summary}",
         )
         # In this order, once committed: an empty stream, "queued" first in it, then a worker.
-        transaction.on_commit(lambda: reset_baseline_stream(baseline.pk))
+        transaction.on_commit(lambda: live.reset_job_stream(BASELINE, baseline.pk))
         transaction.on_commit(lambda: publish_baseline_state(baseline, BaselineState.QUEUED))
         transaction.on_commit(queue_dispatch)
     return baseline
 
 
 def publish_baseline_state(baseline: DeviceBaseline, state: BaselineState) -> None:
-    data = {"state": state.value, "label": state.label, "at": timezone.now().isoformat()}
-    publish_baseline(baseline.pk, "state", data)
+    live.publish_state(baseline, state)
 
 
 def baseline_transition(

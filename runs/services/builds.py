@@ -20,11 +20,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.http import HttpRequest
-from django.utils import timezone
 
 from runs import live
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.hooks import job_ended
+from runs.jobs.kinds import BUILD
 from runs.lab.pg_build_options import (
     BuildOptions,
     BuildSource,
@@ -129,7 +129,7 @@ def build_queue(
                 message=f"build queued on {host.name}: {build.summary}, from {build.source_text}",
             )
             # In this order, once committed: an empty stream, "queued" first in it, then a worker.
-            transaction.on_commit(lambda: live.reset_build_stream(build.pk))
+            transaction.on_commit(lambda: live.reset_job_stream(BUILD, build.pk))
             transaction.on_commit(lambda: publish_build_state(build, BuildState.QUEUED))
             transaction.on_commit(queue_dispatch)
     except IntegrityError:
@@ -156,8 +156,7 @@ def _source_checked(host: Host, options: BuildOptions, sources: Sequence[HostSou
 
 
 def publish_build_state(build: PgBuild, state: BuildState) -> None:
-    data = {"state": state.value, "label": state.label, "at": timezone.now().isoformat()}
-    live.publish_build(build.pk, "state", data)
+    live.publish_state(build, state)
 
 
 def build_transition(*, build: PgBuild, state: BuildState, from_state: BuildState | None = None, **fields: Any) -> bool:

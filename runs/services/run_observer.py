@@ -2,20 +2,14 @@
 samples and live events, and a cancel turned into stopping what runs on the host now."""
 
 import logging
-import threading
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from runs import live
+from runs.jobs.observer import JobObserver
 from runs.lab.benchmark import BenchmarkResult, Step
 from runs.lab.parse_pgbench import ProgressSample, parse_progress_line
-from runs.lab.pgbench import Detached, cancel
-from runs.models import AuditAction, Run, RunClient, RunSample, RunState
+from runs.models import AuditAction, Host, Run, RunClient, RunSample, RunState
 from runs.services.audit import audit_record
-from runs.services.cancel_watch import cancel_requested
-from runs.services.db_retry import with_database_retry
-from runs.services.lab_access import host_connect
 from runs.services.runs import run_transition
 from runs.services.samples import client_sample_upsert, sample_upsert
 
@@ -35,32 +29,23 @@ class RunCancelled(Exception):
     pass
 
 
-class RunObserver:
-    """Turns the lab layer's steps and progress into states, samples and live events."""
+class RunObserver(JobObserver):
+    """Turns the lab layer's steps and progress into states, samples and live events (the log's
+    tail, the cancel and stopping what runs: runs.jobs.observer)."""
 
     def __init__(self, run: Run) -> None:
+        super().__init__(run, LOG_TAIL_LINES)
         self.run = run
-        self.log_tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
-        # The detached commands running now, by the client host they run on (None: the server):
-        # what a cancel stops. Several only while several client hosts run pgbench.
-        self.processes: dict[str | None, Detached] = {}
         self._client_ids: dict[str, int] = {}  # RunClient ids by host name, for their samples
-        self.cancelled = False
-        self.cancel_sent = False
-        self._cancel_lock = threading.Lock()  # CancelWatch's thread and this one both stop the process
         self.current_step: str = RunState.QUEUED  # the last step before cleaning up: where a failure happened
         self.reuse: dict[str, Any] = {}  # what the run reused and kept (services.reuse)
         # Stores the results the lab layer has collected (services.execute.store_when_collected).
         self.on_collected: Callable[[BenchmarkResult], None] | None = None
 
-    def check_cancel(self) -> bool:
-        """Has a cancel been asked for (or the run ended from outside while its worker was
-        starting it)? A read, retried through a restart of benchlab's database like the writes."""
-        if not self.cancelled:
-            self.cancelled = with_database_retry(
-                lambda: cancel_requested(self.run.pk), f"run {self.run.pk}: cancelled?"
-            )
-        return self.cancelled
+    @property
+    def log_tail(self) -> list[str]:
+        """The log's last lines (kept with the results, and a failure's output)."""
+        return self.tail_lines()
 
     def step(self, name: str) -> None:
         if self.cancelled and name in STEPS_BEFORE_RESULTS:
@@ -70,7 +55,7 @@ class RunObserver:
             state = RunState.WARMING_UP
         if name != Step.CLEANING_UP:
             self.current_step = state
-        self.log_tail.append(f"== {state.label} ==")  # which step the lines after it belong to
+        self.keep(f"== {state.label} ==")  # which step the lines after it belong to
         run_transition(run=self.run, state=state)
         self.check_cancel()
         # Up to the measurement a cancel stops everything; once pgbench has run (and been
@@ -81,10 +66,10 @@ class RunObserver:
     def line(self, stream: str, text: str) -> None:
         program, _, host = stream.partition("@")  # "pgbench@lab2": a client host's pgbench
         shown = f"{host}: {text}" if host else text
-        self.log_tail.append(shown)
+        self.keep(shown)
         if program == "pgbench" and parse_progress_line(text) is not None:
             return  # it reaches the page as a sample event; twice would halve how long a stream lasts
-        live.publish(self.run.pk, "log", {"stream": program, "line": shown})
+        self.publish("log", {"stream": program, "line": shown})
 
     def progress(self, sample: ProgressSample) -> None:
         second = round(sample.elapsed_s)
@@ -102,11 +87,7 @@ class RunObserver:
                 warmup=warmup,
             )
         )
-        live.publish(
-            self.run.pk,
-            "sample",
-            {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup},
-        )
+        self.publish("sample", {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup})
         if not warmup and self.run.state == RunState.WARMING_UP:
             self.current_step = RunState.MEASURING
             run_transition(run=self.run, state=RunState.MEASURING)
@@ -118,42 +99,15 @@ class RunObserver:
             self._client_ids = dict(RunClient.objects.filter(run=self.run).values_list("host__name", "pk"))
         client_sample_upsert(self._client_ids[name], second, sample.tps, sample.latency_ms)
         event = {"client": name, "second": second, "tps": sample.tps, "latency_ms": sample.latency_ms}
-        live.publish(self.run.pk, "client_sample", event)
-
-    def started(self, process: Detached, on: str | None = None) -> None:
-        with self._cancel_lock:
-            # Another client host's pgbench runs on beside this one; anything else has ended.
-            running: dict[str | None, Detached] = {on: process}
-            if on is not None:
-                running |= {host: p for host, p in self.processes.items() if p.name == process.name and host}
-            self.processes = running
-            self.cancel_sent = False
-        if self.cancelled:  # the cancel came while it was being started
-            self._stop_process()
+        self.publish("client_sample", event)
 
     def followed(self, offset: int) -> None:
         # Stored with the next heartbeat (jobs.heartbeat): a stamp per line would double the writes.
         self.run.progress_offset = offset
 
-    def cancel_now(self) -> None:
-        """A cancel was asked for (called by CancelWatch, from its thread): stop the detached
-        command that runs now, if any; the steps stop at their next check (step())."""
-        self.cancelled = True
-        live.publish(self.run.pk, "log", {"line": "stopping: the run was cancelled"})
-        self._stop_process()
-
-    def _stop_process(self) -> None:
-        with self._cancel_lock:
-            if not self.processes or self.cancel_sent:
-                return
-            self.cancel_sent, processes = True, dict(self.processes)
-        hosts = {host.name: host for host in self.run.hosts}
-        for on, process in processes.items():  # pgbench on the client hosts; everything else on the server
-            connection = host_connect(hosts[on] if on is not None else self.run.server_host)
-            try:
-                cancel(connection, process)
-            finally:
-                connection.close()
+    def host_of(self, on: str | None) -> Host:
+        """pgbench on the client hosts; everything else on the server."""
+        return next(host for host in self.run.hosts if host.name == on) if on is not None else self.run.server_host
 
     def collected(self, result: BenchmarkResult) -> None:
         if self.on_collected is not None:

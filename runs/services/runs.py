@@ -89,9 +89,7 @@ def _describe(run: Run, client_names: Sequence[str]) -> str:
 
 
 def _publish_state(run: Run, state: str, **extra: Any) -> None:
-    live.publish(
-        run.pk, "state", {"state": state, "label": RunState(state).label, "at": timezone.now().isoformat()} | extra
-    )
+    live.publish_state(run, RunState(state), **extra)
 
 
 def run_transition(

@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from runs.baseline_live import baseline_stream
+from runs import live
 from runs.jobs.cancel import job_cancel
+from runs.jobs.kinds import BASELINE
 from runs.lab.fio_plan import FioSettings, MiB
 from runs.lab.ssh_transport import SSHTransport
 from runs.live import events_after
@@ -55,7 +56,7 @@ def test_a_worker_measures_the_ram_disk_far_above_the_hdd_on_random_iops_and_lat
     assert '"fio version"' in ram.fio_json and ram.command.startswith("fio --output-format=json")
     assert Host.objects.get(pk=host.pk).claimed_by_baseline_id is None
     assert nothing_left(lab1, ram) and nothing_left(lab1, hdd)
-    kinds = [event.kind for event in events_after(baseline_stream(hdd.pk))]
+    kinds = [event.kind for event in events_after(live.job_stream(BASELINE, hdd.pk))]
     assert kinds[0] == "state" and "step" in kinds and "log" in kinds and kinds[-1] == "state"
 
     viewer = Client()

@@ -10,7 +10,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from runs.baseline_live import publish_baseline
+from runs import live
+from runs.jobs.kinds import BASELINE
 from runs.lab.fio_plan import MiB
 from runs.models import BaselineState, Device, DeviceBaseline
 from runs.services.baseline_execute import result_fields
@@ -102,21 +103,21 @@ def test_the_baseline_page_follows_fio_live_and_turns_into_the_results(web_serve
                                              jobs=JOBS, state=BaselineState.RUNNING, started_at=started,
                                              heartbeat_at=started, queued_by=otto)  # fmt: skip
     pk = baseline.pk
-    publish_baseline(pk, "state", {"state": "queued", "label": "queued", "at": started.isoformat()})
-    publish_baseline(pk, "state", {"state": "running", "label": "running", "at": started.isoformat()})
-    publish_baseline(pk, "log", {"line": "fio started (PID 4242): 6 jobs"})
+    live.publish_job(BASELINE, pk, "state", {"state": "queued", "label": "queued", "at": started.isoformat()})
+    live.publish_job(BASELINE, pk, "state", {"state": "running", "label": "running", "at": started.isoformat()})
+    live.publish_job(BASELINE, pk, "log", {"line": "fio started (PID 4242): 6 jobs"})
     for index, job in enumerate(JOBS[:3]):
-        publish_baseline(
-            pk, "step", {"step": job, "label": job, "index": index + 1, "of": 6, "at": started.isoformat()}
+        live.publish_job(
+            BASELINE, pk, "step", {"step": job, "label": job, "index": index + 1, "of": 6, "at": started.isoformat()}
         )
-    publish_baseline(pk, "progress", {"percent": 41.7, "eta_s": 35, "step": "rand-read-qd1"})
+    live.publish_job(BASELINE, pk, "progress", {"percent": 41.7, "eta_s": 35, "step": "rand-read-qd1"})
     errors: list[str] = []
 
     def finish() -> None:
         fields = result_fields(fio_result(SHORT))
         DeviceBaseline.objects.filter(pk=pk).update(state=BaselineState.DONE, finished_at=timezone.now(),
                                                     progress=100.0, **fields)  # fmt: skip
-        publish_baseline(pk, "state", {"state": "done", "label": "done", "at": timezone.now().isoformat()})
+        live.publish_job(BASELINE, pk, "state", {"state": "done", "label": "done", "at": timezone.now().isoformat()})
 
     with chromium(height=1400) as (context, violations):
         page = context.new_page()

@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import Page
 
 from runs import live
+from runs.jobs.kinds import BUILD
 from runs.lab.pg_build_options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
 from runs.models import BuildState, Host, PgBuild, PgInstall
 from runs.services.builds import build_fields
@@ -55,7 +56,7 @@ def progress_said(page: Page) -> str:
 
 
 def publish(build: PgBuild, kind: str, data: dict[str, Any]) -> None:
-    live.publish_build(build.pk, kind, data)
+    live.publish_job(BUILD, build.pk, kind, data)
 
 
 def publish_state(build: PgBuild, state: BuildState, at: datetime) -> None:
@@ -113,7 +114,7 @@ def test_a_build_page_follows_the_steps_the_make_progress_and_the_log_then_shows
     build = make_build(host, queued_by=otto, state=BuildState.BUILDING, started_at=now - timedelta(seconds=50),
                        step="make", steps=steps)  # fmt: skip
     PgBuild.objects.filter(pk=build.pk).update(created_at=now - timedelta(seconds=55))
-    live.reset_build_stream(build.pk)
+    live.reset_job_stream(BUILD, build.pk)
     publish_state(build, BuildState.QUEUED, now - timedelta(seconds=55))
     publish_state(build, BuildState.BUILDING, now - timedelta(seconds=50))
     publish_step(build, "source", "source", now - timedelta(seconds=50))
@@ -232,7 +233,7 @@ def test_cancel_asks_first_naming_the_build(web_server: str) -> None:
     host = make_host(name="lab1")
     otto = make_user("otto", "operator", password=PASSWORD)
     build = make_build(host, queued_by=otto)
-    live.reset_build_stream(build.pk)
+    live.reset_job_stream(BUILD, build.pk)
     errors: list[str] = []
     with chromium(height=700) as (context, violations):
         page = context.new_page()
@@ -265,7 +266,7 @@ def test_the_build_pages_have_no_serious_accessibility_violations(web_server: st
     failed = make_build(host, options=dataclasses.replace(options_4k(), block_size_kb=2), state=BuildState.FAILED,
                         failed_step="make", failed_command="make -j4", failed_exit_status=2,
                         failed_output="gram.y:12: error: syntax error", error="make failed")  # fmt: skip
-    live.reset_build_stream(running.pk)
+    live.reset_job_stream(BUILD, running.pk)
     publish(running, "progress", {"step": "make", "percent": 40.0, "eta_s": 90})
     reports: dict[str, list[dict[str, Any]]] = {}
     with chromium(height=900) as (context, violations):

@@ -131,7 +131,7 @@ def started(build: PgBuild) -> PgBuild:
 
 
 def events(build: PgBuild) -> list[tuple[str, dict[str, Any]]]:
-    return [(event.kind, event.data) for event in live.events_after(live.build_stream(build.pk))]
+    return [(event.kind, event.data) for event in live.events_after(live.job_stream(BUILD, build.pk))]
 
 
 # ---- queueing: validation, the host's refusals, the cache ----

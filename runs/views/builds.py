@@ -22,11 +22,11 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs.build_forms import BuildForm
 from runs.jobs.cancel import job_cancel_refusal
+from runs.jobs.progress import eta_seconds
 from runs.lab.pg_build_source import SOURCE_CACHE
 from runs.models import BuildState, BuildStepName, Host, PgBuild, Run
 from runs.params import BadParameter, parse_id
 from runs.queue_waits import HostWait, build_wait
-from runs.services.build_observer import eta_seconds
 from runs.services.build_remove import BuildRemoveFailed, build_remove
 from runs.services.build_sources import SourcesUnknown, host_sources_for_page
 from runs.services.builds import BuildRefused, build_queue, build_refusal

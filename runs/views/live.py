@@ -24,8 +24,7 @@ from django.views.decorators.http import require_GET
 
 from benchlab.asgi_handler import long_lived
 from runs import live, stream_slots
-from runs.baseline_live import baseline_stream
-from runs.models import ENDED_BASELINE_STATES, ENDED_BUILD_STATES, FINAL_STATES, DeviceBaseline, PgBuild, Run
+from runs.jobs.kinds import BASELINE, BUILD, KINDS, RUN, JobKind
 from runs.params import BadParameter, parse_event_id
 
 POLL_BLOCK_MS = 1000
@@ -157,26 +156,26 @@ def _bad_request(exc: BadParameter) -> HttpResponse:
     return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
 
 
-async def _job_events(
-    request: HttpRequest, state: str | None, what: str, stream: str, final_states: Collection[str]
-) -> HttpResponseBase:
-    """A run's or a build's events, from the start or where the browser left off."""
+async def _job_events(request: HttpRequest, kind: JobKind, job_id: int) -> HttpResponseBase:
+    """A job's events (jobs.kinds; runs.live says which), from the start or where the browser
+    left off; its stream ends with the job."""
+    if refused := await _forbidden_unless_viewer(request):
+        return refused
+    state = await kind.model._default_manager.filter(pk=job_id).values_list("state", flat=True).afirst()
     if state is None:
-        return HttpResponseNotFound(f"There is no {what}.", content_type="text/plain")
+        return HttpResponseNotFound(f"There is no {kind.name} {job_id}.", content_type="text/plain")
     try:
         after = _last_event_id(request, "0-0")
     except BadParameter as exc:
         return _bad_request(exc)
-    return await _event_stream(request, stream, after, final_states, finished=state in final_states)
+    stream, ended = live.job_stream(kind.name, job_id), kind.ended_states
+    return await _event_stream(request, stream, after, ended, finished=state in ended)
 
 
 @long_lived
 @require_GET
 async def run_events(request: HttpRequest, run_id: int) -> HttpResponseBase:
-    if refused := await _forbidden_unless_viewer(request):
-        return refused
-    state = await Run.objects.filter(pk=run_id).values_list("state", flat=True).afirst()
-    return await _job_events(request, state, f"run {run_id}", live.run_stream(run_id), FINAL_STATES)
+    return await _job_events(request, KINDS[RUN], run_id)
 
 
 @long_lived
@@ -197,18 +196,11 @@ async def runs_events(request: HttpRequest) -> HttpResponseBase:
 @require_GET
 async def build_events(request: HttpRequest, build_id: int) -> HttpResponseBase:
     """A PostgreSQL build's events (states, steps, make's progress, log lines), as a run's."""
-    if refused := await _forbidden_unless_viewer(request):
-        return refused
-    state = await PgBuild.objects.filter(pk=build_id).values_list("state", flat=True).afirst()
-    return await _job_events(request, state, f"build {build_id}", live.build_stream(build_id), ENDED_BUILD_STATES)
+    return await _job_events(request, KINDS[BUILD], build_id)
 
 
 @long_lived
 @require_GET
 async def baseline_events(request: HttpRequest, baseline_id: int) -> HttpResponseBase:
     """A fio baseline's events (states, which job by the clock, progress, log lines), as a build's."""
-    if refused := await _forbidden_unless_viewer(request):
-        return refused
-    state = await DeviceBaseline.objects.filter(pk=baseline_id).values_list("state", flat=True).afirst()
-    stream = baseline_stream(baseline_id)
-    return await _job_events(request, state, f"baseline {baseline_id}", stream, ENDED_BASELINE_STATES)
+    return await _job_events(request, KINDS[BASELINE], baseline_id)

@@ -305,29 +305,11 @@
     drawSamples();
   });
 
-  // ---- the log: follows its newest line unless the reader scrolled up; again once they are
-  // back at the bottom (or press the button).
-  const log = document.getElementById("log");
-  const follow = document.getElementById("log-follow");
-  const logStatus = document.getElementById("log-status");
-  const KEEP_LINES = 500, KEEP_LINES_UNFOLLOWED = 5000; // a reader's place is not pulled away while they read
-  let following = true;
-  const atBottom = () => log.scrollHeight - log.scrollTop - log.clientHeight <= 4;
-  const setFollowing = (value) => {
-    if (value === following) return;
-    following = value;
-    follow.hidden = value;
-    logStatus.textContent = value
-      ? "Follows the newest line; scroll up to stop."
-      : "Not following: you scrolled up. Scroll to the bottom to follow again, or";
-  };
-  log.addEventListener("scroll", () => setFollowing(atBottom()));
-  // A line at the end; the oldest dropped past the limit; in view if following.
+  // ---- the log: follows its newest line unless the reader scrolled up (static/js/job_detail.js)
+  const addToLog = window.benchlabJob.followLog(500, 5000); // a reader's place is not pulled away while they read
+  // A line at the end.
   function appendLog(text) {
-    log.append(`${text}\n`);
-    const keep = following ? KEEP_LINES : KEEP_LINES_UNFOLLOWED;
-    while (log.childNodes.length > keep) log.firstChild.remove();
-    if (following) log.scrollTop = log.scrollHeight;
+    addToLog(`${text}\n`);
   }
   // pgbench's progress lines reach the page as samples only (runs/services/run_observer.py: the
   // stream keeps one copy); the log shows each as pgbench printed it, so it follows the measurement.
@@ -335,10 +317,6 @@
     const latency = sample.latency_ms == null ? "" : `, lat ${sample.latency_ms.toFixed(3)} ms`;
     return `progress: ${sample.second} s, ${sample.tps.toFixed(1)} tps${latency}`;
   }
-  follow.addEventListener("click", () => {
-    log.scrollTop = log.scrollHeight;
-    setFollowing(true);
-  });
   source.addEventListener("log", (message) => appendLog(JSON.parse(message.data).line));
 
   source.addEventListener("state", (message) => {
