@@ -18,7 +18,7 @@ from runs.lab.fio import FioCancelled, FioResult, run_fio
 from runs.lab.storage_checks import DeviceIdentity
 from runs.models import BaselineState, Device, DeviceBaseline
 from runs.models.inventory import benchlab_data_dirs
-from runs.services.baseline_observer import BaselineObserver, baseline_cancel_requested
+from runs.services.baseline_observer import BaselineObserver
 from runs.services.baselines import baseline_device_refusal, baseline_settings_of, baseline_transition
 from runs.services.cancel_watch import CancelWatch
 from runs.services.host_reach import HostAway
@@ -102,8 +102,7 @@ def _measure(baseline: DeviceBaseline, observer: BaselineObserver) -> Ending:
         return away_ending(away, BaselineState.QUEUED, BaselineState.FAILED)
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key
         return failure(baseline, observer, exc)
-    pk = baseline.pk
-    watch = CancelWatch(pk, observer.cancel_now, requested=lambda: baseline_cancel_requested(pk), what="baseline")
+    watch = CancelWatch(baseline, observer.cancel_now)
     try:
         with watch:
             result = run_fio(

@@ -10,8 +10,7 @@ import time
 
 from django.utils import timezone
 
-from runs.jobs.kinds import BASELINE
-from runs.jobs.observer import JobObserver, cancel_requested
+from runs.jobs.observer import JobObserver
 from runs.jobs.progress import eta_seconds
 from runs.lab.fio_plan import FioSettings
 from runs.lab.pgbench import Detached
@@ -19,11 +18,6 @@ from runs.models import BaselineState, DeviceBaseline
 from runs.services.db_retry import with_database_retry
 
 LOG_LINES = 200
-
-
-def baseline_cancel_requested(baseline_id: int) -> bool:
-    """Has somebody asked the baseline to stop (or ended it while its worker was starting it)?"""
-    return cancel_requested(BASELINE, baseline_id)
 
 
 class BaselineObserver(JobObserver):

@@ -23,7 +23,7 @@ from runs.lab.pg_build import BuildFailed, BuiltInstall, build_postgres
 from runs.lab.pg_build_options import build_label
 from runs.models import AuditAction, BuildState, PgBuild, PgInstall
 from runs.services.audit import audit_record
-from runs.services.build_observer import BuildCancelled, BuildJobObserver, build_cancel_requested
+from runs.services.build_observer import BuildCancelled, BuildJobObserver
 from runs.services.builds import build_options_of, build_transition
 from runs.services.cancel_watch import CancelWatch
 from runs.services.db_retry import with_database_retry
@@ -101,7 +101,7 @@ def _build(build: PgBuild, observer: BuildJobObserver) -> tuple[Ending, BuiltIns
         return away_ending(away, BuildState.QUEUED, BuildState.FAILED), None
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc), None
-    watch = CancelWatch(build.pk, observer.cancel_now, requested=lambda: build_cancel_requested(build.pk), what="build")
+    watch = CancelWatch(build, observer.cancel_now)
     try:
         with watch:
             own_server_assert_closed([(build.host, transport)])  # a build runs make as the run user

@@ -15,8 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from runs.jobs.kinds import BUILD
-from runs.jobs.observer import JobObserver, cancel_requested
+from runs.jobs.observer import JobObserver
 from runs.jobs.progress import eta_seconds
 from runs.lab.pg_build import BuildStep
 from runs.models import BuildState, BuildStepName, PgBuild
@@ -28,11 +27,6 @@ PROGRESS_EVENT_EVERY_S = 1.0  # make reports often; the page needs a point a sec
 
 class BuildCancelled(Exception):
     pass
-
-
-def build_cancel_requested(build_id: int) -> bool:
-    """Has somebody asked the build to stop (or ended it while its worker was starting it)?"""
-    return cancel_requested(BUILD, build_id)
 
 
 class BuildJobObserver(JobObserver):

@@ -108,7 +108,7 @@ def _execute_claimed(run: Run) -> Ending:
     observer = RunObserver(run)
     if observer.check_cancel():  # cancelled while its worker was starting it: no host is touched
         return RunState.CANCELLED, {}
-    with CancelWatch(run.pk, observer.cancel_now):
+    with CancelWatch(run, observer.cancel_now):
         return _execute_watched(run, observer)
 
 

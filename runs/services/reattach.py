@@ -79,7 +79,7 @@ def _take(run: Run) -> bool:
 
 def _reattach(run: Run) -> Ending:
     observer = RunObserver(run)
-    with CancelWatch(run.pk, observer.cancel_now):
+    with CancelWatch(run, observer.cancel_now):
         return _reattach_watched(run, observer)
 
 

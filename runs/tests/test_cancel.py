@@ -53,7 +53,7 @@ def test_the_cancel_watch_acts_once_when_the_flag_is_set_and_not_before() -> Non
     host = make_host()
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.MEASURING)
     calls: list[bool] = []
-    with CancelWatch(run.pk, lambda: calls.append(True), every_s=0.02):
+    with CancelWatch(run, lambda: calls.append(True), every_s=0.02):
         time.sleep(0.2)
         before = list(calls)
         Run.objects.filter(pk=run.pk).update(cancel_requested=True)
