@@ -56,7 +56,7 @@ setup: system-packages services $(VENV)/.run-deps local-state assets
 system-packages:
 	scripts/install-system-packages
 
-# Debian's source of the installed PostgreSQL, for builds with other page sizes (runs/lab/pg_build.py):
+# Debian's source of the installed PostgreSQL, for builds with other page sizes (runs/lab/pgbuild/build.py):
 # fetched by apt into /var/cache/benchlab/pg-sources once; the virtual lab's hosts build from it offline.
 pg-sources: system-packages
 	scripts/fetch-pg-source

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.urls import reverse
 
-from runs.roles import ADMIN_SITE_PERMISSION
+from runs.common.roles import ADMIN_SITE_PERMISSION
 
 
 class BenchlabAdminSite(admin.AdminSite):

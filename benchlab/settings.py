@@ -24,7 +24,7 @@ from benchlab.env import (
     env_url,
 )
 from benchlab.redis_keys import redis_prefix
-from runs.lab.pg_build_options import DEFAULT_TARBALL_DIR, tarball_dir_problem
+from runs.lab.pgbuild.options import DEFAULT_TARBALL_DIR, tarball_dir_problem
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 # Untracked local state: generated secrets, the database password file, collected static files.
@@ -33,7 +33,7 @@ VAR_DIR = Path(env_str("BENCHLAB_VAR_DIR", str(BASE_DIR / "var")))
 # checkout and var/, which hold benchlab's own data and may not be a device.
 LOCAL_DEVICE_DIR = Path(env_str("BENCHLAB_LOCAL_DEVICE_DIR", "/srv/benchlab/this-machine"))
 # Where PostgreSQL builds from a release tarball take it from, on each lab host: a build names
-# a file in this directory, never a path (runs/lab/pg_build_source.py checks it there as root).
+# a file in this directory, never a path (runs/lab/pgbuild/source.py checks it there as root).
 PG_TARBALL_DIR = env_str("BENCHLAB_PG_TARBALL_DIR", DEFAULT_TARBALL_DIR)
 if tarball_dir_wrong := tarball_dir_problem(PG_TARBALL_DIR):
     raise ImproperlyConfigured(f"BENCHLAB_PG_TARBALL_DIR={PG_TARBALL_DIR!r}: {tarball_dir_wrong}")
@@ -273,7 +273,7 @@ CELERY_TASK_ACKS_LATE = True
 # stamps a heartbeat, so a second delivery neither starts a run twice nor fails a live one
 # (runs/jobs/heartbeat.py).
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
-# Runs start when the dispatcher finds it is their turn (runs/services/queue.py): when a run is
+# Runs start when the dispatcher finds it is their turn (runs/jobs/dispatch.py): when a run is
 # queued or ends, and also periodically, in case a process died between ending a run and
 # dispatching the next.
 CELERY_BEAT_SCHEDULE = {
@@ -293,12 +293,12 @@ if BENCHLAB_STALE_AFTER_S < 3 * BENCHLAB_HEARTBEAT_EVERY_S:
 # connection) this long; then the run fails, and the host is cleaned up when it answers again.
 BENCHLAB_HOST_UNREACHABLE_S = env_seconds("BENCHLAB_HOST_UNREACHABLE_S", 300.0, low=1.0, high=86400.0)
 # A lab host that does not answer when a job is to start on it keeps its queued jobs waiting (tried
-# again with backoff, runs/services/host_reach.py); once it has not answered for this long, each job
+# again with backoff, runs/inventory/services/reach.py); once it has not answered for this long, each job
 # that meets it fails, naming it, since when, and the last error.
 BENCHLAB_UNREACHABLE_FAIL_AFTER_S = env_seconds("BENCHLAB_UNREACHABLE_FAIL_AFTER_S", 3600.0, low=1.0, high=7 * 86400.0)
 # Live event streams (runs/views/live.py) each hold a Redis connection, and Redis is also the
 # Celery broker: one person may hold this many at once, counted across every web process
-# (runs/stream_slots.py). One browser opens at most 6 over HTTP/1.1; 8 leaves room for a second.
+# (runs/common/stream_slots.py). One browser opens at most 6 over HTTP/1.1; 8 leaves room for a second.
 BENCHLAB_MAX_STREAMS_PER_USER = env_count("BENCHLAB_MAX_STREAMS_PER_USER", 8, low=1, high=1000)
 # A stream ends cleanly after this long and the browser reconnects where it left off
 # (Last-Event-ID): a page left open, or a client that never reads, does not hold its slot forever.

@@ -35,11 +35,11 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 
 from benchmarks.lab_bench import bench_user, lab_worker, own_virtual_lab, registered_hosts  # noqa: E402
-from runs.lab.waiting import wait_until  # noqa: E402
+from runs.bench.specs import RunSpec  # noqa: E402
+from runs.campaigns.matrix import Variable  # noqa: E402
+from runs.campaigns.services.campaigns import CampaignPlan, campaign_create  # noqa: E402
+from runs.lab.transport.waiting import wait_until  # noqa: E402
 from runs.models import Campaign, Host, Run, RunState, RunTransition  # noqa: E402
-from runs.services.campaigns import CampaignPlan, campaign_create  # noqa: E402
-from runs.specs import RunSpec  # noqa: E402
-from runs.sweep import Variable  # noqa: E402
 from runs.tests.virtual_lab import PG_BIN  # noqa: E402
 
 TARGET = 0.8

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runs.lab.mounts import MOUNT_ROOT
-from runs.lab.postgres import Cluster
+from runs.lab.postgres.cluster import Cluster
+from runs.lab.storage.mounts import MOUNT_ROOT
 
 OS_USER = "postgres"  # what an engineer runs a throw-away cluster as
 

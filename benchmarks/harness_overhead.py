@@ -62,9 +62,9 @@ from benchmarks.lab_bench import (  # noqa: E402
     registered_hosts,
     wait_until_finished,
 )
-from runs.lab.parse_pgbench_summary import parse_init_done, parse_summary  # noqa: E402
+from runs.bench.services.runs import run_enqueue  # noqa: E402
+from runs.lab.parse.pgbench_summary import parse_init_done, parse_summary  # noqa: E402
 from runs.models import Host, Run, RunState  # noqa: E402 - needs django.setup()
-from runs.services.runs import run_enqueue  # noqa: E402
 from runs.tests.virtual_lab import PG_BIN, VirtualLab  # noqa: E402
 from runs.tests.workers import CeleryWorker  # noqa: E402
 

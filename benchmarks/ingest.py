@@ -2,8 +2,8 @@
 
 Every running run has a worker process of its own (Celery's prefork pool) that follows
 pgbench's progress lines and hands each to collect.progress_reader: RunObserver stores the
-second as a RunSample row (services.samples) and publishes it to the run's Redis stream
-(runs.live), which is what a live page reads. This simulates `N` runs at once the same way:
+second as a RunSample row (bench.services.samples) and publishes it to the run's Redis stream
+(runs.common.live), which is what a live page reads. This simulates `N` runs at once the same way:
 one process forked from this one per run (as prefork forks its children: Django set up, no
 database connection inherited), each handing pgbench 15 progress lines to the real
 progress_reader on a fixed schedule. One reader in this process follows every run's stream
@@ -55,11 +55,11 @@ import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.db import connection, connections  # noqa: E402
 
-from runs import live  # noqa: E402 - needs django.setup()
-from runs.lab.collect import BenchmarkResult, progress_reader  # noqa: E402
-from runs.lab.storage import PreparedStorage  # noqa: E402
+from runs.bench.services.observer import RunObserver  # noqa: E402
+from runs.common import live  # noqa: E402
+from runs.lab.benchmark.collect import BenchmarkResult, progress_reader  # noqa: E402
+from runs.lab.storage.prepare import PreparedStorage  # noqa: E402
 from runs.models import Device, Host, PgInstall, Run, RunSample, RunState  # noqa: E402
-from runs.services.run_observer import RunObserver  # noqa: E402
 
 TARGET_PER_S = 2000.0
 MAX_LAG_S = 1.0

@@ -12,7 +12,7 @@ from io import StringIO
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from runs.lab.waiting import wait_until
+from runs.lab.transport.waiting import wait_until
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import FINAL_STATES, Host, Run
 from runs.tests.virtual_lab import VirtualLab, start_lab, stop_lab

@@ -34,8 +34,8 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from benchmarks.lab_bench import bench_user, lab_worker, own_virtual_lab, registered_hosts  # noqa: E402
+from runs.bench.services.runs import run_enqueue  # noqa: E402
 from runs.models import Host, Run, RunState  # noqa: E402 - needs django.setup()
-from runs.services.runs import run_enqueue  # noqa: E402
 from runs.tests.virtual_lab import PG_BIN, VirtualLab  # noqa: E402
 from runs.tests.web_server import uvicorn  # noqa: E402
 

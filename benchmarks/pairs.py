@@ -13,7 +13,7 @@ benchlab/direct 1.062, 1.007, 0.986, 1.011 with benchlab first; 0.975, 0.985, 0.
 first), and another time not at all. The alternating order makes this a two-period crossover
 design, whose textbook estimate takes the order out: the mean log ratio of the pairs run one way
 round and that of the pairs run the other way, averaged (crossover_estimate), with a Welch
-t-interval (Student's t from runs/stats.py). The verdict reads it whenever each order was run at
+t-interval (Student's t from runs/compare/stats.py). The verdict reads it whenever each order was run at
 least twice; the interval says how finely the pairs resolve the ratio (on this VM two 20 s runs
 scatter ±5 % even when quiet, from run to run rather than within a run, so longer runs do not
 help and only more pairs do).
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.machine import percentile
-from runs.stats import t_quantile
+from runs.compare.stats import t_quantile
 
 
 def pair_order(index: int, sides: tuple[str, str]) -> tuple[str, str]:

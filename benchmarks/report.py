@@ -153,7 +153,7 @@ def _sample_storage(data: dict[str, Any]) -> list[str]:
     ]
 
 
-# The lab layer's stages in the order a run goes through them (runs/lab/benchmark.py).
+# The lab layer's stages in the order a run goes through them (runs/lab/benchmark/run.py).
 STAGES = ("hosts", "kept setup checked", "storage", "cluster", "load", "before pgbench", "pgbench with metrics",
           "collect", "keep", "cleanup")  # fmt: skip
 

@@ -35,9 +35,9 @@ django.setup()
 
 from django.db import connection  # noqa: E402 - needs django.setup()
 
+from runs.bench.selectors.run_page import run_chart_data  # noqa: E402
+from runs.bench.services.samples import sample_upsert  # noqa: E402
 from runs.models import Device, Host, PgInstall, Run, RunSample  # noqa: E402
-from runs.selectors import run_chart_data  # noqa: E402
-from runs.services.samples import sample_upsert  # noqa: E402
 
 ARRAY_TABLE = """
 CREATE TABLE bench_series (

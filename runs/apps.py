@@ -7,6 +7,6 @@ class RunsConfig(AppConfig):
 
     def ready(self) -> None:
         # What follows a job's end is registered by the side that cares (runs.jobs.hooks).
-        from runs.services import campaign_hooks
+        from runs.campaigns.services import hooks as campaign_hooks
 
         campaign_hooks.register()

@@ -9,19 +9,19 @@ from celery import Task, shared_task
 from celery.signals import worker_ready
 from django.db import connection
 
+from runs.baselines.services.execute import BaselineExecution
+from runs.baselines.services.sweeper import BASELINE_RECOVERY, sweep_baseline
+from runs.bench.services.execute import RunExecution
+from runs.bench.services.pending_cleanup import retry_pending_cleanups
+from runs.bench.services.reattach import run_reattach
+from runs.bench.services.sweeper import RUN_RECOVERY, sweep_run
+from runs.builds.services.execute import BuildExecution
+from runs.builds.services.sweeper import BUILD_RECOVERY, sweep_build
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.execute import Execution, job_execute
 from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import RUN
 from runs.jobs.sweeper import resend_claimed_jobs, sweep_stale_jobs
-from runs.services.baseline_execute import BaselineExecution
-from runs.services.baseline_sweeper import BASELINE_RECOVERY, sweep_baseline
-from runs.services.build_execute import BuildExecution
-from runs.services.build_sweeper import BUILD_RECOVERY, sweep_build
-from runs.services.execute import RunExecution
-from runs.services.pending_cleanup import retry_pending_cleanups
-from runs.services.reattach import run_reattach
-from runs.services.sweeper import RUN_RECOVERY, sweep_run
 
 
 class WorkerSelfCheck(TypedDict):
@@ -54,19 +54,19 @@ def _execute(task: Task, execution: type[Execution[Any]], job_id: int, sweep: Ca
 
 @shared_task(bind=True, name="runs.execute_run", max_retries=None, acks_late=True)
 def execute_run(self: Task, run_id: int) -> str:
-    """Run a queued run (services.execute)."""
+    """Run a queued run (bench.services.execute)."""
     return _execute(self, RunExecution, run_id, sweep_run)
 
 
 @shared_task(bind=True, name="runs.execute_build", max_retries=None, acks_late=True)
 def execute_build(self: Task, build_id: int) -> str:
-    """Build PostgreSQL for a queued build (services.build_execute)."""
+    """Build PostgreSQL for a queued build (builds.services.execute)."""
     return _execute(self, BuildExecution, build_id, sweep_build)
 
 
 @shared_task(bind=True, name="runs.execute_baseline", max_retries=None, acks_late=True)
 def execute_baseline(self: Task, baseline_id: int) -> str:
-    """Measure a device with fio for a queued baseline (services.baseline_execute)."""
+    """Measure a device with fio for a queued baseline (baselines.services.execute)."""
     return _execute(self, BaselineExecution, baseline_id, sweep_baseline)
 
 

@@ -1,6 +1,5 @@
 from django.urls import include, path
 
-from runs import params  # noqa: F401 - registers the <id:…> and <name:…> converters
 from runs.jobs.kinds import BUILD, RUN
 from runs.views import builds, campaigns, cancel, compare, health, home, live, runs, shares, studies
 

@@ -2,7 +2,6 @@
 
 from django.urls import path
 
-from runs import params  # noqa: F401 - registers the <id:…> converter
 from runs.jobs.kinds import BASELINE
 from runs.views import baselines, cancel, devices, live
 

@@ -2,7 +2,6 @@
 
 from django.urls import path
 
-from runs import params  # noqa: F401 - registers the <id:…> converter
 from runs.views import hosts
 
 urlpatterns = [

@@ -10,8 +10,8 @@ from django.forms import Form
 from django.http import HttpRequest
 
 from runs.admin.answers import AnswersBadLookups
+from runs.common.services.audit import audit_record
 from runs.models import AuditAction
-from runs.services.audit import audit_record
 
 # Changing one of these fields is a change of credentials or of roles, not of an ordinary field.
 CREDENTIAL_FIELDS = {

@@ -10,9 +10,9 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from runs.admin.answers import AnswersBadLookups
+from runs.builds.services.builds import BuildRefused
+from runs.builds.services.remove import BuildRemoveFailed, build_remove
 from runs.models import PgBuild
-from runs.services.build_remove import BuildRemoveFailed, build_remove
-from runs.services.builds import BuildRefused
 
 
 @admin.register(PgBuild)

@@ -12,8 +12,8 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from runs.admin.answers import AnswersBadLookups
+from runs.compare.services.shares import oversees_shares, share_revoke
 from runs.models import ShareLink
-from runs.services.shares import oversees_shares, share_revoke
 
 
 @admin.register(ShareLink)

@@ -18,11 +18,11 @@ from rest_framework.response import Response
 from runs.api.cancel import CancelAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
-from runs.baseline_forms import BaselineForm
-from runs.lab.fio_plan import IOENGINES, JOB_NAMES, FioSettings, MiB
+from runs.baselines.services.baselines import baseline_queue
+from runs.common.params import IdConverter, parse_choice, parse_id
+from runs.forms.baselines import BaselineForm
+from runs.lab.fio.plan import IOENGINES, JOB_NAMES, FioSettings, MiB
 from runs.models import BaselineState, DeviceBaseline
-from runs.params import IdConverter, parse_choice, parse_id
-from runs.services.baselines import baseline_queue
 
 ID_IN_URL = IdConverter.regex
 

@@ -21,13 +21,13 @@ from rest_framework.response import Response
 from runs.api.cancel import CancelAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
-from runs.build_forms import BuildForm, legacy_source_key
-from runs.lab.pg_build_options import SourceKind
+from runs.builds.services.builds import BuildRefused, build_queue, build_refusal
+from runs.builds.services.remove import BuildRemoveFailed, build_remove
+from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
+from runs.common.params import IdConverter, parse_choice, parse_id
+from runs.forms.builds import BuildForm, legacy_source_key
+from runs.lab.pgbuild.options import SourceKind
 from runs.models import BuildState, Host, PgBuild
-from runs.params import IdConverter, parse_choice, parse_id
-from runs.services.build_remove import BuildRemoveFailed, build_remove
-from runs.services.build_sources import SourcesUnknown, host_sources_for_page
-from runs.services.builds import BuildRefused, build_queue, build_refusal
 
 ID_IN_URL = IdConverter.regex
 ASKED = ["host", "version", "source_kind", "package", "package_version", "tarball_path", "sha256",

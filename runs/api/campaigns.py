@@ -13,9 +13,10 @@ from runs.api.comparisons import api_query_params, comparison_of
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
-from runs.campaign_confounds import campaign_confounds
-from runs.campaign_forms import adaptive_problems
-from runs.campaign_results import (
+from runs.bench.specs import RunSpec
+from runs.campaigns.matrix import Cell, MatrixError, variables_from_json
+from runs.campaigns.selectors.confounds import campaign_confounds
+from runs.campaigns.selectors.results import (
     adaptive_status,
     campaign_list,
     campaign_matrix,
@@ -24,11 +25,7 @@ from runs.campaign_results import (
     campaign_statistics,
     plan_wall_estimate,
 )
-from runs.comparison import comparison_data
-from runs.jobs.cancel import JobRefused
-from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
-from runs.params import IdConverter, parse_whole_number
-from runs.services.campaigns import (
+from runs.campaigns.services.campaigns import (
     CampaignForbidden,
     CampaignPlan,
     CampaignRefused,
@@ -37,8 +34,11 @@ from runs.services.campaigns import (
     campaign_refusal,
     campaign_retry_failed,
 )
-from runs.specs import RunSpec
-from runs.sweep import Cell, SweepError, variables_from_json
+from runs.common.params import IdConverter, parse_whole_number
+from runs.compare.selectors.comparison import comparison_data
+from runs.forms.campaigns import adaptive_problems
+from runs.jobs.cancel import JobRefused
+from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 
 
 class CampaignCreateSerializer(serializers.Serializer):
@@ -70,7 +70,7 @@ class CampaignCreateSerializer(serializers.Serializer):
     def validate_variables(self, value: list[dict[str, Any]]) -> Any:
         try:
             return variables_from_json(value)
-        except SweepError as exc:
+        except MatrixError as exc:
             raise ValidationError(str(exc)) from None
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runs.api.permissions import RolePermission
-from runs.comparison import ComparisonResult, compare_runs, comparison_data
-from runs.comparison_export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
-from runs.comparison_query import ComparisonQuery
-from runs.params import BadParameter, parse_choice
+from runs.common.params import BadParameter, parse_choice
+from runs.compare.query import ComparisonQuery
+from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data
+from runs.compare.selectors.export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
 
 
 def comparison_of(params: dict[str, str]) -> ComparisonResult:

@@ -10,7 +10,7 @@ from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 
 from runs.api.parameters import query_parameter
-from runs.params import MAX_ID, parse_whole_number
+from runs.common.params import MAX_ID, parse_whole_number
 
 MAX_PAGE = 1000
 

@@ -1,4 +1,4 @@
-"""Query-string parameters of the API, read with runs.params' checks: a bad one is a 400."""
+"""Query-string parameters of the API, read with runs.common.params' checks: a bad one is a 400."""
 
 from collections.abc import Callable
 from typing import TypeVar
@@ -6,7 +6,7 @@ from typing import TypeVar
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 
-from runs.params import BadParameter
+from runs.common.params import BadParameter
 
 Value = TypeVar("Value")
 

@@ -3,10 +3,10 @@ from typing import Any
 from django.db import models
 from rest_framework import serializers
 
-from runs.forms import CLIENT_HOSTS, RUN_FIELDS, RunForm
+from runs.bench.selectors.run_page import run_os_series
+from runs.bench.specs import NUMBER_FIELDS
+from runs.forms.runs import CLIENT_HOSTS, RUN_FIELDS, RunForm
 from runs.models import Device, Host, PgInstall, Run, RunSample
-from runs.selectors import run_os_series
-from runs.specs import NUMBER_FIELDS
 
 
 class HostSerializer(serializers.ModelSerializer):

@@ -20,10 +20,10 @@ from runs.api.serializers import (
     RunSampleSerializer,
     RunSerializer,
 )
+from runs.bench.services.runs import run_enqueue
+from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
+from runs.common.params import IdConverter, parse_choice, parse_id
 from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
-from runs.params import IdConverter, parse_choice, parse_id
-from runs.services.build_sources import SourcesUnknown, host_sources_for_page
-from runs.services.runs import run_enqueue
 
 ID_IN_URL = IdConverter.regex  # anything else is no object at all (404), never a database error
 
@@ -38,7 +38,7 @@ class HostViewSet(viewsets.ReadOnlyModelViewSet):
 
     @action(detail=True, methods=["get"], url_path="build-sources")
     def build_sources(self, request: Request, pk: str | None = None) -> Response:
-        """The PostgreSQL sources the host has now (asked of it: services.build_sources), what
+        """The PostgreSQL sources the host has now (asked of it: builds.services.sources), what
         POST /api/builds/ takes as `source`; 503 saying why when it could not be asked."""
         host = self.get_object()
         try:

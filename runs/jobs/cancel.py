@@ -5,10 +5,10 @@ A queued job leaves the queue at once: it moves to cancelled by its kind's own c
 transition (so a worker starting it at that moment and the cancel never both win), a claim on
 its hosts that its worker has not used goes to the next in line, and the dispatcher runs once
 that commits. A job a worker is doing is only asked to stop (cancel_requested): that worker's
-cancel watch (services.cancel_watch) stops what runs on the host, cleans up and releases the
+cancel watch (jobs.cancel_watch) stops what runs on the host, cleans up and releases the
 hosts. A job that has ended stays as it is. Either way one audit row says who cancelled it.
 
-What differs from kind to kind is declared once, in CANCELLING: who may (runs.roles), how the
+What differs from kind to kind is declared once, in CANCELLING: who may (runs.common.roles), how the
 kind moves to cancelled (its transition records and publishes the move), its audit row's
 action and words.
 """
@@ -21,15 +21,15 @@ from typing import Any
 from django.db import transaction
 from django.http import HttpRequest
 
-from runs import live
+from runs.baselines.services.baselines import baseline_transition
+from runs.bench.services.runs import run_transition
+from runs.builds.services.builds import build_transition
+from runs.common import live
+from runs.common.roles import cancel_refusal, owner_refusal
+from runs.common.services.audit import audit_record
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.kinds import BASELINE, BUILD, RUN, kind_of
 from runs.models import AuditAction, BaselineState, BuildState, Host, RunState
-from runs.roles import cancel_refusal, owner_refusal
-from runs.services.audit import audit_record
-from runs.services.baselines import baseline_transition
-from runs.services.builds import build_transition
-from runs.services.runs import run_transition
 
 # A job row: a Run, a PgBuild or a DeviceBaseline (each has state, is_finished, queued_by).
 Job = Any
@@ -58,7 +58,7 @@ class Cancelling:
     """How cancelling one kind of job differs from the others."""
 
     # The kind's own move, called as transition(<kind's name>=job, state=…, from_state=…) -> moved?
-    # (services.runs.run_transition(run=…), …): it records and publishes the move as the kind does.
+    # (bench.services.runs.run_transition(run=…), …): it records and publishes the move as the kind does.
     transition: Callable[..., bool]
     cancelled: str  # the kind's cancelled state
     audit_words: str  # the audit message, before "while <the state it was in>"

@@ -5,7 +5,7 @@ With late acks, Redis hands a task to another worker when the first has not ackn
 within the visibility timeout, which a long benchmark or build outlasts. The worker doing a job
 (a run, a PostgreSQL build, a fio baseline) stamps its `heartbeat_at` from a thread every
 BENCHLAB_HEARTBEAT_EVERY_S; a job whose stamp is older than BENCHLAB_STALE_AFTER_S has no worker
-any more (the sweepers end it: services.sweeper, services.build_sweeper, services.baseline_sweeper).
+any more (the sweepers end it: bench.services.sweeper, builds.services.sweeper, baselines.services.sweeper).
 """
 
 import logging
@@ -19,8 +19,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection, models
 from django.utils import timezone
 
+from runs.common.db_retry import with_database_retry
 from runs.jobs.kinds import kind_of
-from runs.services.db_retry import with_database_retry
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def job_heartbeat(
 @contextmanager
 def beating(stamp: Callable[[], None], what: str, every_s: float) -> Iterator[None]:
     """Call `stamp` (a database write) now and every `every_s` from a thread of its own until the
-    block ends: a job's heartbeat (job_heartbeat), a baseline's clock (services.baseline_execute)."""
+    block ends: a job's heartbeat (job_heartbeat), a baseline's clock (baselines.services.execute)."""
     stop = threading.Event()
 
     def beat() -> None:

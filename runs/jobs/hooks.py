@@ -1,7 +1,7 @@
 """What follows a job's end, registered by the side that cares about it.
 
 A run's end may call for a campaign's next round, a build's end for the study waiting on it
-(runs.services.campaign_hooks registers both when benchlab starts: runs.apps). The kinds call
+(runs.campaigns.services.hooks registers both when benchlab starts: runs.apps). The kinds call
 `job_ended` and know nothing of campaigns; a new follow-up is one more `on_job_end`."""
 
 import logging

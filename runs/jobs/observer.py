@@ -3,10 +3,10 @@ publishes the job's live events, notices a cancel, and stops the detached comman
 a host now (once).
 
 Each kind adds what its work reports: a run's steps, samples and transitions
-(services.run_observer), a build's steps and make's progress (services.build_observer), a
-baseline's clock (services.baseline_observer). Three threads meet here: the worker's, the
-heartbeat's (which reads the tail, services.heartbeat) and CancelWatch's (which calls
-`cancel_now`, services.cancel_watch); the lock keeps the tail and the processes whole.
+(bench.services.observer), a build's steps and make's progress (builds.services.observer), a
+baseline's clock (baselines.services.observer). Three threads meet here: the worker's, the
+heartbeat's (which reads the tail, jobs.heartbeat) and CancelWatch's (which calls
+`cancel_now`, jobs.cancel_watch); the lock keeps the tail and the processes whole.
 """
 
 import threading
@@ -15,12 +15,12 @@ from typing import Any
 
 from django.db import models
 
-from runs import live
+from runs.common import live
+from runs.common.db_retry import with_database_retry
+from runs.inventory.services.connect import host_connect
 from runs.jobs.kinds import KINDS, JobKind, kind_of
-from runs.lab.pgbench import Detached, cancel
+from runs.lab.transport.process import Detached, cancel
 from runs.models import Host
-from runs.services.db_retry import with_database_retry
-from runs.services.lab_access import host_connect
 
 
 def cancel_requested(kind: JobKind | str, job_id: int) -> bool:
@@ -47,7 +47,7 @@ class JobObserver:
         self._cancel_sent = False
 
     def publish(self, event: str, data: dict[str, Any]) -> str:
-        """An event on the job's live stream (runs.live.publish_job)."""
+        """An event on the job's live stream (runs.common.live.publish_job)."""
         return live.publish_job(self.kind.name, self.job.pk, event, data)
 
     def keep(self, line: str) -> None:
@@ -92,7 +92,7 @@ class JobObserver:
         self._stop_process()
 
     def host_of(self, on: str | None) -> Host:
-        """The host a command started `on` runs on (a run's client hosts: services.run_observer)."""
+        """The host a command started `on` runs on (a run's client hosts: bench.services.observer)."""
         host: Host = self.job.host  # type: ignore[attr-defined]  # a build's or a baseline's one host
         return host
 

@@ -10,7 +10,7 @@ A job is stale when it is in one of its kind's running states and has given no s
 BENCHLAB_STALE_AFTER_S (or was started and never gave one). Whoever finds it claims it by
 stamping a new heartbeat, a conditional UPDATE on the one it read: of two sweepers (or a sweeper
 and a worker back to life) only one goes on. What follows is the kind's, declared in its
-`Recovery` (services.sweeper for runs, services.build_sweeper, services.baseline_sweeper): clean
+`Recovery` (bench.services.sweeper for runs, builds.services.sweeper, baselines.services.sweeper): clean
 up on the host and fail the job, or hand a run to a worker that reattaches to it.
 
 Two more things a dead process leaves are freed here: hosts still held by a job that has ended
@@ -102,7 +102,7 @@ def no_sign_of_life(last_sign: datetime | None) -> str:
 def release_orphans(kind: JobKind) -> int:
     """Free hosts held by a job of this kind that has ended and whose process stopped stamping: a
     worker that died between ending the job and releasing its hosts, or a request removing a
-    build that died (services.build_remove). The number of hosts freed."""
+    build that died (builds.services.remove). The number of hosts freed."""
     cutoff = timezone.now() - timedelta(seconds=stale_after_s())
     ended = {f"{kind.holder}__state__in": kind.ended_states, f"{kind.holder}__heartbeat_at__lt": cutoff}
     freed = Host.objects.filter(**ended).update(**{kind.holder: None})

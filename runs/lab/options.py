@@ -2,11 +2,11 @@
 PostgreSQL settings and a client's pg_hba address.
 
 Pure on purpose: the queue form, the API and campaign expansion validate a run
-specification with these (runs/specs.py) on the web server, before any lab host is
+specification with these (runs/bench/specs.py) on the web server, before any lab host is
 touched, and storage.py, pgbench.py and postgres.py apply the very same functions again
 on the way to the host. So this module imports only the standard library and the other
 pure lab modules (errors, pg_settings with pg_setting_values, pgbench_script) -- never a
-transport, the run user, subprocess or Django; runs/tests/test_options_pure.py holds it to that.
+transport, the run user, subprocess or Django; runs/tests/project/test_options_pure.py holds it to that.
 """
 
 import ipaddress
@@ -15,8 +15,8 @@ import shlex
 from dataclasses import dataclass
 
 from runs.lab.errors import InvalidOption
-from runs.lab.pg_settings import check_setting
-from runs.lab.pgbench_script import check_custom_script
+from runs.lab.pgbench.script import check_custom_script
+from runs.lab.postgres.settings import check_setting
 
 # ---- storage: mount and mkfs options --------------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The audit log: who did what, and when, for every destructive or administrative action.
 
-Rows are only ever added (runs.services.audit); the admin shows them to the admin role and
+Rows are only ever added (runs.common.services.audit); the admin shows them to the admin role and
 offers no way to add, change or delete one. The actor's name is copied, so a deleted user's
 actions keep their author.
 """

@@ -1,10 +1,10 @@
 """Raw device baselines: fio run on one device of one host, a job of its own kind.
 
 Like a PostgreSQL build, a baseline waits its turn on its host (one job per host, in the same
-line as runs and builds: services.queue), runs on a worker that stamps its heartbeat, can be
+line as runs and builds: jobs.dispatch), runs on a worker that stamps its heartbeat, can be
 cancelled, and ends done, failed or cancelled. What was asked is the lab layer's FioSettings
 (runs/lab/fio_plan), one column per setting; where fio wrote (the raw device, or a file on a
-directory device's filesystem) is chosen on the host by runs.lab.fio.fio_target and recorded
+directory device's filesystem) is chosen on the host by runs.lab.fio.run.fio_target and recorded
 with its description, since a file's figures include the filesystem.
 
 `results` holds the parsed figures, one entry per fio job that ran, by job name (PostgreSQL's
@@ -42,7 +42,7 @@ ENDED_BASELINE_STATES = [BaselineState.DONE, BaselineState.FAILED, BaselineState
 
 
 class TargetMode(models.TextChoices):
-    # The values are runs.lab.fio.FioTarget.mode's.
+    # The values are runs.lab.fio.run.FioTarget.mode's.
     RAW = "raw", "raw device"
     FILE = "file", "file on a filesystem"
 
@@ -82,7 +82,7 @@ class DeviceBaseline(models.Model):
         "runs.Campaign", on_delete=models.SET_NULL, null=True, blank=True, related_name="baselines"
     )
 
-    # --- what was asked (runs.lab.fio_plan.FioSettings, one column per setting) ---
+    # --- what was asked (runs.lab.fio.plan.FioSettings, one column per setting) ---
     size_bytes = models.BigIntegerField(help_text="The region of the device (or the file's size) fio uses.")
     runtime_s = models.PositiveIntegerField(help_text="Measured seconds per fio job.")
     ramp_s = models.PositiveIntegerField(help_text="Seconds per job before measuring starts.")
@@ -91,7 +91,7 @@ class DeviceBaseline(models.Model):
     # Names its directories on the host: unique across benchlab installations sharing a lab.
     job_key = models.UUIDField(default=uuid.uuid4, editable=False, unique=True)
 
-    # --- where fio wrote (runs.lab.fio.fio_target, chosen on the host) ---
+    # --- where fio wrote (runs.lab.fio.run.fio_target, chosen on the host) ---
     target_mode = models.CharField(max_length=10, choices=TargetMode.choices, blank=True)
     target_description = models.CharField(max_length=1000, blank=True)
 
@@ -134,7 +134,7 @@ class DeviceBaseline(models.Model):
 
     @property
     def run_key(self) -> str:
-        """Names its directories on the host (runs.lab.fio.run_fio's run_key)."""
+        """Names its directories on the host (runs.lab.fio.run.run_fio's run_key)."""
         return host_job_key("fio", self.pk, self.job_key)
 
     @property

@@ -6,7 +6,7 @@ worker that stamps its heartbeat, can be cancelled, and ends done, failed or can
 was asked is one column per option, as the lab layer's BuildOptions (runs/lab/pg_build_options);
 what the finished build reports about itself (the verified facts) is stored apart, so a page can
 show both. The options' cache key names the prefix on the host: asking again for the same
-options on the same host reuses the build (services.builds).
+options on the same host reuses the build (builds.services.builds).
 """
 
 import itertools
@@ -37,13 +37,13 @@ ENDED_BUILD_STATES = [BuildState.DONE, BuildState.FAILED, BuildState.CANCELLED, 
 
 
 class BuildSourceKind(models.TextChoices):
-    # The values are runs.lab.pg_build_options.SourceKind's.
+    # The values are runs.lab.pgbuild.options.SourceKind's.
     DEBIAN = "debian", "Debian source package"
     TARBALL = "tarball", "source tarball on the host"
 
 
 class BuildStepName(models.TextChoices):
-    # The values are runs.lab.pg_build.BuildStep's, in the order a build goes through them.
+    # The values are runs.lab.pgbuild.build.BuildStep's, in the order a build goes through them.
     SOURCE = "source", "source"
     CONFIGURE = "configure", "configure"
     MAKE = "make", "make"
@@ -54,7 +54,7 @@ class BuildStepName(models.TextChoices):
 class PgBuild(models.Model):
     host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="pg_builds")
 
-    # --- what was asked (runs.lab.pg_build_options.BuildOptions, one column per option) ---
+    # --- what was asked (runs.lab.pgbuild.options.BuildOptions, one column per option) ---
     version = models.CharField(max_length=20, help_text="Upstream PostgreSQL version, e.g. 15.20.")
     source_kind = models.CharField(max_length=10, choices=BuildSourceKind.choices)
     package = models.CharField(max_length=100, blank=True, help_text="Debian source package, e.g. postgresql-15.")

@@ -13,9 +13,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-from runs.lab.device_paths import check_block_device_path, check_directory_device_path
+from runs.inventory.ssh_keys import parse_host_keys
 from runs.lab.errors import InvalidOption
-from runs.ssh_keys import parse_host_keys
+from runs.lab.storage.device_paths import check_block_device_path, check_directory_device_path
 
 _absolute_path = RegexValidator(r"^/\S*$", "Give an absolute path without spaces.")
 _name = RegexValidator(r"^[A-Za-z0-9][A-Za-z0-9._-]*$", "Use letters, digits, '.', '_' and '-'.")
@@ -46,7 +46,7 @@ class Host(models.Model):
         validators=[_absolute_path],
         help_text="Path of the private key on the worker machines. Leave empty to store a key instead.",
     )
-    # A Fernet token (see runs.ssh_keys); never the plaintext key, never rendered.
+    # A Fernet token (see runs.inventory.ssh_keys); never the plaintext key, never rendered.
     private_key_encrypted = models.TextField(blank=True, editable=False)
     private_key_fingerprint = models.CharField(max_length=100, blank=True, editable=False)
 
@@ -61,27 +61,27 @@ class Host(models.Model):
         "can queue runs on it.",
     )
     notes = models.TextField(blank=True)
-    # The run that has this host now. Set by a conditional UPDATE (runs.services.claims), so
+    # The run that has this host now. Set by a conditional UPDATE (the dispatcher: runs.jobs.dispatch), so
     # exactly one run at a time holds a host, across any number of workers and machines.
     claimed_by = models.ForeignKey(
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
     )
-    # The PostgreSQL build that has this host now (runs.services.builds): one job per host, so a
+    # The PostgreSQL build that has this host now (runs.builds.services.builds): one job per host, so a
     # host claimed by a run or by a build takes nothing else. Claimed by the same dispatcher.
     claimed_by_build = models.ForeignKey(
         "runs.PgBuild", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
     )
-    # The raw device baseline (fio) that has this host now (runs.services.baselines): one job per host.
+    # The raw device baseline (fio) that has this host now (runs.baselines.services.baselines): one job per host.
     claimed_by_baseline = models.ForeignKey(
         "runs.DeviceBaseline", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+"
     )
     # A run that ended while this host could not be reached left its mount and processes there:
-    # the host takes no run until the sweeper has cleaned up after it (runs.services.pending_cleanup).
+    # the host takes no run until the sweeper has cleaned up after it (runs.bench.services.pending_cleanup).
     cleanup_pending_for = models.ForeignKey(
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+",
         help_text="A run that ended while this host was unreachable; it is cleaned up when the host answers again.",
     )  # fmt: skip
-    # A host that did not answer when a job was to start on it (runs.services.host_reach): its
+    # A host that did not answer when a job was to start on it (runs.inventory.services.reach): its
     # jobs wait, tried again with backoff, and fail only after BENCHLAB_UNREACHABLE_FAIL_AFTER_S.
     unreachable_since = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="Since when the host has not answered; empty when it does."
@@ -208,7 +208,7 @@ class Device(models.Model):
         "claimed access latency (ms)", null=True, blank=True, help_text="Average access time or latency, as quoted."
     )
     # Storage with a loaded, stopped database that a campaign's run left mounted for the next
-    # run of the same setup (runs/services/reuse.py): {"signature", "campaign", "run", "setup"}.
+    # run of the same setup (runs/bench/services/reuse.py): {"signature", "campaign", "run", "setup"}.
     kept_setup = models.JSONField(null=True, blank=True, editable=False)
 
     created_at = models.DateTimeField(auto_now_add=True)
@@ -283,12 +283,12 @@ class PgInstall(models.Model):
     )
     label = models.CharField(max_length=100, blank=True, help_text="e.g. 'PG 15, 4 kB pages (custom build)'.")
     # A benchlab build whose prefix was removed from the host while runs still name it: kept for
-    # their history, offered to no new run (services.builds.build_remove).
+    # their history, offered to no new run (builds.services.remove).
     removed_at = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="Its build was removed from the host: no new run uses it."
     )
     # The last probe of its host found none of its programs (a host rebuilt, a build deleted by
-    # hand): offered to no new run until a probe finds it again (services.probe).
+    # hand): offered to no new run until a probe finds it again (inventory.services.probe).
     missing_since = models.DateTimeField(
         null=True,
         blank=True,

@@ -144,10 +144,10 @@ class Run(models.Model):
     worker = models.CharField(max_length=200, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)  # stamped while a worker runs it
     # Bytes of pgbench's progress output already stored as samples, stamped with the heartbeat:
-    # a worker that reattaches after this one died follows on from there (services.reattach).
+    # a worker that reattaches after this one died follows on from there (bench.services.reattach).
     progress_offset = models.BigIntegerField(default=0, editable=False)
     # When its results were stored, before its cleanup on the lab hosts: a worker that dies after
-    # this loses no measurement (services.sweeper finishes the cleanup and ends the run from them).
+    # this loses no measurement (bench.services.sweeper finishes the cleanup and ends the run from them).
     results_stored_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     # --- what came out ---
@@ -169,7 +169,7 @@ class Run(models.Model):
     # pg_stat deltas, the pgbench log's aggregates and latency percentiles, for the run's own page
     # and API detail: queries over many runs leave it out. The iostat/vmstat series are RunOsSeries.
     metrics = models.JSONField(default=dict, blank=True)
-    # Small figures lists and comparisons read instead of the series (services.os_series).
+    # Small figures lists and comparisons read instead of the series (bench.services.os_series).
     device_util_pct = models.FloatField("device utilisation (%)", null=True, blank=True)  # mean iostat %util
     cache_hit_pct = models.FloatField("cache hit ratio (%)", null=True, blank=True)  # from the pg_stat deltas
     # {"iostat": {"util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s": mean},
@@ -189,7 +189,7 @@ class Run(models.Model):
 
     @property
     def run_key(self) -> str:
-        """Names its directories and mount on the lab hosts (runs.lab.benchmark_spec.run_dir_for)."""
+        """Names its directories and mount on the lab hosts (runs.lab.benchmark.spec.run_dir_for)."""
         return host_job_key("run", self.pk, self.key)
 
     @property
@@ -278,7 +278,7 @@ class RunOsSeries(models.Model):
 class RunArtifact(models.Model):
     """A raw output of the run, downloadable as it was (pgbench stdout/stderr, logs, iostat…)."""
 
-    # The live log itself, kept for a run that ended before its results (services.run_results).
+    # The live log itself, kept for a run that ended before its results (bench.services.results).
     LOG_NAME = "log.txt"
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="artifacts")

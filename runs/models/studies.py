@@ -1,6 +1,6 @@
 """A preset's study that waits for PostgreSQL builds: seed 001 compares page sizes that no
 packaged PostgreSQL has, so its preset can queue the missing builds first and the campaign
-itself once they are done (services.after_builds)."""
+itself once they are done (campaigns.services.after_builds)."""
 
 from django.conf import settings
 from django.db import models
@@ -13,9 +13,9 @@ class StudyWaitState(models.TextChoices):
 
 
 class StudyAfterBuilds(models.Model):
-    preset = models.CharField(max_length=50)  # a key of runs.presets.PRESETS
+    preset = models.CharField(max_length=50)  # a key of runs.campaigns.presets.PRESETS
     host = models.ForeignKey("runs.Host", on_delete=models.CASCADE, related_name="studies_after_builds")
-    # The source every page size is built from (runs.lab.pg_sources.HostSource.key), with the same flags.
+    # The source every page size is built from (runs.lab.pgbuild.sources.HostSource.key), with the same flags.
     source_key = models.CharField(max_length=300, blank=True)
     builds = models.ManyToManyField("runs.PgBuild", related_name="studies_waiting")
     # Those of `builds` this study queued (not found there already): cancelled if it gives up.

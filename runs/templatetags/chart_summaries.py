@@ -21,7 +21,7 @@ from typing import Any
 
 from django import template
 
-from runs.comparison import (
+from runs.compare.selectors.comparison import (
     IOSTAT_MEANS,
     PERCENTILES,
     VMSTAT_MEANS,
@@ -51,7 +51,8 @@ class ChartSummary:
         return any(cell != MISSING for row in self.rows for cell in row[1:])
 
 
-# Column headings of the OS means, with their units (the keys are runs.comparison's and the run's series').
+# Column headings of the OS means, with their units (the keys are the comparison's and the run's series':
+# runs.compare.selectors.comparison).
 OS_COLUMNS: dict[str, dict[str, str]] = {
     "iostat": {
         "util_pct": "utilisation (%)",
@@ -133,7 +134,7 @@ def compare_os_summary(result: object, source: str) -> ChartSummary:
     return ChartSummary(f"{source} per group, mean of its finished runs' means", columns, rows)
 
 
-# ---- a run (for templates/runs/run_detail.html: its chart data, runs.selectors.run_chart_data) ----
+# ---- a run (for templates/runs/run_detail.html: its chart data, runs.bench.selectors.run_page.run_chart_data) ----
 
 
 @register.simple_tag

@@ -14,8 +14,8 @@ from django.utils import timezone
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from runs.bench.selectors.run_page import LogPart
 from runs.models import Run, RunState
-from runs.selectors import LogPart
 
 register = template.Library()
 
@@ -69,7 +69,8 @@ def seconds_phrase(count: int | None) -> str:
 
 @register.filter
 def measured_seconds(chart: dict[str, Any]) -> int:
-    """The seconds pgbench reported after the warm-up (a run's chart data, selectors.run_chart_data):
+    """The seconds pgbench reported after the warm-up (a run's chart data,
+    bench.selectors.run_page.run_chart_data):
     all of them for a run that ended as planned, those before pgbench was stopped for a cancelled one."""
     return sum(1 for warmup in chart.get("warmup", []) if not warmup)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 from playwright.sync_api import BrowserContext, Page, sync_playwright
 
-from runs.lab.waiting import wait_until as wait_until_true
+from runs.lab.transport.waiting import wait_until as wait_until_true
 from runs.tests.web_server import uvicorn
 
 ROOT = Path(settings.BASE_DIR)

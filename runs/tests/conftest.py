@@ -32,12 +32,12 @@ from django.test import Client
 from hypothesis import settings as hypothesis_settings
 
 from benchlab.redis_keys import redis_prefix
-from runs import live
-from runs.lab.local_transport import LocalTransport
-from runs.lab.run_user import RUN_USER, ensure_run_user
-from runs.lab.ssh_transport import SSHTransport
-from runs.roles import ADMIN, OPERATOR, VIEWER
-from runs.services import build_sources
+from runs.builds.services import sources as build_sources
+from runs.common import live
+from runs.common.roles import ADMIN, OPERATOR, VIEWER
+from runs.lab.host.run_user import RUN_USER, ensure_run_user
+from runs.lab.transport.local import LocalTransport
+from runs.lab.transport.ssh import SSHTransport
 from runs.tests.browser import serving
 from runs.tests.factories import make_user
 from runs.tests.fake_sources import FakeHostSources

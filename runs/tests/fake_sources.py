@@ -1,11 +1,11 @@
 """What hosts have to build PostgreSQL from, for tests that do not ask a real host: the DB,
-page and API tests stand in for services.build_sources.host_sources_read (conftest's
+page and API tests stand in for builds.services.sources.host_sources_read (conftest's
 `fake_sources` fixture, on for every test not marked `lab`)."""
 
-from runs.lab.pg_build_options import SourceKind
-from runs.lab.pg_sources import HostSource
+from runs.builds.services.sources import SourcesUnknown
+from runs.lab.pgbuild.options import SourceKind
+from runs.lab.pgbuild.sources import HostSource
 from runs.models import Host
-from runs.services.build_sources import SourcesUnknown
 
 DEBIAN_15_20 = HostSource(SourceKind.DEBIAN, "15.20", "20" * 32, "postgresql-15_15.20.orig.tar.bz2", "postgresql-15",
                           "15.20-0+deb12u1")  # fmt: skip

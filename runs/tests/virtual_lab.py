@@ -15,8 +15,8 @@ from typing import Any
 
 from django.conf import settings
 
-from runs.lab.ssh_transport import SSHTarget, SSHTransport
-from runs.lab.storage_checks import DeviceIdentity
+from runs.lab.storage.checks import DeviceIdentity
+from runs.lab.transport.ssh import SSHTarget, SSHTransport
 
 ROOT = Path(settings.BASE_DIR)
 LAB_SCRIPT = ROOT / "scripts" / "lab"

@@ -1,5 +1,5 @@
 """What the tests wait for while a worker runs something: a run's state or samples, a build's or
-a baseline's progress. One deadline loop (runs/lab/waiting.py); a timeout fails the test saying
+a baseline's progress. One deadline loop (runs/lab/transport/waiting.py); a timeout fails the test saying
 what was awaited and what was seen instead."""
 
 from collections.abc import Callable
@@ -7,7 +7,7 @@ from typing import TypeVar
 
 from django.db import models
 
-from runs.lab.waiting import wait_until
+from runs.lab.transport.waiting import wait_until
 from runs.models import Run
 
 Row = TypeVar("Row", bound=models.Model)

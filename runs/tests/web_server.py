@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
-from runs.lab.waiting import wait_until
+from runs.lab.transport.waiting import wait_until
 from runs.tests.workers import database_url_for_tests
 
 ROOT = Path(settings.BASE_DIR)

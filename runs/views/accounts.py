@@ -9,8 +9,8 @@ from django.contrib.auth.views import PasswordChangeView
 from django.core.validators import MaxLengthValidator
 from django.http import HttpResponse
 
+from runs.common.services.audit import audit_record
 from runs.models import AuditAction
-from runs.services.audit import audit_record
 
 USERNAME_MAX_LENGTH = 150  # Django's User.username
 

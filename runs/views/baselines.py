@@ -10,13 +10,13 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from runs.baseline_forms import BaselineForm
-from runs.baseline_selectors import claims_vs_measured
+from runs.baselines.selectors import claims_vs_measured
+from runs.baselines.services.baselines import baseline_device_refusal, baseline_queue
+from runs.common.params import BadParameter, parse_id
+from runs.forms.baselines import BaselineForm
 from runs.jobs.cancel import job_cancel_refusal
+from runs.jobs.selectors import baseline_wait
 from runs.models import FIGURES, BaselineState, Device, DeviceBaseline
-from runs.params import BadParameter, parse_id
-from runs.queue_waits import baseline_wait
-from runs.services.baselines import baseline_device_refusal, baseline_queue
 from runs.views.refusals import refused
 
 BASELINES_PER_PAGE = 50

@@ -20,16 +20,16 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from runs.build_forms import BuildForm
+from runs.builds.services.builds import BuildRefused, build_queue, build_refusal
+from runs.builds.services.remove import BuildRemoveFailed, build_remove
+from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
+from runs.common.params import BadParameter, parse_id
+from runs.forms.builds import BuildForm
 from runs.jobs.cancel import job_cancel_refusal
 from runs.jobs.progress import eta_seconds
-from runs.lab.pg_build_source import SOURCE_CACHE
+from runs.jobs.selectors import HostWait, build_wait
+from runs.lab.pgbuild.source import SOURCE_CACHE
 from runs.models import BuildState, BuildStepName, Host, PgBuild, Run
-from runs.params import BadParameter, parse_id
-from runs.queue_waits import HostWait, build_wait
-from runs.services.build_remove import BuildRemoveFailed, build_remove
-from runs.services.build_sources import SourcesUnknown, host_sources_for_page
-from runs.services.builds import BuildRefused, build_queue, build_refusal
 from runs.views.refusals import refused
 
 BUILDS_PER_PAGE = 50

@@ -10,12 +10,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from runs import live
-from runs.campaign_confounds import campaign_confounds
-from runs.campaign_forms import CampaignForm, SweepForm
-from runs.campaign_plans import plan_from_forms
-from runs.campaign_results import (
-    METRICS,
+from runs.campaigns.matrix import MatrixError
+from runs.campaigns.noise_advice import noise_advice, within_noise
+from runs.campaigns.page_size_study import PageSizeChoice, page_size_choice
+from runs.campaigns.plans import plan_from_forms
+from runs.campaigns.preset_hosts import HostChoice, PresetRefused, host_choice, host_options, swept_hosts
+from runs.campaigns.preset_sizing import branch_contention
+from runs.campaigns.presets import PRESETS, page_size_initial, preset_initial
+from runs.campaigns.selectors.confounds import campaign_confounds
+from runs.campaigns.selectors.results import (
     adaptive_status,
     campaign_list,
     campaign_matrix,
@@ -24,17 +27,7 @@ from runs.campaign_results import (
     campaign_statistics,
     plan_wall_estimate,
 )
-from runs.forms import RunForm
-from runs.jobs.cancel import JobRefused
-from runs.models import Campaign, CampaignConfiguration
-from runs.noise_advice import noise_advice, within_noise
-from runs.page_size_study import PageSizeChoice, page_size_choice
-from runs.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
-from runs.preset_hosts import HostChoice, PresetRefused, host_choice, host_options, swept_hosts
-from runs.preset_sizing import branch_contention
-from runs.presets import PRESETS, page_size_initial, preset_initial
-from runs.results_table import results_table
-from runs.services.campaigns import (
+from runs.campaigns.services.campaigns import (
     CampaignForbidden,
     CampaignRefused,
     campaign_cancel,
@@ -43,7 +36,14 @@ from runs.services.campaigns import (
     campaign_refusal,
     campaign_retry_failed,
 )
-from runs.sweep import SweepError
+from runs.common import live
+from runs.common.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
+from runs.compare.metrics import METRICS
+from runs.compare.results_table import results_table
+from runs.forms.campaigns import CampaignForm, MatrixForm
+from runs.forms.runs import RunForm
+from runs.jobs.cancel import JobRefused
+from runs.models import Campaign, CampaignConfiguration
 from runs.views.refusals import refused
 
 
@@ -67,15 +67,15 @@ def _page_size_asked(asked: QueryDict) -> PageSizeAsked | None:
 
 def _forms(
     request: HttpRequest, page_size: PageSizeAsked | None = None
-) -> tuple[CampaignForm, RunForm, SweepForm, list[int]]:
+) -> tuple[CampaignForm, RunForm, MatrixForm, list[int]]:
     """The three forms, and the hosts a preset was filled for (BadParameter, PresetRefused)."""
     if request.method == "POST":
-        forms = CampaignForm(request.POST), RunForm(request.POST, prefix="base"), SweepForm(request.POST)
+        forms = CampaignForm(request.POST), RunForm(request.POST, prefix="base"), MatrixForm(request.POST)
         # The hosts the chooser shows ticked: the server's, then those of the devices swept.
         devices = [raw for raw in request.POST.getlist("device") if is_id(raw)]
         ticked = [request.POST.get("base-server_host", ""), *map(str, swept_hosts(devices))]
         return *forms, list(dict.fromkeys(int(pk) for pk in ticked if is_id(pk)))
-    initial: dict[str, Any] = {"campaign": {}, "base": {}, "sweep": {}, "hosts": []}
+    initial: dict[str, Any] = {"campaign": {}, "base": {}, "matrix": {}, "hosts": []}
     if page_size is not None:
         choice, study = page_size
         initial = page_size_initial(choice, study) | {"hosts": [host.pk for host in choice.hosts]}
@@ -85,7 +85,7 @@ def _forms(
     return (
         CampaignForm(initial=initial["campaign"]),
         RunForm(initial=initial["base"], prefix="base"),
-        SweepForm(initial=initial["sweep"]),
+        MatrixForm(initial=initial["matrix"]),
         initial["hosts"],
     )
 
@@ -120,7 +120,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     try:
         if asked.get("preset") == "page-size" and (request.method != "POST" or asked.get("source")):
             page_size = _page_size_asked(asked)
-        campaign_form, base_form, sweep_form, hosts = _forms(request, page_size)
+        campaign_form, base_form, matrix_form, hosts = _forms(request, page_size)
     except BadParameter as exc:
         return refused(request, str(exc))
     except PresetRefused as exc:
@@ -128,7 +128,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {
         "form": campaign_form,
         "base": base_form,
-        "sweep": sweep_form,
+        "matrix": matrix_form,
         "presets": PRESETS,
         "page_size": page_size[1] if page_size else None,
         # The page-size preset chooses its host with its source (the template's own chooser).
@@ -137,14 +137,14 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
         return render(request, "runs/campaign_form.html", context)
-    if not all(form.is_valid() for form in (campaign_form, base_form, sweep_form)):
+    if not all(form.is_valid() for form in (campaign_form, base_form, matrix_form)):
         _say_builds_missing(base_form, page_size[1] if page_size else None)
         return render(request, "runs/campaign_form.html", context, status=400)
-    plan = plan_from_forms(campaign_form, base_form, sweep_form, request.POST.get("preset", "")[:50])
+    plan = plan_from_forms(campaign_form, base_form, matrix_form, request.POST.get("preset", "")[:50])
     try:
         cells = plan.cells()
-    except SweepError as exc:
-        sweep_form.add_error(None, str(exc))
+    except MatrixError as exc:
+        matrix_form.add_error(None, str(exc))
         return render(request, "runs/campaign_form.html", context, status=400)
     refusal = campaign_refusal(plan, cells)
     if request.POST.get("action") == "queue" and refusal is None:

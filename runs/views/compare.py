@@ -16,17 +16,17 @@ from django.utils import timezone
 from django.views.decorators.http import require_safe
 
 from benchlab.version import benchlab_version
-from runs.baseline_selectors import baselines_for_devices
-from runs.comparison import ComparisonResult, compare_runs, comparison_data, shown_runs
-from runs.comparison_export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
-from runs.comparison_query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
-from runs.differences import environment_common
-from runs.params import BadParameter, parse_choice
-from runs.results_table import TABLE_COLUMNS, results_rows, results_table
-from runs.specs import run_spec_value
+from runs.baselines.selectors import baselines_for_devices
+from runs.bench.specs import run_spec_value
+from runs.common.params import BadParameter, parse_choice
+from runs.compare.differences import environment_common
+from runs.compare.query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
+from runs.compare.results_table import TABLE_COLUMNS, results_rows, results_table
+from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data, shown_runs
+from runs.compare.selectors.export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
 from runs.views.refusals import refused
 
-EXPORTS = ("summary", "series", "table")  # table: the seeds' table (runs.results_table)
+EXPORTS = ("summary", "series", "table")  # table: the seeds' table (runs.compare.results_table)
 FORMATS = ("csv", "json")
 
 

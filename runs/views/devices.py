@@ -6,16 +6,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_safe
 
-from runs.baseline_selectors import (
+from runs.baselines.selectors import (
     claims_vs_measured,
     device_baselines,
     device_chart,
     device_recent_runs,
     latest_done,
 )
-from runs.drift_queries import device_drift
+from runs.baselines.services.baselines import baseline_device_refusal
+from runs.compare.selectors.drift import device_drift
 from runs.models import CLAIMS, Device
-from runs.services.baselines import baseline_device_refusal
 
 HISTORY_ROWS = 100
 

@@ -5,7 +5,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
-from runs.services.health import health_report, public_health_report
+from runs.common.services.health import health_report, public_health_report
 
 # A monitor reads the status code: 200 when everything answers, 503 otherwise.
 UNHEALTHY = 503

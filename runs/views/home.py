@@ -3,7 +3,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from runs.selectors import inventory_hosts
+from runs.bench.selectors.run_page import inventory_hosts
 
 
 @require_safe

@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
-from runs.host_queries import host_page
+from runs.inventory.selectors import host_page
 
 
 @require_safe

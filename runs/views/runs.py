@@ -9,16 +9,23 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from runs import live
-from runs.forms import RunForm, run_form_initial
+from runs.bench.selectors.list_filters import RunFilterForm, filtered_run_page
+from runs.bench.selectors.list_rows import run_rows
+from runs.bench.selectors.list_sort import sort_headers
+from runs.bench.selectors.run_page import (
+    run_chart_data,
+    run_log,
+    run_outputs,
+    run_position,
+    run_waits,
+    run_with_details,
+)
+from runs.bench.services.runs import run_enqueue
+from runs.common import live
+from runs.common.params import BadParameter, parse_id
+from runs.common.roles import cancel_refusal
+from runs.forms.runs import RunForm, run_form_initial
 from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
-from runs.params import BadParameter, parse_id
-from runs.roles import cancel_refusal
-from runs.run_filters import RunFilterForm, filtered_run_page
-from runs.run_list_rows import run_rows
-from runs.run_list_sort import sort_headers
-from runs.selectors import run_chart_data, run_log, run_outputs, run_position, run_waits, run_with_details
-from runs.services.runs import run_enqueue
 from runs.views.refusals import refused
 
 
@@ -95,7 +102,7 @@ class Cancellation:
 
 def run_cancellation(run: Run) -> Cancellation | None:
     """A cancelled run's cancel, from its audit event (who, when) and its steps (at which one);
-    one query, the steps being prefetched (selectors.run_with_details). None for any other run."""
+    one query, the steps being prefetched (bench.selectors.run_page.run_with_details). None for any other run."""
     if run.state != RunState.CANCELLED:
         return None
     event = (

@@ -25,11 +25,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 from django.views.defaults import page_not_found
 
-from runs.comparison_query import PARAMETERS, ComparisonQuery
-from runs.models import Campaign, Run, ShareKind, ShareLink
-from runs.params import BadParameter, parse_choice, parse_id, parse_whole_number
-from runs.selectors import run_chart_data, run_with_details
-from runs.services.shares import (
+from runs.bench.selectors.run_page import run_chart_data, run_with_details
+from runs.common.params import BadParameter, parse_choice, parse_id, parse_whole_number
+from runs.compare.query import PARAMETERS, ComparisonQuery
+from runs.compare.services.shares import (
     MAX_EXPIRY,
     RevokeRefused,
     ShareRefused,
@@ -38,6 +37,7 @@ from runs.services.shares import (
     share_resolve,
     share_revoke,
 )
+from runs.models import Campaign, Run, ShareKind, ShareLink
 from runs.views.campaigns import campaign_context
 from runs.views.compare import (
     ComparisonUrls,

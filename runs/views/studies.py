@@ -1,4 +1,4 @@
-"""Seed 001's study queued after the builds it lacks (services.after_builds): the button on the
+"""Seed 001's study queued after the builds it lacks (campaigns.services.after_builds): the button on the
 page-size preset's form, and the page that follows the builds until the campaign is queued."""
 
 from django.contrib.auth.decorators import permission_required
@@ -6,10 +6,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
+from runs.campaigns.page_size_study import chosen_host
+from runs.campaigns.services.after_builds import StudyRefused, study_after_builds_queue
+from runs.common.params import BadParameter
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
-from runs.page_size_study import chosen_host
-from runs.params import BadParameter
-from runs.services.after_builds import StudyRefused, study_after_builds_queue
 from runs.views.refusals import refused
 
 REFRESH_S = 5  # the page reloads while it waits; each build's own page is live

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from virtuallab.processes import pid_alive, process_identity, stop_pid, wait_for
 
-HOST_RUNS_PARENT = "/var/lib/benchlab"  # where benchlab keeps run directories on a host (runs/lab/benchmark.py)
+HOST_RUNS_PARENT = "/var/lib/benchlab"  # where benchlab keeps run directories on a host (runs/lab/benchmark/run.py)
 
 HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent

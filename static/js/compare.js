@@ -1,5 +1,5 @@
 // The comparison's charts, drawn from the page's data endpoint (#compare-charts data-url; the JSON
-// is described in runs/comparison.py's comparison_data): per metric the group means with 95 % CI
+// is described in runs/compare/selectors/comparison.py's comparison_data): per metric the group means with 95 % CI
 // and every repetition, and box plots of the repetitions; small multiples per facet value; the
 // shown runs' per-second tps and latency with their warm-ups shaded; latency percentiles; iostat
 // and vmstat. Groups keep one colour on every chart; the baseline is outlined and labelled.

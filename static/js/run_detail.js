@@ -311,7 +311,7 @@
   function appendLog(text) {
     addToLog(`${text}\n`);
   }
-  // pgbench's progress lines reach the page as samples only (runs/services/run_observer.py: the
+  // pgbench's progress lines reach the page as samples only (runs/bench/services/observer.py: the
   // stream keeps one copy); the log shows each as pgbench printed it, so it follows the measurement.
   function progressLine(sample) {
     const latency = sample.latency_ms == null ? "" : `, lat ${sample.latency_ms.toFixed(3)} ms`;

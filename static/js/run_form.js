@@ -1,6 +1,6 @@
 // The queue form (templates/runs/run_form.html): the device and PostgreSQL install lists narrowed
 // to the chosen server host, what the chosen device is, the number and the pgbench of each ticked
-// client host (from the data-* attributes runs/forms.py writes), "one database for all client
+// client host (from the data-* attributes runs/forms/runs.py writes), "one database for all client
 // hosts" only offered with two of them, and the error summary brought into view. The server checks
 // everything again; without this script the lists are just longer.
 (function () {

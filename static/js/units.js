@@ -1,4 +1,4 @@
-// The pages' units, as the units template filters (runs/templatetags/units.py) write them, for
+// The pages' units, as the units template filters (runs/common/units.py) write them, for
 // text a page's script writes after it has loaded (a live step's time, a time left).
 window.benchlabUnits = (function () {
   "use strict";

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
-from runs.roles import ADMIN
+from runs.common.roles import ADMIN
 
 
 def admin_password_file() -> Path:

@@ -15,8 +15,8 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand
 
+from runs.common.roles import OPERATOR, VIEWER
 from runs.management.commands.ensure_admin import _write_private
-from runs.roles import OPERATOR, VIEWER
 
 # Who they are: two operators (so "whose run is it?" has two answers) and a viewer.
 DEMO_USERS = (

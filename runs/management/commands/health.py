@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from runs.services.health import health_report
+from runs.common.services.health import health_report
 
 
 class Command(BaseCommand):

@@ -8,9 +8,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.inventory.services.probe import host_probe
 from runs.lab.errors import LabError
 from runs.models import Device, Host
-from runs.services.probe import host_probe
 
 KINDS = {"ssd": Device.Kind.SSD, "hdd": Device.Kind.HDD, "ram": Device.Kind.RAM}
 DESCRIPTIONS = {

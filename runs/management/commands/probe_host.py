@@ -6,9 +6,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from runs.inventory.services.probe import host_probe
 from runs.lab.errors import LabError
 from runs.models import Host
-from runs.services.probe import host_probe
 
 
 class Command(BaseCommand):

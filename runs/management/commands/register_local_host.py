@@ -13,12 +13,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from runs.common.services.audit import audit_record
+from runs.inventory.services.connect import host_connect
+from runs.inventory.services.own_server import own_server_assert_closed
+from runs.inventory.services.probe import host_probe
 from runs.lab.errors import LabError
 from runs.models import AuditAction, Device, Host
-from runs.services.audit import audit_record
-from runs.services.lab_access import host_connect
-from runs.services.own_server import own_server_assert_closed
-from runs.services.probe import host_probe
 
 LOCAL_HOST_NAME = "this-machine"
 LOCAL_DEVICE_NAME = "local-dir"

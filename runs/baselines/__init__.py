@@ -1,0 +1,1 @@
+"""Raw device baselines (fio): queue, execute, observe, recover; and their reads."""

@@ -1,0 +1,1 @@
+"""Every write of a fio baseline's life."""

@@ -1,0 +1,70 @@
+"""From a queued Run to what the lab layer needs to run it (runs/lab never reads the database)."""
+
+from django.conf import settings
+
+from runs.lab.benchmark.run import BenchmarkSpec, ClientSpec
+from runs.lab.options import parse_mkfs_options, parse_mount_options
+from runs.lab.pgbench.commands import InitOptions, RunOptions
+from runs.lab.postgres.cluster import parse_settings
+from runs.lab.storage.checks import DeviceIdentity
+from runs.lab.storage.prepare import FilesystemSpec
+from runs.models import Run, Workload
+from runs.models.inventory import benchlab_data_dirs
+from runs.models.run_clients import client_database, client_pgbench_install
+
+
+def client_specs(run: Run) -> tuple[ClientSpec, ...]:
+    """Each client host of the run, in order: its pgbench, its address, and its database."""
+    hosts = run.client_host_list
+    specs = []
+    for position, client in enumerate(hosts, start=1):
+        install = client_pgbench_install(run.pg_install, client)
+        if install is None:
+            raise ValueError(f"{client} has no PostgreSQL install with pgbench in the inventory")
+        specs.append(
+            ClientSpec(
+                pg_bin_dir=install.bin_dir,
+                address=client.address,
+                server_address=run.server_host.address,
+                name=client.name,
+                database=client_database(position, len(hosts), run.shared_database),
+            )
+        )
+    return tuple(specs)
+
+
+def benchmark_spec(run: Run) -> BenchmarkSpec:
+    """The lab layer's view of a run (the lab layer never reads the database)."""
+    device = run.device
+    custom = run.workload == Workload.CUSTOM
+    return BenchmarkSpec(
+        device=DeviceIdentity(
+            path=device.path,
+            wipe_allowed=device.wipe_allowed,
+            serial=device.serial,
+            size_bytes=device.capacity_bytes,
+            protected_dirs=benchlab_data_dirs(),
+        ),
+        filesystem=FilesystemSpec(
+            fstype=run.filesystem,
+            mkfs_options=parse_mkfs_options(run.filesystem, run.mkfs_options) if run.mkfs_options else (),
+            mount_options=parse_mount_options(run.filesystem, run.mount_options),
+        ),
+        pg_bin_dir=run.pg_install.bin_dir,
+        pg_settings=parse_settings(run.pg_settings),
+        init=InitOptions(scale=run.scale),
+        run=RunOptions(
+            builtin=None if custom else run.workload,
+            custom_script=run.custom_script if custom else None,
+            clients=run.clients,
+            threads=run.threads,
+            duration_s=run.warmup_s + run.duration_s,  # one pgbench run; the warm-up is cut off afterwards
+            query_mode=run.query_mode,
+            rate_tps=run.rate_limit_tps,
+            log_sampling_rate=run.log_sampling_rate,
+        ),
+        run_key=run.run_key,
+        clients=client_specs(run),
+        warmup_s=run.warmup_s,
+        unreachable_limit_s=settings.BENCHLAB_HOST_UNREACHABLE_S,
+    )

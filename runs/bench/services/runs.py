@@ -1,0 +1,131 @@
+"""Writes to runs: queue, move through states (cancelling one is runs.jobs.cancel). Every state
+change is a conditional UPDATE (a finished run never changes again), recorded with its time and
+published live."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.http import HttpRequest
+from django.utils import timezone
+
+from runs.common import live
+from runs.common.db_retry import with_database_retry
+from runs.common.services.audit import audit_record
+from runs.jobs.dispatch import queue_dispatch
+from runs.models import FINAL_STATES, MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
+from runs.models.run_clients import client_database
+
+
+def run_enqueue(*, run: Run, client_host_ids: Sequence[int] = (), request: HttpRequest | None = None) -> Run:
+    """Save a new run as queued (queued_by set by the caller), last in line on its hosts, with its
+    client hosts (ids, in their order; none: pgbench on the server); it starts when its turn comes
+    (jobs.dispatch)."""
+    return runs_enqueue(runs=[run], client_host_ids=[client_host_ids], request=request)[0]
+
+
+def runs_enqueue(
+    *, runs: Sequence[Run], client_host_ids: Sequence[Sequence[int]], request: HttpRequest | None = None
+) -> Sequence[Run]:
+    """Queue runs in this order, each with its client hosts (client_host_ids[i]: run i's, in their
+    order), all or none, with one dispatch once they are committed. ValueError, before anything
+    is written, for clients that spec_errors would have refused (repeated, the server, too many)."""
+    if len(client_host_ids) != len(runs):
+        raise ValueError(f"{len(runs)} runs but client hosts for {len(client_host_ids)}")
+    clients = [tuple(ids) for ids in client_host_ids]
+    for run, ids in zip(runs, clients, strict=True):
+        _check_clients(run, ids)
+    names = Host.objects.in_bulk({pk for ids in clients for pk in ids})
+    if missing := {pk for ids in clients for pk in ids} - set(names):
+        raise ValueError(f"no host {', '.join(map(str, sorted(missing)))} in the inventory")
+    with transaction.atomic():
+        for run, ids in zip(runs, clients, strict=True):
+            _queue_one(run, ids, names, request)
+        # A worker must never look for a run that is not committed yet.
+        transaction.on_commit(queue_dispatch)
+    return runs
+
+
+def _check_clients(run: Run, ids: tuple[int, ...]) -> None:
+    """What the database's constraints would refuse halfway through, refused before it starts."""
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"client hosts {list(ids)} name a host twice")
+    if len(ids) > MAX_CLIENT_HOSTS:
+        raise ValueError(f"{len(ids)} client hosts: a run has at most {MAX_CLIENT_HOSTS}")
+    if run.server_host_id in ids:
+        raise ValueError(f"host {run.server_host_id} is the run's server: it cannot be one of its client hosts")
+
+
+def _queue_one(run: Run, ids: tuple[int, ...], hosts: Mapping[int, Host], request: HttpRequest | None) -> None:
+    run.state = RunState.QUEUED
+    run.shared_database = bool(run.shared_database) and len(ids) >= 2  # only means something then
+    run.save()
+    RunClient.objects.bulk_create(
+        RunClient(
+            run=run, host_id=pk, position=position, database=client_database(position, len(ids), run.shared_database)
+        )
+        for position, pk in enumerate(ids, start=1)
+    )
+    RunTransition.objects.create(run=run, state=RunState.QUEUED, at=run.created_at)
+    audit_record(
+        action=AuditAction.RUN_QUEUED,
+        target=run,
+        actor=run.queued_by,
+        request=request,
+        message=_describe(run, [hosts[pk].name for pk in ids]),
+    )
+    # In this order: an empty stream, "queued" first in it, then the worker may publish.
+    transaction.on_commit(lambda: live.reset_run_stream(run.pk))
+    transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
+
+
+def _describe(run: Run, client_names: Sequence[str]) -> str:
+    where = f"{run.server_host.name}:{run.device.name} {run.filesystem}"
+    text = f"{where}, {run.workload} scale {run.scale}, {run.clients} clients, {run.duration_s} s"
+    if client_names:
+        databases = "one database" if run.shared_database or len(client_names) == 1 else "own databases"
+        text += f", pgbench on {', '.join(client_names)} ({databases})"
+    return text
+
+
+def _publish_state(run: Run, state: str, **extra: Any) -> None:
+    live.publish_state(run, RunState(state), **extra)
+
+
+def run_transition(
+    *, run: Run, state: RunState, from_state: RunState | None = None, note: str = "", **fields: Any
+) -> bool:
+    """Move the run to `state` unless it has finished already (or, with from_state, unless it
+    is not in that state); False if it did not move. `note` says why in the run's history."""
+    now = timezone.now()
+    updates: dict[str, Any] = {"state": state, **fields}
+    if state in FINAL_STATES:
+        updates["finished_at"] = now
+    rows = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES)
+    if from_state is not None:
+        rows = rows.filter(state=from_state)
+    attempts = 0
+
+    def move() -> bool:
+        nonlocal attempts
+        attempts += 1
+        with transaction.atomic():  # the state and its history row together
+            # A retried attempt: the one before may have committed, its answer lost with the
+            # connection. Its history row (this very time) says so; moving again would record
+            # the step twice, or find the run finished and say it did not move.
+            if attempts > 1 and RunTransition.objects.filter(run=run, state=state, at=now).exists():
+                return True
+            if not rows.update(**updates):
+                return False
+            RunTransition.objects.create(run=run, state=state, at=now, note=note)
+        return True
+
+    # Retried as a whole from here (not inside its transaction, which a broken connection
+    # loses); inside a caller's transaction it is that caller's to retry.
+    if not with_database_retry(move, f"run {run.pk}: moving to {state}"):
+        return False
+    for name, value in updates.items():
+        setattr(run, name, value)
+    # Once committed (at once outside a transaction): a page must not show what may roll back.
+    transaction.on_commit(lambda: _publish_state(run, state, **({"note": note} if note else {})))
+    return True

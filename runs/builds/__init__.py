@@ -1,0 +1,1 @@
+"""PostgreSQL builds from source: queue, execute, observe, recover, remove."""

@@ -1,0 +1,1 @@
+"""Every write of a build's life."""

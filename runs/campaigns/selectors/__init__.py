@@ -1,0 +1,1 @@
+"""Reads of a campaign for its page and the API."""

@@ -1,0 +1,1 @@
+"""What every domain uses: parameters, roles, formatting, live events, audit, database retries."""

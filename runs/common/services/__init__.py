@@ -1,0 +1,1 @@
+"""benchlab-wide writes: the audit trail, the health answer."""

@@ -1,0 +1,36 @@
+"""The metrics a comparison and a campaign's statistics are made of, declared once: each with its
+label, unit, which direction is better, and how a run's value is read. A new metric is one more
+entry in METRICS (ARCHITECTURE.md, "Adding a metric")."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runs.compare.stats import Direction
+from runs.models import Run
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    direction: Direction
+    value: Callable[[Run], float | None]
+
+
+def _mean_util(run: Run) -> float | None:
+    return run.device_util_pct  # computed when the results were stored (bench.services.os_series)
+
+
+def _cache_hit_pct(run: Run) -> float | None:
+    return run.cache_hit_pct
+
+
+METRICS = (
+    Metric("steady_tps", "tps (steady state)", "tps", "higher_is_faster", lambda run: run.steady_tps_mean),
+    Metric("latency_avg", "latency, mean", "ms", "lower_is_faster", lambda run: run.latency_avg_ms),
+    Metric("latency_p95", "latency p95", "ms", "lower_is_faster", lambda run: run.latency_p95_ms),
+    Metric("latency_p99", "latency p99", "ms", "lower_is_faster", lambda run: run.latency_p99_ms),
+    Metric("cache_hit", "cache hit ratio", "%", "neutral", _cache_hit_pct),
+    Metric("util", "device utilisation (iostat %util, mean)", "%", "neutral", _mean_util),
+)

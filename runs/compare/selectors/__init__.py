@@ -1,0 +1,1 @@
+"""Reads behind the comparison page, its API and exports."""

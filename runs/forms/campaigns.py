@@ -1,0 +1,154 @@
+"""The campaign form: what the campaign is (name, repetitions, order), its base specification
+(the queue form itself, so the base is a run one could queue alone), and the variables to sweep
+with their values, which become campaigns.matrix.Variable objects in a fixed order (device varies slowest)."""
+
+from typing import Any
+
+from django import forms
+
+from runs.campaigns.matrix import NONE_SHOWN, MatrixError, Variable, check_variables
+from runs.models import Campaign, Device, Filesystem, Host, PgInstall, QueryMode, RunOrder, Workload
+
+LINES_HELP = f"One value per line; {NONE_SHOWN} for none."
+
+
+class CampaignForm(forms.ModelForm):
+    class Meta:
+        model = Campaign
+        fields = [
+            "name",
+            "description",
+            "repetitions",
+            "target_ci_pct",
+            "max_repetitions",
+            "order",
+            "seed",
+            "fresh_database",
+            "fio_baseline",
+        ]
+        widgets = {"description": forms.Textarea(attrs={"rows": 2}), "order": forms.RadioSelect}
+        help_texts = {"seed": "For the shuffled order: empty picks one (and records it)."}
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("seed") is not None and data.get("order") != RunOrder.SHUFFLED:
+            self.add_error("seed", "A seed only means something with the shuffled order.")
+        for message in adaptive_problems(
+            data.get("repetitions"), data.get("target_ci_pct"), data.get("max_repetitions")
+        ):
+            self.add_error(message[0], message[1])
+        return data
+
+
+def adaptive_problems(repetitions: int | None, target: float | None, most: int | None) -> list[tuple[str, str]]:
+    """What is wrong with an adaptive setting, as (field, message) pairs (the form and the API)."""
+    if target is None and most is None:
+        return []
+    if target is None:
+        return [("target_ci_pct", "A maximum of repetitions needs a target CI to stop at (or leave both empty).")]
+    if most is None:
+        return [("max_repetitions", "An adaptive campaign needs a maximum of repetitions.")]
+    if repetitions is not None and repetitions < 2:
+        return [("repetitions", "Adaptive repetition needs at least 2 repetitions first (a CI needs two values).")]
+    if repetitions is not None and most < repetitions:
+        return [("max_repetitions", f"The maximum must be at least the {repetitions} repetitions that come first.")]
+    return []
+
+
+def _lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def _commas(text: str) -> list[str]:
+    return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
+
+
+class MatrixForm(forms.Form):
+    """Each field is one variable; empty: not swept (the base's value for every configuration)."""
+
+    device = forms.ModelMultipleChoiceField(
+        Device.objects.select_related("host").order_by("host__name", "name"),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Across hosts: a run moves to its device's host and that host's install of the base version.",
+    )
+    filesystem = forms.MultipleChoiceField(
+        choices=Filesystem.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    mkfs_options = forms.CharField(
+        label="mkfs options", required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text=LINES_HELP
+    )
+    mount_options = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "placeholder": f"{NONE_SHOWN}\nnoatime\ndata=writeback,barrier=0"}),
+        help_text=LINES_HELP,
+    )
+    pg_install = forms.ModelMultipleChoiceField(
+        PgInstall.objects.filter(removed_at__isnull=True)  # a removed build's install runs nothing new
+        .select_related("host")
+        .order_by("host__name", "version", "block_size"),
+        label="PostgreSQL installs",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+    )
+    pg_settings = forms.CharField(
+        label="PostgreSQL settings",
+        required=False,
+        widget=forms.Textarea(
+            attrs={"rows": 2, "placeholder": "shared_buffers = 128MB\nshared_buffers = 1GB; work_mem = 64MB"}
+        ),
+        help_text=f"One configuration per line, settings separated by ';'; {NONE_SHOWN} for the defaults.",
+    )
+    scale = forms.CharField(required=False, help_text="Comma-separated, e.g. 10, 100, 1000.")
+    clients = forms.CharField(
+        label="clients (and threads)", required=False, help_text="Comma-separated; 8/2 means 8 clients on 2 threads."
+    )
+    workload = forms.MultipleChoiceField(choices=Workload.choices, required=False, widget=forms.CheckboxSelectMultiple)
+    query_mode = forms.MultipleChoiceField(
+        choices=QueryMode.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    client_host = forms.MultipleChoiceField(
+        label="client hosts",
+        choices=[],
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each choice is a configuration with pgbench on that one host (or on the server); "
+        "to sweep several client hosts at once, give the API lists of host ids.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["device"].label_from_instance = lambda d: f"{d.host.name}:{d.name} ({d.get_kind_display()})"  # type: ignore[attr-defined]
+        self.fields["pg_install"].label_from_instance = lambda pg: f"{pg.host.name}: {pg.choice_label}"  # type: ignore[attr-defined]
+        clients = Host.objects.filter(runs_clients=True).order_by("name")
+        self.fields["client_host"].choices = [("", "pgbench on the server itself")] + [  # type: ignore[attr-defined]
+            (str(host.pk), host.name) for host in clients
+        ]
+
+    def variables(self) -> list[Variable]:
+        """The swept variables, in the form's order (call after is_valid())."""
+        data = self.cleaned_data
+        found: list[tuple[str, list[Any]]] = [
+            ("device", [device.pk for device in data.get("device") or []]),
+            ("filesystem", list(data.get("filesystem") or [])),
+            ("mkfs_options", _lines(data.get("mkfs_options", ""))),
+            ("mount_options", _lines(data.get("mount_options", ""))),
+            ("pg_install", [install.pk for install in data.get("pg_install") or []]),
+            ("pg_settings", _lines(data.get("pg_settings", ""))),
+            ("scale", _commas(data.get("scale", ""))),
+            ("clients", _commas(data.get("clients", ""))),
+            ("workload", list(data.get("workload") or [])),
+            ("query_mode", list(data.get("query_mode") or [])),
+            ("client_host", [value or None for value in data.get("client_host") or []]),
+        ]
+        return [Variable(name, tuple(values)) for name, values in found if values]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if self.errors:
+            return data
+        try:
+            check_variables(self.variables())
+        except MatrixError as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return data

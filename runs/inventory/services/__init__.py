@@ -1,0 +1,1 @@
+"""Writes about the inventory: hosts reached and probed, installs registered."""

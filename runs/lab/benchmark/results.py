@@ -1,0 +1,64 @@
+"""What a benchmark brought back: the run's result and each client host's share of it. Plain
+values, shared by the stages that fill them (collect, clients, measure) and the service that
+stores them."""
+
+from dataclasses import dataclass, field
+
+from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
+from runs.lab.parse.pgbench_logs import AggregateInterval
+from runs.lab.parse.pgbench_summary import PgbenchSummary
+from runs.lab.pgbench.latency import LatencyHistogram, LatencyPercentiles
+from runs.lab.storage.kept import KeptSetup
+from runs.lab.storage.prepare import PreparedStorage
+
+
+@dataclass
+class ClientResult:
+    """One client host's share of a run."""
+
+    name: str
+    database: str
+    command: str = ""
+    pgbench_version: str = ""
+    rtt_ms: float | None = None  # median TCP connect time to the server's port
+    started_epoch: float | None = None  # when its pgbench started, by the client's clock
+    exit_status: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    summary: PgbenchSummary | None = None
+    latency: LatencyPercentiles | None = None
+    histogram: LatencyHistogram | None = None  # for the percentiles over all clients together
+
+
+@dataclass
+class BenchmarkResult:
+    storage: PreparedStorage
+    pg_version: str = ""
+    pg_block_size: int | None = None  # bytes, as the running server says (collect_results)
+    pg_wal_block_size: int | None = None
+    pg_settings: list[dict[str, str | None]] = field(default_factory=list)
+    pg_non_default_settings: dict[str, str] = field(default_factory=dict)
+    init_command: str = ""
+    init_output: str = ""
+    command: str = ""
+    pgbench_version: str = ""  # of the binary that ran, on the host it ran on
+    exit_status: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    summary: PgbenchSummary | None = None
+    aggregate: list[AggregateInterval] = field(default_factory=list)
+    latency: LatencyPercentiles | None = None  # with per-transaction logs only
+    os: OsMetrics = field(default_factory=OsMetrics)
+    pg_stats: PgStatsDelta | None = None
+    run_dir: str = ""
+    kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
+    reused: bool = False  # the run used the kept setup it was given
+    reuse_refused: str = ""  # why the kept setup it was given could not be used (then discarded)
+    # With client hosts: each one's share (with one, the same figures as the run's own).
+    clients: list[ClientResult] = field(default_factory=list)
+    loaded_epoch: float | None = None  # every database loaded, by the server's clock: the barrier
+    start_skew_ms: float | None = None  # how far apart the client hosts' pgbench started
+    pgbench_started_epoch: float | None = None  # when pgbench started (the first of several), by its host's clock
+    failed_client: str = ""  # the client host whose pgbench failed, in a run with several
+    failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
+    stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)

@@ -1,0 +1,1 @@
+"""fio baselines of a raw device: the plan and the run."""

@@ -1,0 +1,1 @@
+"""Pure parsers of what the tools print: pgbench, sysstat, fio."""

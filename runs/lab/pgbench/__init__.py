@@ -1,0 +1,1 @@
+"""pgbench: its commands, scripts, following its output, latency and totals."""

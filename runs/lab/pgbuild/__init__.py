@@ -1,0 +1,1 @@
+"""Building PostgreSQL from source on a host: sources, options, compile, place, verify."""

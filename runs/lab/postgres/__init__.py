@@ -1,0 +1,1 @@
+"""PostgreSQL on a host: the throw-away cluster, its settings, installs."""

@@ -1,0 +1,1 @@
+"""The storage under test: safety checks, mkfs and mount, kept setups, device faults."""

@@ -1,0 +1,47 @@
+"""A campaign's page in a real browser: its owner may cancel and retry it, another operator sees
+why not (the buttons disabled, the reason beside them). Screenshots go to test-artifacts/."""
+
+import pytest
+
+from runs.campaigns.services.campaigns import campaign_create
+from runs.models import Run, RunState
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.campaigns.test_campaigns import devices_and_options, lab1, plan_on
+from runs.tests.factories import make_user
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_may(page_server: str) -> None:
+    otto = make_user("otto", "operator", password=PASSWORD)
+    make_user("olga", "operator", password=PASSWORD)
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host), repetitions=2), by=otto)
+    Run.objects.filter(campaign=campaign, repetition=1).update(state=RunState.FAILED, error="mkfs failed")
+    ARTIFACTS.mkdir(exist_ok=True)
+    seen = {}
+    with chromium(height=1400) as (context, violations):
+        for who in ("olga", "otto"):
+            context.clear_cookies()  # the next one signs in afresh
+            page = context.new_page()
+            log_in(page, page_server, who)
+            page.goto(f"{page_server}/campaigns/{campaign.pk}/")
+            seen[who] = {
+                "cancel disabled": page.is_disabled("#cancel-campaign"),
+                "retry disabled": page.is_disabled("#retry-failed"),
+                "refusals": [page.text_content(f"#{name}-refusal") for name in ("cancel-campaign", "retry-failed")]
+                if who == "olga"
+                else [],
+                "configuration cancels": page.locator("#matrix button.small, table button.small").count(),
+            }
+            page.screenshot(path=str(ARTIFACTS / f"campaign-page-as-{who}.png"), full_page=True)
+            page.close()
+
+    assert seen["olga"]["cancel disabled"] and seen["olga"]["retry disabled"]
+    assert seen["olga"]["refusals"] == [
+        "Only otto, who queued this campaign, or an admin can cancel it.",
+        "Only otto, who queued this campaign, or an admin can retry it.",
+    ]
+    assert seen["olga"]["configuration cancels"] == 0
+    assert not seen["otto"]["cancel disabled"] and not seen["otto"]["retry disabled"]
+    assert seen["otto"]["configuration cancels"] == 4
+    assert not violations, violations
