@@ -7,7 +7,7 @@ thread lives until the response ends. For a page that is milliseconds; for an ev
 is as long as the browser watches, so fifty viewers held fifty idle threads. A request for a
 view marked `long_lived` runs outside such a context: its few short sync steps (the
 middleware's halves, the session, the user, one query) take turns on asgiref's one shared sync
-thread, and the stream itself waits on Redis in the event loop (runs.common.live.StreamReader).
+thread, and the stream itself waits on Redis in the event loop (runs.jobs.live.StreamReader).
 Everything else is Django's, as for any page: the middleware, the login redirect, the headers,
 and the cancelling of a stream whose client went away.
 """

@@ -293,12 +293,12 @@ if BENCHLAB_STALE_AFTER_S < 3 * BENCHLAB_HEARTBEAT_EVERY_S:
 # connection) this long; then the run fails, and the host is cleaned up when it answers again.
 BENCHLAB_HOST_UNREACHABLE_S = env_seconds("BENCHLAB_HOST_UNREACHABLE_S", 300.0, low=1.0, high=86400.0)
 # A lab host that does not answer when a job is to start on it keeps its queued jobs waiting (tried
-# again with backoff, runs/inventory/services/reach.py); once it has not answered for this long, each job
+# again with backoff, runs/jobs/host_reach.py); once it has not answered for this long, each job
 # that meets it fails, naming it, since when, and the last error.
 BENCHLAB_UNREACHABLE_FAIL_AFTER_S = env_seconds("BENCHLAB_UNREACHABLE_FAIL_AFTER_S", 3600.0, low=1.0, high=7 * 86400.0)
 # Live event streams (runs/views/live.py) each hold a Redis connection, and Redis is also the
 # Celery broker: one person may hold this many at once, counted across every web process
-# (runs/common/stream_slots.py). One browser opens at most 6 over HTTP/1.1; 8 leaves room for a second.
+# (runs/jobs/stream_slots.py). One browser opens at most 6 over HTTP/1.1; 8 leaves room for a second.
 BENCHLAB_MAX_STREAMS_PER_USER = env_count("BENCHLAB_MAX_STREAMS_PER_USER", 8, low=1, high=1000)
 # A stream ends cleanly after this long and the browser reconnects where it left off
 # (Last-Event-ID): a page left open, or a client that never reads, does not hold its slot forever.

@@ -3,7 +3,7 @@
 Every running run has a worker process of its own (Celery's prefork pool) that follows
 pgbench's progress lines and hands each to collect.progress_reader: RunObserver stores the
 second as a RunSample row (bench.services.samples) and publishes it to the run's Redis stream
-(runs.common.live), which is what a live page reads. This simulates `N` runs at once the same way:
+(runs.jobs.live), which is what a live page reads. This simulates `N` runs at once the same way:
 one process forked from this one per run (as prefork forks its children: Django set up, no
 database connection inherited), each handing pgbench 15 progress lines to the real
 progress_reader on a fixed schedule. One reader in this process follows every run's stream
@@ -56,7 +56,7 @@ from django.conf import settings  # noqa: E402
 from django.db import connection, connections  # noqa: E402
 
 from runs.bench.services.observer import RunObserver  # noqa: E402
-from runs.common import live  # noqa: E402
+from runs.jobs import live  # noqa: E402
 from runs.lab.benchmark.collect import BenchmarkResult, progress_reader  # noqa: E402
 from runs.lab.storage.prepare import PreparedStorage  # noqa: E402
 from runs.models import Device, Host, PgInstall, Run, RunSample, RunState  # noqa: E402

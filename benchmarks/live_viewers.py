@@ -5,11 +5,11 @@ A run's live page reads its events as server-sent events from the web process (u
 `--viewers` event-stream clients to one running run, each logged in as a person of their own
 (fifty viewers are fifty people; one person may hold only BENCHLAB_MAX_STREAMS_PER_USER), and
 publishes `--samples` sample events at `--rate` a second the way a worker does
-(runs.common.live.publish), each stamped with when it was sent.
+(runs.jobs.live.publish), each stamped with when it was sent.
 Reported: samples each viewer missed (target: none), publish-to-receive latency p50/p95/p99
 over every viewer's every sample (target p95 < 250 ms), and the web process's CPU time, memory,
 threads and connections (Redis, PostgreSQL) while it serves them and once they have left. The
-stream waits on Redis in the event loop (runs.common.live.StreamReader) and the request keeps no thread
+stream waits on Redis in the event loop (runs.jobs.live.StreamReader) and the request keeps no thread
 of its own (benchlab/asgi_handler.py), so the threads must not grow with the viewers (target:
 fewer than 5 more than idle): each viewer costs a Redis connection, nothing else. The run lasts
 less than a stream's maximum age (BENCHLAB_STREAM_MAX_AGE_S, 300 s): no viewer reconnects.
@@ -41,7 +41,7 @@ from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import Group, User  # noqa: E402
 from django.test import Client  # noqa: E402
 
-from runs.common import live  # noqa: E402
+from runs.jobs import live  # noqa: E402
 from runs.models import Device, Host, PgInstall, Run, RunState  # noqa: E402
 from runs.tests.web_server import WebServer, uvicorn  # noqa: E402
 

@@ -6,7 +6,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from runs.inventory.ssh_keys import encrypt_private_key, load_private_key
+from runs.common.ssh_keys import encrypt_private_key, load_private_key
 from runs.models import Host
 
 

@@ -16,10 +16,10 @@ from django.views.decorators.debug import sensitive_post_parameters
 
 from runs.admin.audited import AuditedAdmin
 from runs.admin.forms import HostAdminForm
+from runs.common.ssh_keys import parse_host_keys
 from runs.common.units import binary_size
 from runs.inventory.services.inventory import host_pin_key, inventory_set_flag
 from runs.inventory.services.probe import host_probe
-from runs.inventory.ssh_keys import parse_host_keys
 from runs.jobs.dispatch import queue_dispatch
 from runs.lab.errors import LabError
 from runs.lab.transport.ssh import fetch_host_key

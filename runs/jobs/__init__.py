@@ -8,5 +8,5 @@ side that cares (a campaign's next round, a study after its builds), so the kind
 campaigns; `sweeper` finds the jobs whose worker died and takes them over, each as its kind's
 `Recovery` says. `observer` is what every job's worker-side observer shares (the log's tail,
 the cancel, stopping what runs on a host), `progress` a step's time left; a job's live events
-are runs.common.live.publish_job.
+are runs.jobs.live.publish_job.
 """

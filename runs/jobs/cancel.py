@@ -21,14 +21,12 @@ from typing import Any
 from django.db import transaction
 from django.http import HttpRequest
 
-from runs.baselines.services.baselines import baseline_transition
-from runs.bench.services.runs import run_transition
-from runs.builds.services.builds import build_transition
-from runs.common import live
 from runs.common.roles import cancel_refusal, owner_refusal
 from runs.common.services.audit import audit_record
+from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.kinds import BASELINE, BUILD, RUN, kind_of
+from runs.jobs.transitions import baseline_transition, build_transition, run_transition
 from runs.models import AuditAction, BaselineState, BuildState, Host, RunState
 
 # A job row: a Run, a PgBuild or a DeviceBaseline (each has state, is_finished, queued_by).
@@ -58,7 +56,7 @@ class Cancelling:
     """How cancelling one kind of job differs from the others."""
 
     # The kind's own move, called as transition(<kind's name>=job, state=…, from_state=…) -> moved?
-    # (bench.services.runs.run_transition(run=…), …): it records and publishes the move as the kind does.
+    # (jobs.transitions.run_transition(run=…), …): it records and publishes the move as the kind does.
     transition: Callable[..., bool]
     cancelled: str  # the kind's cancelled state
     audit_words: str  # the audit message, before "while <the state it was in>"

@@ -12,7 +12,7 @@ Dispatching is serialised by a PostgreSQL advisory lock, so any number of web pr
 workers may call it at once. It runs whenever a turn may have come: a job queued, a job ended, a
 queued job cancelled, a host enabled; and periodically (Celery beat) in case a process died
 between ending a job and dispatching, and to try again a host that did not answer
-(inventory.services.reach: its jobs wait, in their order, until it answers or their limit passes).
+(jobs.host_reach: its jobs wait, in their order, until it answers or their limit passes).
 
 This module is also the one place that sends a job's task to a worker (send_task), by the
 task's name: nothing below runs.tasks imports it.
@@ -87,7 +87,7 @@ def _claim_turns() -> Started:
     holders = [kind.holder_id for kind in KINDS.values()]
     hosts = list(Host.objects.values_list("pk", "enabled", "cleanup_pending_for_id", *holders))
     blocked = {pk for pk, enabled, *taken in hosts if any(taken) or not enabled}
-    # A host that did not answer is left alone until its retry time (inventory.services.reach); then
+    # A host that did not answer is left alone until its retry time (jobs.host_reach); then
     # the first job in line on it is sent, and its worker tries the host again.
     blocked |= set(Host.objects.filter(unreachable_retry_at__gt=timezone.now()).values_list("pk", flat=True))
     started = Started()

@@ -27,10 +27,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 from django.db import models
 from django.utils import timezone
 
-from runs.inventory.services.reach import NOT_STARTED, HostAway
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.jobs.heartbeat import has_live_worker, job_heartbeat
 from runs.jobs.hooks import job_ended
+from runs.jobs.host_reach import NOT_STARTED, HostAway
 from runs.jobs.kinds import JobKind
 from runs.lab.errors import CommandFailed, tail
 from runs.models import Host
@@ -67,8 +67,8 @@ class Execution(ABC, Generic[J]):
 
     @abstractmethod
     def transition(self, state: str, from_state: str | None = None, **fields: Any) -> bool:
-        """The kind's move to `state` unless it has ended (bench.services.runs.run_transition,
-        builds.services.builds.build_transition, ...); False if it did not move."""
+        """The kind's move to `state` unless it has ended (jobs.transitions.run_transition,
+        jobs.transitions.build_transition, ...); False if it did not move."""
 
     @abstractmethod
     def work(self) -> Ending:
@@ -115,7 +115,7 @@ def job_execute(execution: type[Execution[J]], job_id: int) -> str:
     hold its hosts: the dispatcher sends it again when its turn comes), "running" (another worker
     is doing it: look again later), "abandoned" (the worker that started it died: its sweeper
     ends it), or the state it ended in ("queued" again when a host did not answer at its start:
-    inventory.services.reach)."""
+    jobs.host_reach)."""
     doing = execution(execution.load(job_id))
     job: Any = doing.job
     if job.is_finished:
@@ -182,7 +182,7 @@ def _mark_started(doing: Execution[Any]) -> bool:
 
 
 def away_ending(away: HostAway, queued: S, failed: S, **fields: Any) -> tuple[S, dict[str, Any]]:
-    """A host did not answer at the job's start (inventory.services.reach): queued again as before its
+    """A host did not answer at the job's start (jobs.host_reach): queued again as before its
     worker took it (its hosts are released as ever; `fields` say why, where the kind records it),
     or failed once the host has been away longer than its jobs wait."""
     if away.overdue:

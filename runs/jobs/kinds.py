@@ -41,7 +41,7 @@ class QueuedJob:
 
 @dataclass(frozen=True)
 class JobKind:
-    name: str  # also the job's live stream's (runs.common.live.job_stream) and its log's word for it
+    name: str  # also the job's live stream's (runs.jobs.live.job_stream) and its log's word for it
     model: type[models.Model]
     holder: str  # the Host foreign key that says which job of this kind holds the host
     queued_state: str

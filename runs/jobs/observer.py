@@ -15,9 +15,9 @@ from typing import Any
 
 from django.db import models
 
-from runs.common import live
 from runs.common.db_retry import with_database_retry
 from runs.inventory.services.connect import host_connect
+from runs.jobs import live
 from runs.jobs.kinds import KINDS, JobKind, kind_of
 from runs.lab.transport.process import Detached, cancel
 from runs.models import Host
@@ -47,7 +47,7 @@ class JobObserver:
         self._cancel_sent = False
 
     def publish(self, event: str, data: dict[str, Any]) -> str:
-        """An event on the job's live stream (runs.common.live.publish_job)."""
+        """An event on the job's live stream (runs.jobs.live.publish_job)."""
         return live.publish_job(self.kind.name, self.job.pk, event, data)
 
     def keep(self, line: str) -> None:

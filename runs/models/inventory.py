@@ -13,7 +13,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator, RegexVa
 from django.db import models
 from django.utils import timezone
 
-from runs.inventory.ssh_keys import parse_host_keys
+from runs.common.ssh_keys import parse_host_keys
 from runs.lab.errors import InvalidOption
 from runs.lab.storage.device_paths import check_block_device_path, check_directory_device_path
 
@@ -46,7 +46,7 @@ class Host(models.Model):
         validators=[_absolute_path],
         help_text="Path of the private key on the worker machines. Leave empty to store a key instead.",
     )
-    # A Fernet token (see runs.inventory.ssh_keys); never the plaintext key, never rendered.
+    # A Fernet token (see runs.common.ssh_keys); never the plaintext key, never rendered.
     private_key_encrypted = models.TextField(blank=True, editable=False)
     private_key_fingerprint = models.CharField(max_length=100, blank=True, editable=False)
 
@@ -81,7 +81,7 @@ class Host(models.Model):
         "runs.Run", on_delete=models.SET_NULL, null=True, blank=True, editable=False, related_name="+",
         help_text="A run that ended while this host was unreachable; it is cleaned up when the host answers again.",
     )  # fmt: skip
-    # A host that did not answer when a job was to start on it (runs.inventory.services.reach): its
+    # A host that did not answer when a job was to start on it (runs.jobs.host_reach): its
     # jobs wait, tried again with backoff, and fail only after BENCHLAB_UNREACHABLE_FAIL_AFTER_S.
     unreachable_since = models.DateTimeField(
         null=True, blank=True, editable=False, help_text="Since when the host has not answered; empty when it does."

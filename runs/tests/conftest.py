@@ -33,8 +33,8 @@ from hypothesis import settings as hypothesis_settings
 
 from benchlab.redis_keys import redis_prefix
 from runs.builds.services import sources as build_sources
-from runs.common import live
 from runs.common.roles import ADMIN, OPERATOR, VIEWER
+from runs.jobs import live
 from runs.lab.host.run_user import RUN_USER, ensure_run_user
 from runs.lab.transport.local import LocalTransport
 from runs.lab.transport.ssh import SSHTransport

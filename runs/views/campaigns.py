@@ -36,12 +36,12 @@ from runs.campaigns.services.campaigns import (
     campaign_refusal,
     campaign_retry_failed,
 )
-from runs.common import live
 from runs.common.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
 from runs.compare.metrics import METRICS
 from runs.compare.results_table import results_table
 from runs.forms.campaigns import CampaignForm, MatrixForm
 from runs.forms.runs import RunForm
+from runs.jobs import live
 from runs.jobs.cancel import JobRefused
 from runs.models import Campaign, CampaignConfiguration
 from runs.views.refusals import refused

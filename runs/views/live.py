@@ -6,7 +6,7 @@ page opened mid-run asks from the start, so every point arrives, none twice. Eac
 `long_lived` (benchlab/asgi_handler.py): a viewer costs a socket to Redis, not a thread.
 
 Bounded: a person holds at most BENCHLAB_MAX_STREAMS_PER_USER streams at once, across every web
-process (runs/common/stream_slots.py; one more is answered 429, saying so), and a stream ends after
+process (runs/jobs/stream_slots.py; one more is answered 429, saying so), and a stream ends after
 BENCHLAB_STREAM_MAX_AGE_S with a "renew" event; the browser reconnects by itself and resumes
 after the last id it saw. Streams need the viewer role, so every one has a user to count it
 against (shared links have no live stream).
@@ -23,8 +23,8 @@ from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from benchlab.asgi_handler import long_lived
-from runs.common import live, stream_slots
 from runs.common.params import BadParameter, parse_event_id
+from runs.jobs import live, stream_slots
 from runs.jobs.kinds import BASELINE, BUILD, KINDS, RUN, JobKind
 
 POLL_BLOCK_MS = 1000
@@ -157,7 +157,7 @@ def _bad_request(exc: BadParameter) -> HttpResponse:
 
 
 async def _job_events(request: HttpRequest, kind: JobKind, job_id: int) -> HttpResponseBase:
-    """A job's events (jobs.kinds; runs.common.live says which), from the start or where the browser
+    """A job's events (jobs.kinds; runs.jobs.live says which), from the start or where the browser
     left off; its stream ends with the job."""
     if refused := await _forbidden_unless_viewer(request):
         return refused

@@ -9,7 +9,6 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_safe
 
-from runs.bench.selectors.list_filters import RunFilterForm, filtered_run_page
 from runs.bench.selectors.list_rows import run_rows
 from runs.bench.selectors.list_sort import sort_headers
 from runs.bench.selectors.run_page import (
@@ -21,10 +20,11 @@ from runs.bench.selectors.run_page import (
     run_with_details,
 )
 from runs.bench.services.runs import run_enqueue
-from runs.common import live
 from runs.common.params import BadParameter, parse_id
 from runs.common.roles import cancel_refusal
+from runs.forms.run_filters import RunFilterForm, filtered_run_page
 from runs.forms.runs import RunForm, run_form_initial
+from runs.jobs import live
 from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
 from runs.views.refusals import refused
 

@@ -215,7 +215,7 @@
 
   // The devices of the chosen host only, as the queue form narrows them (run_form.js): another
   // host's device with it would list only runs whose pgbench ran on the chosen host. Its options
-  // say their host (data-host, runs/bench/selectors/list_filters.py). A device chosen in the URL stays shown, so
+  // say their host (data-host, runs/forms/run_filters.py). A device chosen in the URL stays shown, so
   // the form says what was filtered by (the empty list then says why it is empty).
   function narrowDevices() {
     const form = document.getElementById("run-filters");

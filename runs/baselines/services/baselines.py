@@ -16,14 +16,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 
-from runs.common import live
 from runs.common.services.audit import audit_record
+from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.kinds import BASELINE
-from runs.jobs.transitions import job_transition
+from runs.jobs.transitions import publish_baseline_state
 from runs.lab.errors import InvalidOption
 from runs.lab.fio.plan import FioSettings
-from runs.models import ENDED_BASELINE_STATES, AuditAction, BaselineState, Device, DeviceBaseline
+from runs.models import AuditAction, BaselineState, Device, DeviceBaseline
 
 log = logging.getLogger(__name__)
 SETTING_FIELDS = tuple(field.name for field in dataclass_fields(FioSettings))  # size_bytes, runtime_s, …
@@ -118,18 +118,3 @@ def baseline_queue(
         transaction.on_commit(lambda: publish_baseline_state(baseline, BaselineState.QUEUED))
         transaction.on_commit(queue_dispatch)
     return baseline
-
-
-def publish_baseline_state(baseline: DeviceBaseline, state: BaselineState) -> None:
-    live.publish_state(baseline, state)
-
-
-def baseline_transition(
-    *, baseline: DeviceBaseline, state: BaselineState, from_state: BaselineState | None = None, **fields: Any
-) -> bool:
-    """Move the baseline to `state` unless it has ended (or, with from_state, unless it is not in
-    that state); False if it did not move. Retried through a restart of benchlab's database."""
-    if not job_transition(baseline, state, ENDED_BASELINE_STATES, from_state, fields):
-        return False
-    transaction.on_commit(lambda: publish_baseline_state(baseline, state))
-    return True

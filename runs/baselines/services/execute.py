@@ -11,14 +11,15 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Any
 
-from runs.baselines.services.baselines import baseline_device_refusal, baseline_settings_of, baseline_transition
+from runs.baselines.services.baselines import baseline_device_refusal, baseline_settings_of
 from runs.baselines.services.observer import BaselineObserver
 from runs.inventory.services.connect import host_connect, host_connect_for_run
-from runs.inventory.services.reach import HostAway
 from runs.jobs.cancel_watch import CancelWatch
 from runs.jobs.execute import Execution, away_ending, failure_output, job_execute
 from runs.jobs.heartbeat import beating
+from runs.jobs.host_reach import HostAway
 from runs.jobs.kinds import BASELINE, KINDS
+from runs.jobs.transitions import baseline_transition
 from runs.lab.fio.run import FioCancelled, FioResult, run_fio
 from runs.lab.storage.checks import DeviceIdentity
 from runs.models import BaselineState, Device, DeviceBaseline
@@ -98,7 +99,7 @@ def _measure(baseline: DeviceBaseline, observer: BaselineObserver) -> Ending:
     try:
         settings = baseline_settings_of(baseline)
         transport = host_connect_for_run(baseline.host)
-    except HostAway as away:  # nothing started: it waits for the host (inventory.services.reach)
+    except HostAway as away:  # nothing started: it waits for the host (jobs.host_reach)
         return away_ending(away, BaselineState.QUEUED, BaselineState.FAILED)
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key
         return failure(baseline, observer, exc)

@@ -8,12 +8,12 @@ delivery of the baseline's task (sweep_baseline).
 import logging
 from datetime import datetime
 
-from runs.baselines.services.baselines import baseline_transition
 from runs.baselines.services.execute import device_identity
 from runs.inventory.services.connect import host_connect
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.jobs.kinds import BASELINE, KINDS
 from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
+from runs.jobs.transitions import baseline_transition
 from runs.lab.errors import LabError
 from runs.lab.fio.run import clean_fio_leftovers
 from runs.models import BaselineState, DeviceBaseline

@@ -28,14 +28,14 @@ from runs.bench.services.results import (
     store_stage_times,
 )
 from runs.bench.services.reuse import discard_setups, record_kept, reuse_plan
-from runs.bench.services.runs import run_transition
 from runs.common.db_retry import with_database_retry
 from runs.inventory.services.connect import host_connect, host_connect_for_run
 from runs.inventory.services.own_server import own_server_assert_closed
-from runs.inventory.services.reach import HostAway
 from runs.jobs.cancel_watch import CancelWatch
 from runs.jobs.execute import Execution, away_ending, command_failed, job_execute
+from runs.jobs.host_reach import HostAway
 from runs.jobs.kinds import KINDS, RUN
+from runs.jobs.transitions import run_transition
 from runs.lab.benchmark.run import (
     BenchmarkResult,
     BenchmarkSpec,
@@ -116,7 +116,7 @@ def _execute_watched(run: Run, observer: RunObserver) -> Ending:
     try:
         spec = benchmark_spec(run)
         transport, clients = connect_hosts(run)
-    except HostAway as away:  # nothing started on any host: it waits for the host (inventory.services.reach)
+    except HostAway as away:  # nothing started on any host: it waits for the host (jobs.host_reach)
         return away_ending(away, RunState.QUEUED, RunState.FAILED, note=away.wait)
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc)

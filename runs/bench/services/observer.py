@@ -5,10 +5,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from runs.bench.services.runs import run_transition
 from runs.bench.services.samples import client_sample_upsert, sample_upsert
 from runs.common.services.audit import audit_record
 from runs.jobs.observer import JobObserver
+from runs.jobs.transitions import run_transition
 from runs.lab.benchmark.run import BenchmarkResult, Step
 from runs.lab.parse.pgbench import ProgressSample, parse_progress_line
 from runs.models import AuditAction, Host, Run, RunClient, RunSample, RunState

@@ -39,8 +39,8 @@ from runs.bench.services.pending_cleanup import clean_up_run_hosts
 from runs.bench.services.results import store_log
 from runs.bench.services.reuse import record_kept
 from runs.bench.services.sweeper import REATTACH_PENDING, REATTACHABLE
-from runs.common import live
 from runs.inventory.services.connect import host_connect
+from runs.jobs import live
 from runs.jobs.cancel_watch import CancelWatch
 from runs.jobs.execute import drive_to_end
 from runs.lab.benchmark.resume import resume_benchmark

@@ -12,8 +12,8 @@ from django.utils import timezone
 from runs.bench.services.drift_facts import with_drift_facts
 from runs.bench.services.observer import RunObserver
 from runs.bench.services.os_series import os_series_store
-from runs.common import live
 from runs.common.db_retry import with_database_retry
+from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
 from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 

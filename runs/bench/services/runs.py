@@ -3,17 +3,15 @@ change is a conditional UPDATE (a finished run never changes again), recorded wi
 published live."""
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest
-from django.utils import timezone
 
-from runs.common import live
-from runs.common.db_retry import with_database_retry
 from runs.common.services.audit import audit_record
+from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
-from runs.models import FINAL_STATES, MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
+from runs.jobs.transitions import _publish_state
+from runs.models import MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
 from runs.models.run_clients import client_database
 
 
@@ -86,46 +84,3 @@ def _describe(run: Run, client_names: Sequence[str]) -> str:
         databases = "one database" if run.shared_database or len(client_names) == 1 else "own databases"
         text += f", pgbench on {', '.join(client_names)} ({databases})"
     return text
-
-
-def _publish_state(run: Run, state: str, **extra: Any) -> None:
-    live.publish_state(run, RunState(state), **extra)
-
-
-def run_transition(
-    *, run: Run, state: RunState, from_state: RunState | None = None, note: str = "", **fields: Any
-) -> bool:
-    """Move the run to `state` unless it has finished already (or, with from_state, unless it
-    is not in that state); False if it did not move. `note` says why in the run's history."""
-    now = timezone.now()
-    updates: dict[str, Any] = {"state": state, **fields}
-    if state in FINAL_STATES:
-        updates["finished_at"] = now
-    rows = Run.objects.filter(pk=run.pk).exclude(state__in=FINAL_STATES)
-    if from_state is not None:
-        rows = rows.filter(state=from_state)
-    attempts = 0
-
-    def move() -> bool:
-        nonlocal attempts
-        attempts += 1
-        with transaction.atomic():  # the state and its history row together
-            # A retried attempt: the one before may have committed, its answer lost with the
-            # connection. Its history row (this very time) says so; moving again would record
-            # the step twice, or find the run finished and say it did not move.
-            if attempts > 1 and RunTransition.objects.filter(run=run, state=state, at=now).exists():
-                return True
-            if not rows.update(**updates):
-                return False
-            RunTransition.objects.create(run=run, state=state, at=now, note=note)
-        return True
-
-    # Retried as a whole from here (not inside its transaction, which a broken connection
-    # loses); inside a caller's transaction it is that caller's to retry.
-    if not with_database_retry(move, f"run {run.pk}: moving to {state}"):
-        return False
-    for name, value in updates.items():
-        setattr(run, name, value)
-    # Once committed (at once outside a transaction): a page must not show what may roll back.
-    transaction.on_commit(lambda: _publish_state(run, state, **({"note": note} if note else {})))
-    return True

@@ -15,11 +15,11 @@ from datetime import datetime
 
 from runs.bench.services.pending_cleanup import clean_up_run_hosts
 from runs.bench.services.results import stored_failure
-from runs.bench.services.runs import run_transition
 from runs.jobs.dispatch import release_hosts, send_on_commit
 from runs.jobs.execute import job_after_end
 from runs.jobs.kinds import KINDS, RUN
 from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
+from runs.jobs.transitions import run_transition
 from runs.models import ACTIVE_STATES, Run, RunState
 
 log = logging.getLogger(__name__)

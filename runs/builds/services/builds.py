@@ -22,13 +22,12 @@ from django.db import IntegrityError, transaction
 from django.http import HttpRequest
 
 from runs.builds.services import sources as build_sources
-from runs.common import live
 from runs.common.roles import owner_refusal
 from runs.common.services.audit import audit_record
+from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
-from runs.jobs.hooks import job_ended
 from runs.jobs.kinds import BUILD
-from runs.jobs.transitions import job_transition
+from runs.jobs.transitions import publish_build_state
 from runs.lab.pgbuild.options import (
     BuildOptions,
     BuildSource,
@@ -38,7 +37,7 @@ from runs.lab.pgbuild.options import (
     build_prefix,
 )
 from runs.lab.pgbuild.sources import HostSource
-from runs.models import ENDED_BUILD_STATES, LIVE_BUILD_STATES, AuditAction, BuildState, Host, PgBuild
+from runs.models import LIVE_BUILD_STATES, AuditAction, BuildState, Host, PgBuild
 
 log = logging.getLogger(__name__)
 
@@ -153,23 +152,6 @@ def _source_checked(host: Host, options: BuildOptions, sources: Sequence[HostSou
     found = build_sources.source_found(options, listed)
     assert found is not None  # source_refusal says so otherwise
     return dataclasses.replace(options, source=found.build_source(settings.PG_TARBALL_DIR))
-
-
-def publish_build_state(build: PgBuild, state: BuildState) -> None:
-    live.publish_state(build, state)
-
-
-def build_transition(*, build: PgBuild, state: BuildState, from_state: BuildState | None = None, **fields: Any) -> bool:
-    """Move the build to `state` unless it has ended (or, with from_state, unless it is not in
-    that state); False if it did not move. Retried through a restart of benchlab's database."""
-    # Removed later, a build keeps the time it finished.
-    finishing = (BuildState.DONE, BuildState.FAILED, BuildState.CANCELLED)
-    if not job_transition(build, state, ENDED_BUILD_STATES, from_state, fields, finishing):
-        return False
-    transaction.on_commit(lambda: publish_build_state(build, state))
-    if state in ENDED_BUILD_STATES:
-        transaction.on_commit(lambda: job_ended(build))
-    return True
 
 
 class BuildRefused(Exception):

@@ -15,17 +15,18 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from runs.builds.services.builds import build_options_of, build_transition
+from runs.builds.services.builds import build_options_of
 from runs.builds.services.observer import BuildCancelled, BuildJobObserver
 from runs.common.db_retry import with_database_retry
 from runs.common.services.audit import audit_record
 from runs.inventory.services.connect import host_connect, host_connect_for_run
 from runs.inventory.services.own_server import own_server_assert_closed
-from runs.inventory.services.reach import HostAway
 from runs.jobs.cancel_watch import CancelWatch
 from runs.jobs.dispatch import release_hosts
 from runs.jobs.execute import Execution, away_ending, failure_output, job_execute
+from runs.jobs.host_reach import HostAway
 from runs.jobs.kinds import BUILD, KINDS
+from runs.jobs.transitions import build_transition
 from runs.lab.errors import tail
 from runs.lab.pgbuild.build import BuildFailed, BuiltInstall, build_postgres
 from runs.lab.pgbuild.options import build_label
@@ -97,7 +98,7 @@ def _build(build: PgBuild, observer: BuildJobObserver) -> tuple[Ending, BuiltIns
     try:
         options = build_options_of(build)
         transport = host_connect_for_run(build.host)
-    except HostAway as away:  # nothing started: it waits for the host (inventory.services.reach)
+    except HostAway as away:  # nothing started: it waits for the host (jobs.host_reach)
         return away_ending(away, BuildState.QUEUED, BuildState.FAILED), None
     except Exception as exc:  # noqa: BLE001 - e.g. a refused host key, an undecryptable key
         return failure(observer, exc), None

@@ -17,10 +17,11 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils import timezone
 
-from runs.builds.services.builds import BuildRefused, build_refusal, build_transition
+from runs.builds.services.builds import BuildRefused, build_refusal
 from runs.common.services.audit import audit_record
 from runs.inventory.services.connect import host_connect
 from runs.jobs.dispatch import queue_dispatch, release_hosts
+from runs.jobs.transitions import build_transition
 from runs.lab.errors import LabError
 from runs.lab.pgbuild.build import remove_build
 from runs.models import FINAL_STATES, AuditAction, BuildState, Host, PgBuild, PgInstall, Run

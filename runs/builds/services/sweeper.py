@@ -11,11 +11,11 @@ fails the build saying so, and gives the host to the next job.
 import logging
 from datetime import datetime
 
-from runs.builds.services.builds import build_transition
 from runs.inventory.services.connect import host_connect
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.jobs.kinds import BUILD, KINDS
 from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
+from runs.jobs.transitions import build_transition
 from runs.lab.errors import LabError
 from runs.lab.pgbuild.build import clean_build_leftovers
 from runs.models import BuildState, BuildStepName, PgBuild

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runs.bench.selectors.estimates import WallEstimate, plan_estimate, time_left
 from runs.bench.specs import RunSpec
+from runs.campaigns.selectors.estimates import WallEstimate, plan_estimate, time_left
 from runs.compare.metrics import METRICS, Metric
 from runs.compare.stats import Comparison, Summary, compare, summarise
 from runs.models import FINAL_STATES, Campaign, CampaignConfiguration, Run, RunState

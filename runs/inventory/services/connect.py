@@ -4,8 +4,8 @@ import dataclasses
 
 from django.conf import settings
 
-from runs.inventory.services.reach import host_mark_reachable, host_mark_unreachable
-from runs.inventory.ssh_keys import decrypt_private_key, parse_host_keys
+from runs.common.ssh_keys import decrypt_private_key, parse_host_keys
+from runs.jobs.host_reach import host_mark_reachable, host_mark_unreachable
 from runs.lab.errors import HostNotAnswering
 from runs.lab.transport.interface import Transport
 from runs.lab.transport.local import LocalTransport
@@ -39,7 +39,7 @@ def host_connect(host: Host, *, connect_timeout_s: float | None = None) -> Trans
 def host_connect_for_run(host: Host) -> ReconnectingTransport:
     """A connection for a job's whole length (a run's, a build's, a fio baseline's): the first
     attempt fails at once (nothing has started): a host that does not answer raises HostAway,
-    and its job waits (inventory.services.reach). A connection lost later is opened again for up to
+    and its job waits (jobs.host_reach). A connection lost later is opened again for up to
     BENCHLAB_HOST_UNREACHABLE_S."""
     try:
         transport = ReconnectingTransport(lambda: host_connect(host), settings.BENCHLAB_HOST_UNREACHABLE_S)

@@ -11,10 +11,10 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.baselines.services.baselines import baseline_queue
-from runs.common import live
-from runs.common.live import events_after
+from runs.jobs import live
 from runs.jobs.cancel import job_cancel
 from runs.jobs.kinds import BASELINE
+from runs.jobs.live import events_after
 from runs.lab.fio.plan import FioSettings, MiB
 from runs.lab.transport.ssh import SSHTransport
 from runs.models import BaselineState, DeviceBaseline, Host

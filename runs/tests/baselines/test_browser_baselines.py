@@ -11,7 +11,7 @@ from typing import Any
 from django.utils import timezone
 
 from runs.baselines.services.execute import result_fields
-from runs.common import live
+from runs.jobs import live
 from runs.jobs.kinds import BASELINE
 from runs.lab.fio.plan import MiB
 from runs.models import BaselineState, Device, DeviceBaseline

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runs.common import live
+from runs.jobs import live
 from runs.models import Run, RunClient, RunClientSample, RunSample, RunState
 from runs.tests.bench.test_browser_run_page import hover_chart, in_another_thread, text
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until

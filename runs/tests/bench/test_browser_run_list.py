@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import Page
 
-from runs.common import live
+from runs.jobs import live
 from runs.models import Device, Host, Run, RunSample, RunState, RunTransition
 from runs.tests.bench.test_run_list import make_runs_on
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until

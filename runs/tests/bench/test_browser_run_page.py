@@ -17,7 +17,7 @@ from django.test import Client
 from django.urls import reverse
 from playwright.sync_api import Page
 
-from runs.common import live
+from runs.jobs import live
 from runs.models import Host, Run, RunArtifact, RunOsSeries, RunSample, RunState, RunTransition
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
 from runs.tests.compare.test_browser_shares import watch_errors

@@ -1,4 +1,4 @@
-"""The one wall-time estimator (runs.bench.selectors.estimates): measured parts of earlier runs of the same
+"""The one wall-time estimator (runs.campaigns.selectors.estimates): measured parts of earlier runs of the same
 host and device, the model without them, reuse of a kept setup, and the preview, the campaign
 page's first estimate and its time left agreeing (the lab test checks them against the clock:
 test_estimates_lab.py)."""
@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from runs.bench.selectors.estimates import FAST, MODELS, history, run_estimate
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import Variable
+from runs.campaigns.selectors.estimates import FAST, MODELS, history, run_estimate
 from runs.campaigns.selectors.results import campaign_progress, campaign_runs, plan_wall_estimate
 from runs.campaigns.services.campaigns import campaign_create
 from runs.models import Device, Host, Run, RunState

@@ -15,7 +15,7 @@ from knox.models import AuthToken
 from rest_framework.test import APIClient
 
 from runs.bench.services.runs import run_enqueue
-from runs.common import live
+from runs.jobs import live
 from runs.jobs.cancel import job_cancel
 from runs.lab.benchmark.run import RUNS_ROOT, WORK_SUBDIR
 from runs.lab.host.run_user import RUN_USER

@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from pytest_django import DjangoAssertNumQueries
 
-from runs.bench.selectors.list_filters import list_runs
+from runs.forms.run_filters import list_runs
 from runs.models import Campaign, Device, Host, PgInstall, Run, RunClient, RunSample, RunState
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run

@@ -12,8 +12,8 @@ from django.urls import reverse
 
 from runs.bench.services.observer import RunObserver
 from runs.bench.services.runs import runs_enqueue
-from runs.common import live
 from runs.forms.runs import RUN_FIELDS
+from runs.jobs import live
 from runs.models import Host, Run, RunClient, RunSample, RunState, RunTransition
 from runs.templatetags.run_page import link_runs
 from runs.tests.conftest import ClientFactory

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import Page
 
 from runs.builds.services.builds import build_fields
-from runs.common import live
+from runs.jobs import live
 from runs.jobs.kinds import BUILD
 from runs.lab.pgbuild.options import BuildOptions, BuildSource, SourceKind, build_key, build_prefix
 from runs.models import BuildState, Host, PgBuild, PgInstall

@@ -29,7 +29,7 @@ from runs.builds.services import sweeper as build_sweeper
 from runs.builds.services.builds import BuildRefused, build_fields, build_queue
 from runs.builds.services.execute import build_execute as execute
 from runs.builds.services.remove import BuildRemoveFailed
-from runs.common import live
+from runs.jobs import live
 from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
 from runs.jobs.heartbeat import stale_after_s

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from playwright.sync_api import Page, Request
 
-from runs.common import live
+from runs.jobs import live
 from runs.models import Run, RunSample, RunState
 from runs.tests.bench.test_browser_run_page import BROWSER, text
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, serving, wait_until

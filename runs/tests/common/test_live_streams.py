@@ -11,14 +11,14 @@ from collections.abc import Callable
 import pytest
 from django.test import Client
 
-from runs.common import live
+from runs.jobs import live
 from runs.lab.transport.waiting import wait_until
 from runs.models import RunState
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.web_server import WebServer, connections_to, redis_port, uvicorn
 
 VIEWERS = 20
-SHARED_REDIS = 1  # the process's pooled connection (runs.common.live.client), whatever the viewers
+SHARED_REDIS = 1  # the process's pooled connection (runs.jobs.live.client), whatever the viewers
 SLACK = 3  # threads or database connections the process may add while serving: shared ones, not one a viewer
 
 
@@ -52,7 +52,7 @@ def test_twenty_viewers_cost_no_thread_nor_database_connection_and_leave_no_redi
 
     with uvicorn() as server:
         # One viewer first: what every stream shares (the sync thread, its database connection, the
-        # pooled Redis connection that counts streams, runs.common.stream_slots) exists from then on, and
+        # pooled Redis connection that counts streams, runs.jobs.stream_slots) exists from then on, and
         # is counted as idle.
         first = open_stream(server, path, sessions[0])
         eventually(lambda: server.redis_connections() == SHARED_REDIS + 1, "the first viewer waiting on Redis")
@@ -82,7 +82,7 @@ async def follow(stream: str) -> None:
 
 def test_a_stream_whose_viewer_leaves_at_any_moment_stops_and_closes_its_redis_connection() -> None:
     """A viewer who leaves cancels the stream's task, sometimes while its first command is being
-    written: on Python 3.11 that cancel was lost (runs.common.live._stop_if_cancelled), and the stream
+    written: on Python 3.11 that cancel was lost (runs.jobs.live._stop_if_cancelled), and the stream
     polled Redis for as long as the server ran."""
 
     async def leave_after(delay_s: float) -> bool:

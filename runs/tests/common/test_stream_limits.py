@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pytest
 from django.test import Client
 
-from runs.common import live, stream_slots
+from runs.jobs import live, stream_slots
 from runs.lab.fio.plan import MiB
 from runs.models import BaselineState, BuildState, DeviceBaseline, Run, RunState
 from runs.tests.baselines.test_browser_baselines import JOBS

@@ -7,7 +7,7 @@ from django.test import Client, override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from runs.inventory.ssh_keys import decrypt_private_key
+from runs.common.ssh_keys import decrypt_private_key
 from runs.models import Device, Host
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from runs.bench.services.runs import run_transition
+from runs.jobs.transitions import run_transition
 from runs.models import Host, RunState
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
 from runs.tests.compare.test_browser_shares import watch_errors

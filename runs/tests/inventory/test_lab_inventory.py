@@ -10,8 +10,8 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from runs.common.ssh_keys import encrypt_private_key, parse_host_keys
 from runs.inventory.services.connect import host_connect
-from runs.inventory.ssh_keys import encrypt_private_key, parse_host_keys
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import Device, Host, PgInstall
 from runs.tests.conftest import ClientFactory

@@ -4,7 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.test import override_settings
 
-from runs.inventory.ssh_keys import decrypt_private_key, encrypt_private_key, load_private_key, parse_host_keys
+from runs.common.ssh_keys import decrypt_private_key, encrypt_private_key, load_private_key, parse_host_keys
 from runs.tests.keys import generate_key
 
 

@@ -9,10 +9,10 @@ from typing import TypeVar
 import pytest
 from django.db import OperationalError, connection, connections
 
-from runs.bench.services.runs import run_transition
 from runs.bench.services.samples import sample_upsert
 from runs.common.db_retry import with_database_retry
 from runs.jobs.dispatch import release_hosts
+from runs.jobs.transitions import run_transition
 from runs.models import Host, Run, RunSample, RunState
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 
@@ -103,7 +103,7 @@ def test_a_transition_whose_commit_was_not_acknowledged_is_not_recorded_twice(
         action()  # committed; its answer never arrived
         return action()
 
-    monkeypatch.setattr("runs.bench.services.runs.with_database_retry", answer_lost_once)
+    monkeypatch.setattr("runs.jobs.transitions.with_database_retry", answer_lost_once)
     moved = run_transition(run=run, state=state)
 
     assert moved and run.state == state and Run.objects.get(pk=run.pk).state == state

@@ -1,4 +1,4 @@
-"""A host that does not answer at a job's start (inventory.services.reach), against a real refused
+"""A host that does not answer at a job's start (jobs.host_reach), against a real refused
 connection (a closed port on loopback): the run, build or fio baseline goes back to queued, its
 host is marked unreachable and left alone until its retry time, and the job fails only once the
 host has been away for BENCHLAB_UNREACHABLE_FAIL_AFTER_S. The virtual lab's version, a link cut
@@ -18,8 +18,8 @@ from django.utils import timezone
 from runs.baselines.services.execute import baseline_execute
 from runs.bench.services.execute import run_execute
 from runs.builds.services.execute import build_execute
-from runs.inventory.services.reach import FIRST_RETRY_S, LONGEST_RETRY_S, host_mark_unreachable
 from runs.jobs.dispatch import queue_dispatch_jobs
+from runs.jobs.host_reach import FIRST_RETRY_S, LONGEST_RETRY_S, host_mark_unreachable
 from runs.jobs.selectors import HostWait, baseline_wait, build_wait, run_wait
 from runs.models import BaselineState, BuildState, Device, DeviceBaseline, Host, RunState
 from runs.tests.builds.test_builds import make_build

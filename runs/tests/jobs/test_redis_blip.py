@@ -13,7 +13,7 @@ from django.conf import LazySettings, settings
 from django.utils import timezone
 
 from runs.bench.services.observer import RunObserver
-from runs.common import live
+from runs.jobs import live
 from runs.lab.parse.pgbench import ProgressSample
 from runs.models import RunSample, RunState
 from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, serving, wait_until

@@ -79,6 +79,50 @@ def test_the_services_import_nothing_of_the_web() -> None:
     assert crossing("writer", "web") == {}
 
 
+# What each package may import of benchlab (ARCHITECTURE.md, "Packages"): the domains sit on the
+# job mechanism, which sits on the inventory's connections, common and the lab; nothing below the
+# web imports it, but for a campaign's plan, which is validated by the forms the page posts.
+KINDS_MAY = {"common", "inventory", "jobs", "lab", "models"}
+MAY_IMPORT: dict[str, set[str]] = {
+    "lab": set(),
+    "common": {"lab", "models"},
+    "models": {"common", "lab"},
+    "jobs": {"common", "inventory", "lab", "models"},
+    "inventory": {"common", "compare", "jobs", "lab", "models"},
+    "bench": KINDS_MAY,
+    "builds": KINDS_MAY,
+    "baselines": KINDS_MAY,
+    "compare": {"bench", "common", "lab", "models"},
+    "campaigns": {"baselines", "bench", "builds", "common", "compare", "forms", "jobs", "lab", "models"},
+}
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "runs" else None
+
+
+def package_imports() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in product_modules():
+        package = package_of(module_name(path))
+        if package in MAY_IMPORT:
+            imported = {package_of(name) for name in imported_by(path)} - {None, package}
+            found.setdefault(package, set()).update(name for name in imported if name)
+    return found
+
+
+def test_each_package_imports_only_what_it_may() -> None:
+    found = package_imports()
+
+    assert set(found) >= set(MAY_IMPORT) - {"lab"}  # every package was read
+    assert {
+        package: sorted(found[package] - allowed)
+        for package, allowed in MAY_IMPORT.items()
+        if found.get(package, set()) - allowed
+    } == {}
+
+
 def test_a_writer_importing_a_view_is_found(tmp_path: Path) -> None:
     assert is_web("runs.views.runs") and "runs.views.runs" in imported_by(
         _written(tmp_path, "from runs.views import runs\n")

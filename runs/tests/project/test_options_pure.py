@@ -85,7 +85,7 @@ def test_the_option_checks_import_only_the_standard_library_and_pure_lab_modules
 
 
 def test_the_run_specification_reaches_no_lab_module_that_acts_on_a_host() -> None:
-    # paramiko is not on the list: runs.models.inventory imports runs.inventory.ssh_keys, which uses it to
+    # paramiko is not on the list: runs.models.inventory imports runs.common.ssh_keys, which uses it to
     # read pinned host keys, so every importer of the models has it (it connects nowhere by itself).
     imported = modules_after("import runs.bench.spec_checks", setup=MINIMAL_DJANGO)
 

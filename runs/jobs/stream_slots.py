@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import redis
 
-from runs.common import live
+from runs.jobs import live
 
 log = logging.getLogger(__name__)
 
