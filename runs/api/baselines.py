@@ -69,7 +69,6 @@ class BaselineViewSet(JobViewSet):
     cancelled_serializer = BaselineSerializer
     detail_serializer = BaselineDetailSerializer
     create_serializer = BaselineCreateSerializer
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
 
     def get_queryset(self) -> QuerySet[DeviceBaseline]:
         baselines = DeviceBaseline.objects.select_related("host", "device", "queued_by").order_by("-created_at", "-id")

@@ -114,7 +114,7 @@ class BuildViewSet(JobViewSet):
     cancelled_serializer = BuildSerializer
     detail_serializer = BuildDetailSerializer
     create_serializer = BuildCreateSerializer
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "remove": "runs.cancel_run"}
+    required_permission = JobViewSet.required_permission | {"remove": "runs.cancel_run"}
 
     def get_queryset(self) -> QuerySet[PgBuild]:
         builds = PgBuild.objects.select_related("host", "queued_by").order_by("-created_at", "-id")

@@ -26,6 +26,7 @@ class QueueThrottled:
 class JobViewSet(QueueThrottled, CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
     permission_classes = [RolePermission]
+    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
     detail_serializer: Any  # retrieve's; the list's (and cancel's) is cancelled_serializer
     create_serializer: Any = None  # None: the list's
 

@@ -76,7 +76,6 @@ class RunViewSet(JobViewSet):
     serializer_class = RunSerializer
     cancelled_serializer = RunSerializer
     detail_serializer = RunDetailSerializer
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
