@@ -1,40 +1,22 @@
 """fio baselines in the admin: read-only (queued from a device's page, the form or the API, and
 changed only by their worker), each linking to its page."""
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from runs.admin.answers import AnswersBadLookups
+from runs.admin.read_only import InventoryReadOnly
 from runs.models import DeviceBaseline
 
 
 @admin.register(DeviceBaseline)
-class DeviceBaselineAdmin(AnswersBadLookups):
+class DeviceBaselineAdmin(InventoryReadOnly):
     list_display = ["__str__", "device", "host", "state", "target_mode", "queued_by", "created_at", "page"]
     list_filter = ["state", "target_mode", "host"]
     search_fields = ["device__name", "host__name", "target_description"]
     list_select_related = ["device__host", "host", "queued_by"]
     exclude = ["fio_json"]  # whole on the baseline's page, as a download
     readonly_fields = ["page"]
-
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.has_perm("runs.view_host"))
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("runs.view_host"))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="its page")
     def page(self, baseline: DeviceBaseline) -> str:

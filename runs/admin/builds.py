@@ -1,22 +1,20 @@
 """PostgreSQL builds in the admin: read-only (a build is queued from its page or the API and
 changed only by its worker), with an action that removes builds from their hosts."""
 
-from typing import Any
-
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from runs.admin.answers import AnswersBadLookups
+from runs.admin.read_only import InventoryReadOnly
 from runs.builds.services.builds import BuildRefused
 from runs.builds.services.remove import BuildRemoveFailed, build_remove
 from runs.models import PgBuild
 
 
 @admin.register(PgBuild)
-class PgBuildAdmin(AnswersBadLookups):
+class PgBuildAdmin(InventoryReadOnly):
     list_display = ["__str__", "host", "version", "block_size_kb", "wal_block_size_kb", "segment_size_gb",
                     "state", "step", "reused", "install", "queued_by", "created_at", "page"]  # fmt: skip
     list_filter = ["state", "host", "version", "block_size_kb", "source_kind"]
@@ -24,22 +22,6 @@ class PgBuildAdmin(AnswersBadLookups):
     list_select_related = ["host", "queued_by", "pg_install"]
     actions = ["remove_builds"]
     readonly_fields = ["page", "install"]
-
-    # Viewing is the inventory's reading right; nobody adds, changes or deletes a build here.
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.has_perm("runs.view_host"))
-
-    def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.has_perm("runs.view_host"))
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_remove_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("runs.cancel_run"))

@@ -10,21 +10,18 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import QueryDict
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.cancel import CancelAction
+from runs.api.jobs import JobViewSet
 from runs.api.parameters import query_parameter
-from runs.api.permissions import RolePermission
 from runs.baselines.services.baselines import baseline_queue
-from runs.common.params import IdConverter, parse_choice, parse_id
+from runs.common.params import parse_choice, parse_id
 from runs.forms.baselines import BaselineForm
 from runs.lab.fio.plan import IOENGINES, JOB_NAMES, FioSettings, MiB
 from runs.models import BaselineState, DeviceBaseline
-
-ID_IN_URL = IdConverter.regex
 
 
 class BaselineSerializer(serializers.ModelSerializer):
@@ -68,15 +65,10 @@ class BaselineCreateSerializer(serializers.Serializer):
         return {"form": form}
 
 
-class BaselineViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = ID_IN_URL
+class BaselineViewSet(JobViewSet):
     cancelled_serializer = BaselineSerializer
-    permission_classes = [RolePermission]
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
-
-    @property
-    def throttle_scope(self) -> str | None:
-        return "queue" if getattr(self, "action", None) == "create" else None
+    detail_serializer = BaselineDetailSerializer
+    create_serializer = BaselineCreateSerializer
 
     def get_queryset(self) -> QuerySet[DeviceBaseline]:
         baselines = DeviceBaseline.objects.select_related("host", "device", "queued_by").order_by("-created_at", "-id")
@@ -85,11 +77,6 @@ class BaselineViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyMo
         if (state := query_parameter(self.request, "state", _state_choice)) is not None:
             baselines = baselines.filter(state=state)
         return baselines.defer("fio_json", "log", "failed_output") if self.action == "list" else baselines
-
-    def get_serializer_class(self) -> Any:
-        if self.action == "create":
-            return BaselineCreateSerializer
-        return BaselineDetailSerializer if self.action == "retrieve" else BaselineSerializer
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         asked = BaselineCreateSerializer(data=request.data)

@@ -12,24 +12,21 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import QueryDict
-from rest_framework import mixins, serializers, status, viewsets
+from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.cancel import CancelAction
+from runs.api.jobs import JobViewSet
 from runs.api.parameters import query_parameter
-from runs.api.permissions import RolePermission
-from runs.builds.services.builds import BuildRefused, build_queue, build_refusal
+from runs.builds.services.builds import BuildRefused, build_refusal
 from runs.builds.services.remove import BuildRemoveFailed, build_remove
-from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
-from runs.common.params import IdConverter, parse_choice, parse_id
-from runs.forms.builds import BuildForm, legacy_source_key
+from runs.common.params import parse_choice, parse_id
+from runs.forms.builds import BuildForm, legacy_source_key, sources_of
 from runs.lab.pgbuild.options import SourceKind
 from runs.models import BuildState, Host, PgBuild
 
-ID_IN_URL = IdConverter.regex
 ASKED = ["host", "version", "source_kind", "package", "package_version", "tarball_path", "sha256",
          "block_size_kb", "wal_block_size_kb", "segment_size_gb", "configure_flags"]  # fmt: skip
 
@@ -93,13 +90,7 @@ class BuildCreateSerializer(serializers.Serializer):
             attrs["source"] = legacy_source_key(kind, attrs["package"], attrs["package_version"], attrs["tarball_path"])
         data = {name: attrs[name] for name in FORM_FIELDS}
         host = Host.objects.filter(enabled=True, pk=attrs["host"]).first()
-        sources: dict[str, Any] = {}
-        if host is not None:
-            try:
-                sources["sources"] = host_sources_for_page(host)
-            except SourcesUnknown as exc:
-                sources["sources_problem"] = str(exc)
-        form = BuildForm(_form_data(data, attrs["configure_flags"]), **sources)
+        form = BuildForm(_form_data(data, attrs["configure_flags"]), **sources_of(host))
         if not form.is_valid():
             raise ValidationError({field: [str(e) for e in errors] for field, errors in form.errors.items()})
         return {"form": form}
@@ -119,15 +110,11 @@ def _form_data(data: dict[str, Any], flags: list[str]) -> QueryDict:
 BUILD_CHOICE_FILTERS = {"state": BuildState.values}
 
 
-class BuildViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = ID_IN_URL
+class BuildViewSet(JobViewSet):
     cancelled_serializer = BuildSerializer
-    permission_classes = [RolePermission]
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "remove": "runs.cancel_run"}
-
-    @property
-    def throttle_scope(self) -> str | None:
-        return "queue" if getattr(self, "action", None) == "create" else None
+    detail_serializer = BuildDetailSerializer
+    create_serializer = BuildCreateSerializer
+    required_permission = JobViewSet.required_permission | {"remove": "runs.cancel_run"}
 
     def get_queryset(self) -> QuerySet[PgBuild]:
         builds = PgBuild.objects.select_related("host", "queued_by").order_by("-created_at", "-id")
@@ -139,23 +126,12 @@ class BuildViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModel
             builds = builds.defer("log", "failed_output", "steps")
         return builds
 
-    def get_serializer_class(self) -> Any:
-        if self.action == "create":
-            return BuildCreateSerializer
-        return BuildDetailSerializer if self.action == "retrieve" else BuildSerializer
-
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         asked = BuildCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         form: BuildForm = asked.validated_data["form"]
         try:
-            build, queued = build_queue(
-                host=form.cleaned_data["host"],
-                options=form.options(),
-                by=request.user,
-                request=request,
-                sources=form.sources,
-            )
+            build, queued = form.queue(request.user, request)
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from None
         answer = status.HTTP_201_CREATED if queued else status.HTTP_200_OK

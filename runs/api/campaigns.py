@@ -10,19 +10,18 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runs.api.comparisons import api_query_params, comparison_of
+from runs.api.jobs import QueueThrottled
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import Cell, MatrixError, variables_from_json
-from runs.campaigns.selectors.confounds import campaign_confounds
+from runs.campaigns.selectors.overview import campaign_overview
 from runs.campaigns.selectors.results import (
-    adaptive_status,
+    Progress,
     campaign_list,
-    campaign_matrix,
     campaign_progress,
     campaign_runs,
-    campaign_statistics,
     plan_wall_estimate,
 )
 from runs.campaigns.services.campaigns import (
@@ -109,9 +108,59 @@ def cell_json(cell: Cell) -> dict[str, Any]:
 
 
 def campaign_json(campaign: Campaign, baseline: int | None = None, with_details: bool = True) -> dict[str, Any]:
-    runs = campaign_runs(campaign)
-    progress = campaign_progress(campaign, runs)
-    data: dict[str, Any] = {
+    if not with_details:  # the list's: no matrix, no statistics
+        return _campaign_heading(campaign, campaign_progress(campaign, campaign_runs(campaign)))
+    baseline = campaign.baseline_index if baseline is None else baseline
+    overview = campaign_overview(campaign, baseline)
+    data = _campaign_heading(campaign, overview.progress)
+    data["base_spec"] = campaign.base_spec
+    data["variables"] = campaign.variables
+    data["rejected"] = campaign.rejected
+    data["baseline"] = baseline
+    adaptive, confounds = overview.adaptive, overview.confounds
+    data["configurations"] = [
+        {
+            "adaptive": (
+                {"repeating": adaptive[row.configuration].repeating, "reason": adaptive[row.configuration].reason}
+                if row.configuration in adaptive
+                else None
+            ),
+            "index": row.configuration.index,
+            "label": row.configuration.label,
+            "values": row.configuration.values,
+            "spec": row.configuration.spec,
+            "runs": [
+                {"id": run.pk, "repetition": rep, "state": run.state}
+                for rep, attempts in sorted(row.attempts.items())
+                for run in attempts
+            ],
+        }
+        for row in overview.matrix
+    ]
+    data["warnings"] = confounds.warnings  # what the verdicts mix in besides the configuration
+    data["statistics"] = {
+        table.metric.key: {
+            "label": table.metric.label,
+            "unit": table.metric.unit,
+            "rows": [
+                {
+                    "configuration": row.configuration.index,
+                    "summary": row.summary.as_json(),
+                    "comparison": row.comparison.as_json() if row.comparison else None,
+                    "confounded": confounds.marker(row.configuration.index)[1] or None,
+                    "failed": row.failed,
+                    "failures": row.failures,
+                }
+                for row in table.rows
+            ],
+        }
+        for table in overview.tables
+    }
+    return data
+
+
+def _campaign_heading(campaign: Campaign, progress: Progress) -> dict[str, Any]:
+    return {
         "id": campaign.pk,
         "name": campaign.name,
         "description": campaign.description,
@@ -132,67 +181,16 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
             "eta_s": progress.eta_s,
         },
     }
-    if not with_details:
-        return data
-    baseline = campaign.baseline_index if baseline is None else baseline
-    data["base_spec"] = campaign.base_spec
-    data["variables"] = campaign.variables
-    data["rejected"] = campaign.rejected
-    data["baseline"] = baseline
-    adaptive = adaptive_status(campaign, runs) if campaign.target_ci_pct is not None else {}
-    data["configurations"] = [
-        {
-            "adaptive": (
-                {"repeating": adaptive[row.configuration].repeating, "reason": adaptive[row.configuration].reason}
-                if row.configuration in adaptive
-                else None
-            ),
-            "index": row.configuration.index,
-            "label": row.configuration.label,
-            "values": row.configuration.values,
-            "spec": row.configuration.spec,
-            "runs": [
-                {"id": run.pk, "repetition": rep, "state": run.state}
-                for rep, attempts in sorted(row.attempts.items())
-                for run in attempts
-            ],
-        }
-        for row in campaign_matrix(campaign, runs)
-    ]
-    tables = campaign_statistics(campaign, runs, baseline) if data["configurations"] else []
-    confounds = campaign_confounds(campaign, runs, baseline)
-    data["warnings"] = confounds.warnings  # what the verdicts mix in besides the configuration
-    data["statistics"] = {
-        table.metric.key: {
-            "label": table.metric.label,
-            "unit": table.metric.unit,
-            "rows": [
-                {
-                    "configuration": row.configuration.index,
-                    "summary": row.summary.as_json(),
-                    "comparison": row.comparison.as_json() if row.comparison else None,
-                    "confounded": confounds.marker(row.configuration.index)[1] or None,
-                    "failed": row.failed,
-                    "failures": row.failures,
-                }
-                for row in table.rows
-            ],
-        }
-        for table in tables
-    }
-    return data
 
 
-class CampaignViewSet(mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class CampaignViewSet(QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = Campaign.objects.select_related("created_by").order_by("-created_at")
     serializer_class = CampaignCreateSerializer
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "retry": "runs.queue_run"}
 
-    @property
-    def throttle_scope(self) -> str | None:
-        return "queue" if getattr(self, "action", None) in ("create", "retry") else None
+    queue_actions = ("create", "retry")
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         rows = campaign_list()

@@ -1,15 +1,14 @@
 """The JSON API for automation: inventory (read), runs (queue, list, detail, cancel), samples."""
 
 from functools import partial
-from typing import Any
 
 from django.db.models import QuerySet
-from rest_framework import mixins, status, viewsets
+from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.cancel import CancelAction
+from runs.api.jobs import ID_IN_URL, JobViewSet
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import (
@@ -22,10 +21,8 @@ from runs.api.serializers import (
 )
 from runs.bench.services.runs import run_enqueue
 from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
-from runs.common.params import IdConverter, parse_choice, parse_id
+from runs.common.params import parse_choice, parse_id
 from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
-
-ID_IN_URL = IdConverter.regex  # anything else is no object at all (404), never a database error
 
 
 class HostViewSet(viewsets.ReadOnlyModelViewSet):
@@ -75,17 +72,10 @@ RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install":
 RUN_CHOICE_FILTERS = {"state": RunState.values, "filesystem": Filesystem.values, "workload": Workload.values}
 
 
-class RunViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
-    lookup_value_regex = ID_IN_URL
+class RunViewSet(JobViewSet):
     serializer_class = RunSerializer
     cancelled_serializer = RunSerializer
-    permission_classes = [RolePermission]
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}
-
-    @property
-    def throttle_scope(self) -> str | None:
-        """Queueing has its own rate (settings: DEFAULT_THROTTLE_RATES["queue"]); reads only the user's."""
-        return "queue" if getattr(self, "action", None) == "create" else None
+    detail_serializer = RunDetailSerializer
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
@@ -99,9 +89,6 @@ class RunViewSet(CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelVi
         if self.action == "list":  # the list shows none of the per-run JSON: never load it
             runs = runs.defer("summary", "environment", "metrics", "os_means", "failed_output")
         return runs
-
-    def get_serializer_class(self) -> Any:
-        return RunDetailSerializer if self.action == "retrieve" else RunSerializer
 
     def perform_create(self, serializer: RunSerializer) -> None:
         fields = dict(serializer.validated_data)

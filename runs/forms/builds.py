@@ -8,8 +8,10 @@ from typing import Any
 
 from django import forms
 from django.conf import settings
+from django.http import HttpRequest
 
-from runs.builds.services.sources import sources_text
+from runs.builds.services.builds import build_queue
+from runs.builds.services.sources import SourcesUnknown, host_sources_for_page, sources_text
 from runs.lab.pgbuild.options import (
     BLOCK_SIZES_KB,
     CONFIGURE_FLAGS,
@@ -20,7 +22,7 @@ from runs.lab.pgbuild.options import (
     build_option_errors,
 )
 from runs.lab.pgbuild.sources import HostSource
-from runs.models import Host
+from runs.models import Host, PgBuild
 
 
 def _size_field(label: str, sizes: tuple[int, ...], unit: str, help_text: str) -> forms.TypedChoiceField:
@@ -44,6 +46,9 @@ class BuildForm(forms.Form):
     """A build on a host from a source it has: `sources` is what the host was found to have
     (builds.services.sources), `sources_problem` why it could not be asked. The PostgreSQL
     version is the source's; nothing about the source is typed."""
+
+    # templates/runs/build_form.html draws these itself: its error summary links there.
+    error_anchors = {"host": "host-choice", "source": "source"}
 
     host = HostField(
         Host.objects.filter(enabled=True).order_by("name"),
@@ -131,9 +136,26 @@ class BuildForm(forms.Form):
             configure_flags=tuple(sorted(set(data.get("configure_flags") or []))),
         )
 
+    def queue(self, by: Any, request: HttpRequest) -> tuple[PgBuild, bool]:
+        """Queue the build this valid form asks for (the page's and the API's one way), or find
+        the same one: build_queue's answer; its ValidationError when the host takes no builds."""
+        return build_queue(
+            host=self.cleaned_data["host"], options=self.options(), by=by, request=request, sources=self.sources
+        )
+
     def flag_rows(self) -> list[tuple[Any, str]]:
         """Each configure flag's checkbox with what the flag does, for the page."""
         return [(box, CONFIGURE_FLAGS[str(box.data["value"])]) for box in self["configure_flags"]]
+
+
+def sources_of(host: Host | None) -> dict[str, Any]:
+    """BuildForm's sources of `host` (asked of it live), or why they could not be asked."""
+    if host is None:
+        return {}
+    try:
+        return {"sources": host_sources_for_page(host)}
+    except SourcesUnknown as exc:
+        return {"sources_problem": str(exc)}
 
 
 def legacy_source_key(kind: str, package: str, package_version: str, tarball_path: str) -> str:

@@ -7,7 +7,6 @@ with runs.
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
@@ -20,11 +19,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from runs.builds.services.builds import BuildRefused, build_queue, build_refusal
+from runs.builds.services.builds import BuildRefused, build_refusal
 from runs.builds.services.remove import BuildRemoveFailed, build_remove
-from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
 from runs.common.params import BadParameter, parse_id
-from runs.forms.builds import BuildForm
+from runs.forms.builds import BuildForm, sources_of
 from runs.jobs.cancel import job_cancel_refusal
 from runs.jobs.progress import eta_seconds
 from runs.jobs.selectors import HostWait, build_wait
@@ -50,16 +48,10 @@ def build_new(request: HttpRequest) -> HttpResponse:
     host's menu reloads the page, by script or by its button), then one of its sources."""
     if request.method == "POST":
         host = _enabled_host(request.POST.get("host"))
-        form = BuildForm(request.POST, **_sources_of(host))
+        form = BuildForm(request.POST, **sources_of(host))
         if form.is_valid():
             try:
-                build, queued = build_queue(
-                    host=form.cleaned_data["host"],
-                    options=form.options(),
-                    by=request.user,
-                    request=request,
-                    sources=form.sources,
-                )
+                build, queued = form.queue(request.user, request)
             except ValidationError as exc:  # the host takes no builds now
                 for field, errors in exc.message_dict.items():
                     form.add_error(field if field in form.fields else None, errors)
@@ -78,7 +70,7 @@ def build_new(request: HttpRequest) -> HttpResponse:
         except BadParameter as exc:
             return refused(request, str(exc))
     initial = {"host": host.pk} if host else {}
-    form = BuildForm(initial=initial, **_sources_of(host if host and host.enabled else None))
+    form = BuildForm(initial=initial, **sources_of(host if host and host.enabled else None))
     return render(request, "runs/build_form.html", _form_context(form, host))
 
 
@@ -88,16 +80,6 @@ def _enabled_host(raw: str | None) -> Host | None:
         return Host.objects.filter(enabled=True, pk=parse_id(raw or "", "host")).first()
     except BadParameter:
         return None
-
-
-def _sources_of(host: Host | None) -> dict[str, Any]:
-    """The form's sources of `host`, or why it could not be asked."""
-    if host is None:
-        return {}
-    try:
-        return {"sources": host_sources_for_page(host)}
-    except SourcesUnknown as exc:
-        return {"sources_problem": str(exc)}
 
 
 def _form_context(form: BuildForm, host: Host | None) -> dict[str, object]:

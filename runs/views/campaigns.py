@@ -17,16 +17,8 @@ from runs.campaigns.plans import plan_from_forms
 from runs.campaigns.preset_hosts import HostChoice, PresetRefused, host_choice, host_options, swept_hosts
 from runs.campaigns.preset_sizing import branch_contention
 from runs.campaigns.presets import PRESETS, page_size_initial, preset_initial
-from runs.campaigns.selectors.confounds import campaign_confounds
-from runs.campaigns.selectors.results import (
-    adaptive_status,
-    campaign_list,
-    campaign_matrix,
-    campaign_progress,
-    campaign_runs,
-    campaign_statistics,
-    plan_wall_estimate,
-)
+from runs.campaigns.selectors.overview import campaign_overview
+from runs.campaigns.selectors.results import campaign_list, plan_wall_estimate
 from runs.campaigns.services.campaigns import (
     CampaignForbidden,
     CampaignRefused,
@@ -194,23 +186,17 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
     if baseline_asked is not None:
         baseline = parse_whole_number(baseline_asked, "baseline", 0, max(configurations - 1, 0))
     events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
-    runs = campaign_runs(campaign)
+    overview = campaign_overview(campaign, baseline)
+    runs, tables, confounds = overview.runs, overview.tables, overview.confounds
     repetitions = range(1, max([campaign.repetitions, *[r.repetition or 0 for r in runs]]) + 1)
     matrix = [
-        (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished)
-        for row in campaign_matrix(campaign, runs)
+        (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished) for row in overview.matrix
     ]
-    tables = campaign_statistics(campaign, runs, baseline) if configurations else []
-    confounds = campaign_confounds(campaign, runs, baseline)
     return {
         "campaign": campaign,
-        "progress": campaign_progress(campaign, runs),
+        "progress": overview.progress,
         "matrix": matrix,
-        "adaptive": (
-            {c.index: state for c, state in adaptive_status(campaign, runs).items()}
-            if campaign.target_ci_pct is not None
-            else {}
-        ),
+        "adaptive": {c.index: state for c, state in overview.adaptive.items()},
         "repetitions": repetitions,
         "tables": tables,
         "statistics": [

@@ -314,48 +314,38 @@
       },
     });
 
-    const iostatCanvas = document.getElementById("iostat-chart");
-    if (has("iostat")) {
-      chart(iostatCanvas, "bar", {
-        labels,
-        datasets: [
-          bars("iostat", "util_pct", "%util", "rgba(78, 121, 167, 0.8)", "pct"),
-          bars("iostat", "r_await_ms", "read await", "rgba(242, 142, 43, 0.8)", "ms"),
-          bars("iostat", "w_await_ms", "write await", "rgba(225, 87, 89, 0.8)", "ms"),
-        ],
-      }, {
-        scales: {
-          x: groupAxis(groups),
-          pct: B.valueAxis("%", { position: "left", beginAtZero: true, max: 100, title: B.axisTitle("device utilisation (%)") }),
-          ms: B.valueAxis("ms", {
-            position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: B.axisTitle("await (ms)"),
-          }),
-        },
-        plugins: { tooltip: tooltip((item) => (item.dataset.yAxisID === "pct" ? "%" : "ms")) },
-      });
-    } else {
-      nothing(iostatCanvas, "No iostat measurements in these runs.");
-    }
+    // A bar chart of one OS source's series ([key, label, colour, axis]), or a sentence where
+    // these runs measured none.
+    const osChart = (source, series, scales, unitOf) => {
+      const canvas = document.getElementById(`${source}-chart`);
+      if (!has(source)) {
+        nothing(canvas, `No ${source} measurements in these runs.`);
+        return;
+      }
+      const datasets = series.map(([key, label, colour, axis]) => bars(source, key, label, colour, axis));
+      chart(canvas, "bar", { labels, datasets }, { scales, plugins: { tooltip: tooltip(unitOf) } });
+    };
 
-    const vmstatCanvas = document.getElementById("vmstat-chart");
-    if (has("vmstat")) {
-      chart(vmstatCanvas, "bar", {
-        labels,
-        datasets: [
-          bars("vmstat", "us", "user", "rgba(78, 121, 167, 0.8)", "y"),
-          bars("vmstat", "sy", "system", "rgba(242, 142, 43, 0.8)", "y"),
-          bars("vmstat", "wa", "iowait", "rgba(225, 87, 89, 0.8)", "y"),
-        ],
-      }, {
-        scales: {
-          x: { ...groupAxis(groups), stacked: true },
-          y: B.valueAxis("%", { stacked: true, beginAtZero: true, max: 100, title: B.axisTitle("CPU time (%)") }),
-        },
-        plugins: { tooltip: tooltip(() => "%") },
-      });
-    } else {
-      nothing(vmstatCanvas, "No vmstat measurements in these runs.");
-    }
+    osChart("iostat", [
+      ["util_pct", "%util", "rgba(78, 121, 167, 0.8)", "pct"],
+      ["r_await_ms", "read await", "rgba(242, 142, 43, 0.8)", "ms"],
+      ["w_await_ms", "write await", "rgba(225, 87, 89, 0.8)", "ms"],
+    ], {
+      x: groupAxis(groups),
+      pct: B.valueAxis("%", { position: "left", beginAtZero: true, max: 100, title: B.axisTitle("device utilisation (%)") }),
+      ms: B.valueAxis("ms", {
+        position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: B.axisTitle("await (ms)"),
+      }),
+    }, (item) => (item.dataset.yAxisID === "pct" ? "%" : "ms"));
+
+    osChart("vmstat", [
+      ["us", "user", "rgba(78, 121, 167, 0.8)", "y"],
+      ["sy", "system", "rgba(242, 142, 43, 0.8)", "y"],
+      ["wa", "iowait", "rgba(225, 87, 89, 0.8)", "y"],
+    ], {
+      x: { ...groupAxis(groups), stacked: true },
+      y: B.valueAxis("%", { stacked: true, beginAtZero: true, max: 100, title: B.axisTitle("CPU time (%)") }),
+    }, () => "%");
   }
 
   async function fetchData() {
