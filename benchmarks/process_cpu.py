@@ -13,12 +13,12 @@ plus their reaped children's. What the lab host spent beyond the processes seen 
 """
 
 import os
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+
+from runs.jobs.background import BackgroundWatch
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 LAB_GROUPS = ("pgbench", "postgres", "sshd", "tail", "iostat", "vmstat")
@@ -112,7 +112,7 @@ class Window:
     disk_per_s: dict[str, float] = field(default_factory=dict)  # the watched device's I/O
 
 
-class CpuWatch:
+class CpuWatch(BackgroundWatch):
     """Samples the lab host's namespace (the PID namespace of `namespace_pid`'s children),
     the worker's process tree, benchlab's database backends (processes named `postgres` whose
     title holds `database`, but not `own_backend`) and redis-server, while the block runs."""
@@ -134,8 +134,7 @@ class CpuWatch:
         self._namespaces: dict[tuple[int, int], str] = {}
         self._argvs: dict[tuple[int, int], list[str]] = {}
         self._titles: dict[tuple[int, int], str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="cpu-watch", daemon=True)
+        super().__init__(name="cpu-watch")
         self.start: Sample | None = None
         self.end: Sample | None = None
         self._last_own: dict[tuple[int, int], tuple[str, int]] = {}
@@ -146,16 +145,6 @@ class CpuWatch:
         self.init_started: int | None = None
         self.measured_started: int | None = None
         self.error: BaseException | None = None
-
-    def __enter__(self) -> "CpuWatch":
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
 
     def _watch(self) -> None:
         try:

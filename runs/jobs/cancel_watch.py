@@ -9,12 +9,11 @@ PostgreSQL builds and fio baselines are watched the same way, each by its own fl
 """
 
 import logging
-import threading
 from collections.abc import Callable
-from types import TracebackType
 
 from django.db import DatabaseError, connection, models
 
+from runs.jobs.background import BackgroundWatch
 from runs.jobs.kinds import kind_of
 from runs.jobs.observer import cancel_requested
 
@@ -22,25 +21,14 @@ log = logging.getLogger(__name__)
 POLL_EVERY_S = 0.5
 
 
-class CancelWatch:
+class CancelWatch(BackgroundWatch):
     """A context manager: watches the job's cancel flag while the block runs."""
 
     def __init__(self, job: models.Model, on_cancel: Callable[[], None], every_s: float = POLL_EVERY_S) -> None:
         """Watches `job` (a run, a build, a baseline: jobs.observer.cancel_requested)."""
         self.kind, self.job_id, self.on_cancel, self.every_s = kind_of(job), job.pk, on_cancel, every_s
         self.what = f"{self.kind.name} {self.job_id}"
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name=f"{self.kind.name}-{job.pk}-cancel-watch", daemon=True)
-
-    def __enter__(self) -> "CancelWatch":
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join()
+        super().__init__(name=f"{self.kind.name}-{job.pk}-cancel-watch")
 
     def _watch(self) -> None:
         try:

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from benchlab.celery import app
 from runs.common.db_retry import with_database_retry
+from runs.jobs import live
 from runs.jobs.kinds import BASELINE, BUILD, KINDS, RUN, QueuedJob, kind_of
 from runs.models import Host
 
@@ -60,6 +61,15 @@ def send_on_commit(task: str, job_id: int) -> None:
     """send_task once the caller's transaction commits: a worker must never see a claim (or a
     state) that is not committed yet."""
     transaction.on_commit(partial(send_task, task, job_id))
+
+
+def queue_on_commit(job: models.Model, queued: models.TextChoices) -> None:
+    """Once the caller's transaction commits, for a job it queued, in this order: an empty live
+    stream, its `queued` state first in it, then a dispatch that may start it."""
+    kind = kind_of(job).name
+    transaction.on_commit(lambda: live.reset_job_stream(kind, job.pk))
+    transaction.on_commit(lambda: live.publish_state(job, queued))
+    transaction.on_commit(queue_dispatch)
 
 
 def queue_dispatch() -> list[int]:

@@ -15,8 +15,8 @@ from django.utils import timezone
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
 from runs.jobs.hooks import job_ended
+from runs.jobs.kinds import kind_of
 from runs.models import (
-    ENDED_BASELINE_STATES,
     ENDED_BUILD_STATES,
     FINAL_STATES,
     BaselineState,
@@ -34,14 +34,15 @@ Job = TypeVar("Job", bound=models.Model)
 def job_transition(
     job: Job,
     state: str,
-    ended_states: Any,
     from_state: str | None,
     fields: dict[str, Any],
     finishing_states: Any = None,
 ) -> bool:
     """Move `job` to `state` (with `fields`) unless it has ended, or, with from_state, unless it
     is not in that state; False if it did not move. Moving to one of the finishing states (the
-    ended ones unless told otherwise) stamps finished_at. The object is updated as the row was."""
+    ended ones its kind declares, unless told otherwise) stamps finished_at. The object is
+    updated as the row was."""
+    ended_states = kind_of(job).ended_states
     updates: dict[str, Any] = {"state": state, **fields}
     if state in (ended_states if finishing_states is None else finishing_states):
         updates["finished_at"] = timezone.now()
@@ -118,7 +119,7 @@ def build_transition(*, build: PgBuild, state: BuildState, from_state: BuildStat
     that state); False if it did not move. Retried through a restart of benchlab's database."""
     # Removed later, a build keeps the time it finished.
     finishing = (BuildState.DONE, BuildState.FAILED, BuildState.CANCELLED)
-    if not job_transition(build, state, ENDED_BUILD_STATES, from_state, fields, finishing):
+    if not job_transition(build, state, from_state, fields, finishing):
         return False
     transaction.on_commit(lambda: publish_build_state(build, state))
     if state in ENDED_BUILD_STATES:
@@ -135,7 +136,7 @@ def baseline_transition(
 ) -> bool:
     """Move the baseline to `state` unless it has ended (or, with from_state, unless it is not in
     that state); False if it did not move. Retried through a restart of benchlab's database."""
-    if not job_transition(baseline, state, ENDED_BASELINE_STATES, from_state, fields):
+    if not job_transition(baseline, state, from_state, fields):
         return False
     transaction.on_commit(lambda: publish_baseline_state(baseline, state))
     return True

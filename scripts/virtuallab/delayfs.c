@@ -249,20 +249,21 @@ static int dfs_release(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
-static int dfs_read(const char *path, char *buf, size_t size, off_t off,
-		    struct fuse_file_info *fi)
+/* One read (rbuf) or write (wbuf) at off under the head lock: the head moves there first
+ * (head_seek), and a short transfer goes on until size bytes are done, the end of the file
+ * (reads) or an error. */
+static int transfer(struct dfile *f, char *rbuf, const char *wbuf, size_t size, off_t off)
 {
-	struct dfile *f = DF(fi);
 	size_t done = 0;
 	int err = 0;
 
-	(void)path;
 	if (faulty())
 		return -EIO;
 	pthread_mutex_lock(&head_lock);
 	head_seek(f, off);
 	while (done < size) {
-		ssize_t n = pread(f->fd, buf + done, size - done, off + (off_t)done);
+		ssize_t n = rbuf ? pread(f->fd, rbuf + done, size - done, off + (off_t)done)
+				 : pwrite(f->fd, wbuf + done, size - done, off + (off_t)done);
 
 		if (n == -1) {
 			if (errno == EINTR)
@@ -270,7 +271,7 @@ static int dfs_read(const char *path, char *buf, size_t size, off_t off,
 			err = -errno;
 			break;
 		}
-		if (n == 0)
+		if (n == 0 && rbuf)
 			break;
 		done += (size_t)n;
 	}
@@ -281,34 +282,18 @@ static int dfs_read(const char *path, char *buf, size_t size, off_t off,
 	return (int)done;
 }
 
+static int dfs_read(const char *path, char *buf, size_t size, off_t off,
+		    struct fuse_file_info *fi)
+{
+	(void)path;
+	return transfer(DF(fi), buf, NULL, size, off);
+}
+
 static int dfs_write(const char *path, const char *buf, size_t size, off_t off,
 		     struct fuse_file_info *fi)
 {
-	struct dfile *f = DF(fi);
-	size_t done = 0;
-	int err = 0;
-
 	(void)path;
-	if (faulty())
-		return -EIO;
-	pthread_mutex_lock(&head_lock);
-	head_seek(f, off);
-	while (done < size) {
-		ssize_t n = pwrite(f->fd, buf + done, size - done, off + (off_t)done);
-
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			err = -errno;
-			break;
-		}
-		done += (size_t)n;
-	}
-	f->next = off + (off_t)done;
-	pthread_mutex_unlock(&head_lock);
-	if (err && done == 0)
-		return err;
-	return (int)done;
+	return transfer(DF(fi), NULL, buf, size, off);
 }
 
 /* flush is called on every close() of a FUSE fd; it does not sync. */

@@ -17,10 +17,7 @@ from django.db import transaction
 from django.http import HttpRequest
 
 from runs.common.services.audit import audit_record
-from runs.jobs import live
-from runs.jobs.dispatch import queue_dispatch
-from runs.jobs.kinds import BASELINE
-from runs.jobs.transitions import publish_baseline_state
+from runs.jobs.dispatch import queue_on_commit
 from runs.lab.errors import InvalidOption
 from runs.lab.fio.plan import FioSettings
 from runs.models import AuditAction, BaselineState, Device, DeviceBaseline
@@ -113,8 +110,5 @@ def baseline_queue(
             request=request,
             message=f"fio baseline queued on {device}: {baseline.summary}",
         )
-        # In this order, once committed: an empty stream, "queued" first in it, then a worker.
-        transaction.on_commit(lambda: live.reset_job_stream(BASELINE, baseline.pk))
-        transaction.on_commit(lambda: publish_baseline_state(baseline, BaselineState.QUEUED))
-        transaction.on_commit(queue_dispatch)
+        queue_on_commit(baseline, BaselineState.QUEUED)
     return baseline

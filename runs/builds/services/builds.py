@@ -24,10 +24,7 @@ from django.http import HttpRequest
 from runs.builds.services import sources as build_sources
 from runs.common.roles import owner_refusal
 from runs.common.services.audit import audit_record
-from runs.jobs import live
-from runs.jobs.dispatch import queue_dispatch
-from runs.jobs.kinds import BUILD
-from runs.jobs.transitions import publish_build_state
+from runs.jobs.dispatch import queue_on_commit
 from runs.lab.pgbuild.options import (
     BuildOptions,
     BuildSource,
@@ -127,10 +124,7 @@ def build_queue(
                 request=request,
                 message=f"build queued on {host.name}: {build.summary}, from {build.source_text}",
             )
-            # In this order, once committed: an empty stream, "queued" first in it, then a worker.
-            transaction.on_commit(lambda: live.reset_job_stream(BUILD, build.pk))
-            transaction.on_commit(lambda: publish_build_state(build, BuildState.QUEUED))
-            transaction.on_commit(queue_dispatch)
+            queue_on_commit(build, BuildState.QUEUED)
     except IntegrityError:
         # The same options were queued on this host a moment ago, by another request.
         if existing := live_build(host, key):
