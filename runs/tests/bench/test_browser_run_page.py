@@ -121,14 +121,20 @@ def test_a_finished_runs_page_keeps_the_last_lines_of_its_log_collapsed(client_f
     assert "what the failed step wrote is shown above" in failed_page and "mkfs: busy" in failed_page
 
 
-@pytest.mark.django_db
-def test_a_queued_run_says_which_run_has_its_host_and_how_many_are_ahead(client_for: ClientFactory) -> None:
+def queued_behind_a_busy_lab2(**waiting: Any) -> tuple[Run, list[Run], Run]:
+    """lab2 held by a measuring run with two runs queued for it, and a third queued after them
+    (with `waiting`'s fields): the running run, the two ahead and the waiting one."""
     lab2 = make_host(name="lab2")
     device, pg = make_device(lab2), make_pg_install(lab2)
     running = make_run(lab2, device, pg, state=RunState.MEASURING)
     Host.objects.filter(pk=lab2.pk).update(claimed_by=running)
     ahead = [make_run(lab2, device, pg, state=RunState.QUEUED) for _ in range(2)]
-    waiting = make_run(lab2, device, pg, state=RunState.QUEUED)
+    return running, ahead, make_run(lab2, device, pg, state=RunState.QUEUED, **waiting)
+
+
+@pytest.mark.django_db
+def test_a_queued_run_says_which_run_has_its_host_and_how_many_are_ahead(client_for: ClientFactory) -> None:
+    running, ahead, waiting = queued_behind_a_busy_lab2()
     vera = client_for("vera")
 
     page = vera.get(reverse("run-detail", args=[waiting.pk])).content.decode()
@@ -371,13 +377,8 @@ def test_a_live_run_shows_where_it_is_its_log_follows_unless_scrolled_up_and_sta
 
 @BROWSER
 def test_a_queued_run_says_what_it_waits_for_as_that_changes_and_then_where_it_is(web_server: str) -> None:
-    lab2 = make_host(name="lab2")
-    device, pg = make_device(lab2), make_pg_install(lab2)
-    running = make_run(lab2, device, pg, state=RunState.MEASURING)
-    Host.objects.filter(pk=lab2.pk).update(claimed_by=running)
-    ahead = [make_run(lab2, device, pg, state=RunState.QUEUED) for _ in range(2)]
-    waiting = make_run(lab2, device, pg, state=RunState.QUEUED, warmup_s=5, duration_s=30,
-                       queued_by=make_user("vera", "viewer", password=PASSWORD))  # fmt: skip
+    vera = make_user("vera", "viewer", password=PASSWORD)
+    running, ahead, waiting = queued_behind_a_busy_lab2(warmup_s=5, duration_s=30, queued_by=vera)
     live.reset_run_stream(waiting.pk)
     publish_state(waiting, RunState.QUEUED, datetime.now(UTC))
     with signed_in(web_server, "vera", f"/runs/{waiting.pk}/", height=700) as (page, violations, errors):
