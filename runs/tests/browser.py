@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from django.conf import settings
-from playwright.sync_api import BrowserContext, Page, sync_playwright
+from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Response, sync_playwright
 
 from runs.lab.transport.waiting import wait_until as wait_until_true
 from runs.tests.web_server import uvicorn
@@ -67,3 +67,36 @@ def log_in(page: Page, server: str, username: str, password: str = PASSWORD) -> 
     page.fill("#id_password", password)
     page.click("button[type=submit]")
     page.wait_for_load_state()
+
+
+def watch_errors(page: Page, errors: list[str]) -> None:
+    """Console errors (a blocked script, an exception), uncaught exceptions, and requests that
+    failed. The console's own "failed to load resource" lines are left to the last, which name
+    the request: Chromium's own requests (a /favicon.ico it asks for unprompted) say only "404"."""
+
+    def on_console(message: ConsoleMessage) -> None:
+        if message.type == "error" and not message.text.startswith("Failed to load resource"):
+            errors.append(f"{page.url}: {message.text}")
+
+    def on_response(response: Response) -> None:
+        if response.status >= 400:
+            errors.append(f"{page.url}: {response.status} from {response.url}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
+    page.on("response", on_response)
+
+
+@contextmanager
+def signed_in(server: str, username: str, path: str, height: int) -> Iterator[tuple[Page, list[str], list[str]]]:
+    """chromium with `username` signed in on `server` and `path` open: the page, what the
+    Content-Security-Policy blocked (see chromium) and the page's errors (see watch_errors).
+    Screenshots may go to ARTIFACTS at once. No ORM calls inside the block."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    errors: list[str] = []
+    with chromium(height) as (context, violations):
+        page = context.new_page()
+        watch_errors(page, errors)
+        log_in(page, server, username)
+        page.goto(f"{server}{path}")
+        yield page, violations, errors

@@ -17,9 +17,8 @@ from runs.lab.fio.plan import MiB
 from runs.models import BaselineState, Device, DeviceBaseline
 from runs.tests.baselines.test_baselines import SHORT, fio_result
 from runs.tests.bench.test_browser_run_page import in_another_thread, text
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in, wait_until
 from runs.tests.builds.test_browser_builds import BROWSER
-from runs.tests.compare.test_browser_shares import watch_errors
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 CELL_TEXTS = "cells => cells.map(c => c.textContent.trim())"
@@ -57,12 +56,7 @@ def test_the_device_page_charts_its_fio_history_and_sets_claims_beside_measureme
     install = make_pg_install(host)
     runs = [make_run(host, device, install, steady_tps_mean=tps) for tps in (2595.2, 2601.0)]
     make_user("otto", "operator", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1500) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/devices/{device.pk}/")
+    with signed_in(web_server, "otto", f"/devices/{device.pk}/", height=1500) as (page, violations, errors):
         wait_until(page, "!!(window.Chart && Chart.getChart('iops-chart') && Chart.getChart('latency-chart'))", 10_000)
         points = page.evaluate("Chart.getChart('bandwidth-chart').data.datasets.map(d => d.data.length)")
         iops_scale = page.evaluate("Chart.getChart('iops-chart').options.scales.y.type")
@@ -111,7 +105,6 @@ def test_the_baseline_page_follows_fio_live_and_turns_into_the_results(web_serve
             BASELINE, pk, "step", {"step": job, "label": job, "index": index + 1, "of": 6, "at": started.isoformat()}
         )
     live.publish_job(BASELINE, pk, "progress", {"percent": 41.7, "eta_s": 35, "step": "rand-read-qd1"})
-    errors: list[str] = []
 
     def finish() -> None:
         fields = result_fields(fio_result(SHORT))
@@ -119,11 +112,7 @@ def test_the_baseline_page_follows_fio_live_and_turns_into_the_results(web_serve
                                                     progress=100.0, **fields)  # fmt: skip
         live.publish_job(BASELINE, pk, "state", {"state": "done", "label": "done", "at": timezone.now().isoformat()})
 
-    with chromium(height=1400) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/baselines/{pk}/")
+    with signed_in(web_server, "otto", f"/baselines/{pk}/", height=1400) as (page, violations, errors):
         wait_until(page, "document.getElementById('baseline-progress-text').textContent.includes('42 %')", 10_000)
         steps = page.eval_on_selector_all("#baseline-steps .build-step", "items => items.map(i => i.className)")
         label = text(page, "#baseline-progress-label")
@@ -156,12 +145,8 @@ def test_the_form_says_a_protected_device_cannot_be_measured_and_the_list_shows_
     protected = make_device(host, name="sys", path="/dev/disk/by-id/ata-SYSTEM", wipe_allowed=False)
     done_baseline(make_device(host, name="ssd0", wipe_allowed=True), days_ago=1, factor=1.0)
     make_user("otto", "operator", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1100) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/baselines/new/?device={protected.pk}")
+    form = f"/baselines/new/?device={protected.pk}"
+    with signed_in(web_server, "otto", form, height=1100) as (page, violations, errors):
         refusal = text(page, "#device-refusal")
         page.screenshot(path=str(ARTIFACTS / "baseline-form.png"), full_page=True)
         page.goto(f"{web_server}/baselines/")

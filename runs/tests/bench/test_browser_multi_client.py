@@ -10,8 +10,7 @@ import pytest
 from runs.jobs import live
 from runs.models import Run, RunClient, RunClientSample, RunSample, RunState
 from runs.tests.bench.test_browser_run_page import hover_chart, in_another_thread, text
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -59,13 +58,7 @@ def test_a_two_client_run_draws_each_client_and_their_total_live_and_once_done(w
     live.publish(run.pk, "state", {"state": "measuring", "label": "measuring", "at": datetime.now(UTC).isoformat()})
     for second in range(1, 7):
         publish_second(run, second)
-    errors: list[str] = []
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1100) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "otto", f"/runs/{run.pk}/", height=1100) as (page, violations, errors):
         lengths = "window.benchlabCharts.tps.data.datasets.map((d) => d.data.length)"
         wait_until(page, f"JSON.stringify({lengths}) === '[6,6,6,6]'", timeout_ms=15_000)
         labels = page.evaluate("window.benchlabCharts.tps.data.datasets.map((d) => d.label)")

@@ -21,7 +21,7 @@ from runs.bench.spec_checks import Inventory
 from runs.bench.specs import NUMBER_FIELDS, RunSpec
 from runs.campaigns.matrix import Variable, expand
 from runs.models import Device, Host, PgInstall, Run
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user, run_form_fields
 from runs.tests.web.test_api import api_client
 
@@ -241,11 +241,7 @@ def test_the_form_narrows_its_lists_checks_ranges_and_sums_up_what_the_server_re
     server_name, installs = server.name, [str(pg) for pg in PgInstall.objects.filter(host=server)]
     lab3_box, server_box = f"#client-hosts-field input[value='{lab3.pk}']", f"input[value='{server.pk}']"
     make_user("otto", "operator", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1500) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/runs/new/")
+    with signed_in(page_server, "otto", "/runs/new/", height=1500) as (page, violations, _errors):
         before = (visible_options(page, "#id_device"), note(page, "#device-note"))
 
         page.select_option("#id_server_host", label=server_name)
@@ -321,11 +317,7 @@ def test_two_client_hosts_are_numbered_share_a_database_on_request_and_come_back
     lab3, lab4, lab5 = (f"#client-hosts-field input[value='{client.pk}']" for client in clients)
     notes = [f"#client-note-{client.pk}" for client in clients]
     make_user("otto", "operator", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1700) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/runs/new/")
+    with signed_in(page_server, "otto", "/runs/new/", height=1700) as (page, violations, _errors):
         page.select_option("#id_server_host", label=server.name)
         page.select_option("#id_pg_install", label="PostgreSQL 15.19 (8 kB pages) on lab2")
         page.check(lab4)
@@ -369,11 +361,7 @@ def test_an_install_missing_from_its_host_is_marked_and_queueing_on_it_says_to_r
     gone = server.pg_installs.get(version="16.4")
     PgInstall.objects.filter(pk=gone.pk).update(missing_since=datetime(2026, 11, 26, 23, 40, tzinfo=UTC))
     make_user("otto", "operator", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1200) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/runs/new/")
+    with signed_in(page_server, "otto", "/runs/new/", height=1200) as (page, violations, _errors):
         page.select_option("#id_server_host", label=server.name)
         offered = visible_options(page, "#id_pg_install")
         page.select_option("#id_pg_install", label=offered[-1])

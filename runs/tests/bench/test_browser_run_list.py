@@ -11,7 +11,7 @@ from playwright.sync_api import Page
 from runs.jobs import live
 from runs.models import Device, Host, Run, RunSample, RunState, RunTransition
 from runs.tests.bench.test_run_list import make_runs_on
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, signed_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -44,11 +44,7 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
                           state=RunState.DONE, tps=1234.5, mount_options="noatime")  # fmt: skip
     make_user("vera", "viewer", password=PASSWORD)
     newest, hdd_run = on_ssd[-1].pk, on_hdd[-1].pk
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/")
+    with signed_in(web_server, "vera", "/runs/", height=900) as (page, violations, _errors):
         unpaged_summary = text(page, "#paging-summary")
         page.screenshot(path=str(ARTIFACTS / "run-list.png"), full_page=True)
 
@@ -168,10 +164,7 @@ def test_the_list_shows_where_runs_are_and_what_queued_ones_wait_for_live_and_so
     for minute, run in enumerate([done, measuring, *queued]):
         Run.objects.filter(pk=run.pk).update(created_at=start + timedelta(minutes=minute))
     last = f'td.state[data-run="{queued[-1].pk}"]'
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/")
+    with signed_in(web_server, "vera", "/runs/", height=900) as (page, violations, _errors):
         position = text(page, f'td.state[data-run="{measuring.pk}"]')
         waiting = text(page, last)
         done_row = [shown(page, f"#run-{done.pk} td:nth-child({n})") for n in (5, 8, 9, 10, 11, 12)]
@@ -245,10 +238,7 @@ def test_the_device_list_narrows_to_the_chosen_host_and_a_date_error_reads_as_th
     make_runs_on(ssd, make_pg_install(lab1), 2, datetime(2025, 4, 1, tzinfo=UTC))
     make_user("vera", "viewer", password=PASSWORD)
     offered = "[...document.querySelectorAll('#id_device option')].filter((o) => !o.hidden).map((o) => o.textContent)"
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/")
+    with signed_in(web_server, "vera", "/runs/", height=900) as (page, violations, _errors):
         every_device = page.evaluate(offered)
         page.select_option("#id_device", label="lab2:ram")
         page.select_option("#id_host", label="lab1")

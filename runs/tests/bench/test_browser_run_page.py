@@ -19,8 +19,7 @@ from playwright.sync_api import Page
 
 from runs.jobs import live
 from runs.models import Host, Run, RunArtifact, RunOsSeries, RunSample, RunState, RunTransition
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in, wait_until
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -122,14 +121,20 @@ def test_a_finished_runs_page_keeps_the_last_lines_of_its_log_collapsed(client_f
     assert "what the failed step wrote is shown above" in failed_page and "mkfs: busy" in failed_page
 
 
-@pytest.mark.django_db
-def test_a_queued_run_says_which_run_has_its_host_and_how_many_are_ahead(client_for: ClientFactory) -> None:
+def queued_behind_a_busy_lab2(**waiting: Any) -> tuple[Run, list[Run], Run]:
+    """lab2 held by a measuring run with two runs queued for it, and a third queued after them
+    (with `waiting`'s fields): the running run, the two ahead and the waiting one."""
     lab2 = make_host(name="lab2")
     device, pg = make_device(lab2), make_pg_install(lab2)
     running = make_run(lab2, device, pg, state=RunState.MEASURING)
     Host.objects.filter(pk=lab2.pk).update(claimed_by=running)
     ahead = [make_run(lab2, device, pg, state=RunState.QUEUED) for _ in range(2)]
-    waiting = make_run(lab2, device, pg, state=RunState.QUEUED)
+    return running, ahead, make_run(lab2, device, pg, state=RunState.QUEUED, **waiting)
+
+
+@pytest.mark.django_db
+def test_a_queued_run_says_which_run_has_its_host_and_how_many_are_ahead(client_for: ClientFactory) -> None:
+    running, ahead, waiting = queued_behind_a_busy_lab2()
     vera = client_for("vera")
 
     page = vera.get(reverse("run-detail", args=[waiting.pk])).content.decode()
@@ -295,13 +300,7 @@ def test_a_live_run_shows_where_it_is_its_log_follows_unless_scrolled_up_and_sta
     publish_samples(run, range(1, 6))
     publish_state(run, RunState.MEASURING, now - timedelta(seconds=16))
     publish_samples(run, range(6, 22))
-    errors: list[str] = []
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1100) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "otto", f"/runs/{run.pk}/", height=1100) as (page, violations, errors):
         wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length === 21", timeout_ms=15_000)
         # The log: its 60 lines, then each sample as pgbench's progress line, in the stream's order.
         wait_until(page, f"{LOG_LINES} === 81", timeout_ms=10_000)
@@ -378,21 +377,11 @@ def test_a_live_run_shows_where_it_is_its_log_follows_unless_scrolled_up_and_sta
 
 @BROWSER
 def test_a_queued_run_says_what_it_waits_for_as_that_changes_and_then_where_it_is(web_server: str) -> None:
-    lab2 = make_host(name="lab2")
-    device, pg = make_device(lab2), make_pg_install(lab2)
-    running = make_run(lab2, device, pg, state=RunState.MEASURING)
-    Host.objects.filter(pk=lab2.pk).update(claimed_by=running)
-    ahead = [make_run(lab2, device, pg, state=RunState.QUEUED) for _ in range(2)]
-    waiting = make_run(lab2, device, pg, state=RunState.QUEUED, warmup_s=5, duration_s=30,
-                       queued_by=make_user("vera", "viewer", password=PASSWORD))  # fmt: skip
+    vera = make_user("vera", "viewer", password=PASSWORD)
+    running, ahead, waiting = queued_behind_a_busy_lab2(warmup_s=5, duration_s=30, queued_by=vera)
     live.reset_run_stream(waiting.pk)
     publish_state(waiting, RunState.QUEUED, datetime.now(UTC))
-    errors: list[str] = []
-    with chromium(height=700) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/{waiting.pk}/")
+    with signed_in(web_server, "vera", f"/runs/{waiting.pk}/", height=700) as (page, violations, errors):
         queued = text(page, "#run-wait")
         took_hidden_while_queued = page.is_hidden("#run-took-fact")
         busy_link = page.get_attribute("#run-wait a", "href")
@@ -460,10 +449,7 @@ def test_a_run_with_two_client_hosts_shows_them_in_its_header(web_server: str) -
     client2 = make_host(name="client2", address="10.200.0.13")
     otto = make_user("otto", "operator", password=PASSWORD)  # operators cancel their own runs
     run = finished_run(client_hosts=[client2], state=RunState.MEASURING, finished_at=None, queued_by=otto)
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "otto", f"/runs/{run.pk}/", height=900) as (page, violations, _errors):
         where, client = text(page, "#run-where"), text(page, "#run-client")
         page.click("#cancel-open")
         page.screenshot(path=str(ARTIFACTS / "run-page-two-clients.png"), full_page=False)
@@ -486,12 +472,7 @@ def test_the_charts_tooltips_band_axes_and_outputs_of_a_finished_run(web_server:
     single = make_run(run.server_host, run.device, run.pg_install, state=RunState.CANCELLED, warmup_s=0, duration_s=60)
     RunSample.objects.create(run=single, second=1, tps=512.0, latency_ms=3.1)
     make_user("vera", "viewer", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "vera", f"/runs/{run.pk}/", height=1000) as (page, violations, errors):
         wait_until(page, "window.benchlabCharts['vmstat-chart'] !== undefined", timeout_ms=10_000)
         charts = page.evaluate(
             """Object.fromEntries(Object.entries(window.benchlabCharts).map(([id, c]) => [id, {
@@ -562,12 +543,7 @@ def test_a_run_that_failed_before_its_results_keeps_its_live_log(web_server: str
     log = "== preparing storage ==\n$ mkfs.xfs -f /dev/loop7\n== failed: mount failed ==\n"
     RunArtifact.objects.create(run=failed, name="log.txt", content=log)
     make_user("vera", "viewer", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/{failed.pk}/")
+    with signed_in(web_server, "vera", f"/runs/{failed.pk}/", height=900) as (page, violations, errors):
         collapsed = page.evaluate("!document.getElementById('run-log').open")
         page.click("#run-log summary")
         shown = text(page, "#run-log")
@@ -586,12 +562,7 @@ def test_cancel_sits_apart_looks_destructive_and_asks_naming_the_run(web_server:
     otto = make_user("otto", "operator", password=PASSWORD)
     run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED, queued_by=otto)
     live.reset_run_stream(run.pk)
-    errors: list[str] = []
-    with chromium(height=700) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "otto", f"/runs/{run.pk}/", height=700) as (page, violations, errors):
         again, cancel = page.locator(".actions a.button").bounding_box(), page.locator("#cancel-open").bounding_box()
         colour = page.evaluate("getComputedStyle(document.getElementById('cancel-open')).color")
         hidden_before = page.is_hidden("#cancel")
@@ -635,12 +606,7 @@ def test_a_cancelled_run_and_a_one_second_run_read_whole(web_server: str) -> Non
                    summary={"tps": 1617.4}, started_at=START, finished_at=START + timedelta(seconds=9))  # fmt: skip
     RunSample.objects.create(run=one, second=1, tps=1611.9, latency_ms=1.2)
     make_user("vera", "viewer", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/{cancelled.pk}/")
+    with signed_in(web_server, "vera", f"/runs/{cancelled.pk}/", height=1000) as (page, violations, errors):
         wait_until(page, "window.benchlabCharts.tps.data.datasets[0].data.length === 13", timeout_ms=10_000)
         cancel_note = text(page, "#cancelled")
         results = page.inner_text("section.results table.numbers >> nth=0")
@@ -675,10 +641,7 @@ def test_a_run_done_after_its_worker_died_in_the_cleanup_says_so_with_its_result
     )
     run = finished_run(state=RunState.DONE, error=note, results_stored_at=START + timedelta(seconds=40))
     make_user("vera", "viewer", password=PASSWORD)
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "vera", f"/runs/{run.pk}/", height=900) as (page, violations, _errors):
         page.locator("#run-note").screenshot(path=str(ARTIFACTS / "run-page-done-with-note.png"))
         shown, failure = text(page, "#run-note"), page.locator("section.failure").count()
 

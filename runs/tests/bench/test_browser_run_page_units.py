@@ -4,7 +4,7 @@ leaves it, made in the database."""
 
 import pytest
 
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -29,11 +29,7 @@ def test_the_run_page_and_the_inventory_read_in_binary_units_and_settings_with_t
     run = make_run(host, device, make_pg_install(host), environment=environment, metrics=metrics, tps=100.0,
                    steady_tps_mean=101.0)  # fmt: skip
     make_user("vera", "viewer", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/runs/{run.pk}/")
+    with signed_in(web_server, "vera", f"/runs/{run.pk}/", height=1000) as (page, violations, _errors):
         settings = page.inner_text("#pg-settings")
         buffers = page.inner_text("#buffers-written")
         environment_text = page.inner_text("section.results") if page.query_selector("section.results") else ""

@@ -27,7 +27,7 @@ from runs.lab.pgbuild.options import SourceKind, build_prefix
 from runs.lab.pgbuild.sources import HostSource
 from runs.models import BuildState, Campaign, Host, PgBuild, PgInstall, Run
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user
 
@@ -282,10 +282,7 @@ def test_the_preset_form_offers_the_sources_and_the_study_page_says_why_a_build_
     wait.builds.set([failed, cancelled, done])
     wait.started_builds.set([failed, cancelled])
     after_builds.study_after_builds_advance(wait)  # the failed build ends the wait
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/campaigns/new/?preset=page-size")
+    with signed_in(web_server, "otto", "/campaigns/new/?preset=page-size", height=1000) as (page, violations, _errors):
         page.select_option("#page-size-source-choice", DEBIAN.key)
         page.click("#page-size-choose")  # a GET: no JavaScript needed
         chosen_url = page.url

@@ -23,9 +23,8 @@ from runs.lab.pgbuild.options import BuildOptions, BuildSource, SourceKind, buil
 from runs.models import BuildState, Host, PgBuild, PgInstall
 from runs.tests.bench.test_browser_run_page import in_another_thread, text
 from runs.tests.bench.test_run_execution import lab_inventory
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, signed_in, wait_until
 from runs.tests.builds.test_pg_build_lab import cached_sources, newest_cached_tarball, tarball_source, version_order
-from runs.tests.compare.test_browser_shares import watch_errors
 from runs.tests.factories import make_host, make_user
 from runs.tests.web.test_accessibility import axe_context, axe_report, serious
 
@@ -78,12 +77,7 @@ def test_the_form_says_at_once_when_a_host_cannot_be_asked_for_its_sources_and_o
     host = make_host(name="lab9", address="10.200.0.199", private_key_path=str(key))
     make_host(name="lab8", address="10.200.0.198", private_key_path=str(key))
     make_user("otto", "operator", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/builds/new/")
+    with signed_in(page_server, "otto", "/builds/new/", height=1000) as (page, violations, errors):
         before = text(page, "#sources-none-asked")
         began = time.monotonic()
         with page.expect_navigation():
@@ -124,12 +118,7 @@ def test_a_build_page_follows_the_steps_the_make_progress_and_the_log_then_shows
         publish(build, "log", {"line": f"checking for feature {number}... yes"})
     publish_step(build, "make", "make", now - timedelta(seconds=20))
     publish(build, "progress", {"step": "make", "percent": 12.0, "eta_s": 146})
-    errors: list[str] = []
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/builds/{build.pk}/")
+    with signed_in(web_server, "otto", f"/builds/{build.pk}/", height=1000) as (page, violations, errors):
         wait_until(page, f"{LOG_LINES} === 41", timeout_ms=10_000)
         steps_then = page.eval_on_selector_all("#build-steps li", "items => items.map((i) => i.className)")
         times_then = page.eval_on_selector_all("#build-steps li", STEP_TIMES)
@@ -207,12 +196,7 @@ def test_a_failed_builds_page_says_where_with_the_command_and_its_output(web_ser
                        queued_by=make_user("otto", "operator"))  # fmt: skip
     PgBuild.objects.filter(pk=build.pk).update(created_at=start - timedelta(seconds=5))
     make_user("vera", "viewer", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "vera")
-        page.goto(f"{web_server}/builds/{build.pk}/")
+    with signed_in(web_server, "vera", f"/builds/{build.pk}/", height=1000) as (page, violations, errors):
         heading = text(page, "#build-failure h2")
         failed_step = page.get_attribute("#step-configure", "class")
         shown_output = text(page, "#failed-output")
@@ -234,12 +218,7 @@ def test_cancel_asks_first_naming_the_build(web_server: str) -> None:
     otto = make_user("otto", "operator", password=PASSWORD)
     build = make_build(host, queued_by=otto)
     live.reset_job_stream(BUILD, build.pk)
-    errors: list[str] = []
-    with chromium(height=700) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/builds/{build.pk}/")
+    with signed_in(web_server, "otto", f"/builds/{build.pk}/", height=700) as (page, violations, errors):
         hidden_before = page.is_hidden("#cancel")
         page.click("#cancel-open")
         question = text(page, "#cancel-question")
@@ -299,15 +278,10 @@ def test_the_form_lists_the_sources_lab1_has_with_version_and_checksum_and_keeps
     tarball_source(tarball, sha256, name=release)  # a release tarball in the tests' tarball directory
     debian = f"debian:postgresql-15={max(cached_sources(), key=version_order)}"
     make_user("otto", "operator", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=1100) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/builds/new/")
+    with signed_in(page_server, "otto", "/builds/new/", height=1100) as (page, violations, errors):
         with page.expect_navigation():
             page.select_option("#host-choice", str(host.pk))
-        checker = axe_context(context)
+        checker = axe_context(page.context)
         checked = checker.new_page()
         checked.goto(page.url)
         reports = {"build-form-sources": axe_report(checked, "build-form-sources")}

@@ -5,7 +5,7 @@ test-artifacts/."""
 import pytest
 
 from runs.models import Campaign, Run
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user
 
 
@@ -20,11 +20,7 @@ def test_a_base_run_with_two_client_hosts_and_client_hosts_swept_are_previewed(p
         make_pg_install(client, version="15.20")
     lab2, lab3 = (client.pk for client in clients)
     make_user("otto", "operator", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=2400) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/campaigns/new/")
+    with signed_in(page_server, "otto", "/campaigns/new/", height=2400) as (page, violations, _errors):
         page.fill("#id_name", "two clients")
         page.select_option("#id_base-server_host", label="lab1")
         page.select_option("#id_base-device", label="lab1:ssd0")
@@ -66,11 +62,8 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
     lab1, lab2 = (host.pk for host in hosts)
     devices = {f"{d.host.name}:{d.name}": str(d.pk) for host in hosts for d in host.devices.all()}
     make_user("otto", "operator", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=2600) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/campaigns/new/?preset=ssd-vs-hdd")
+    form = "/campaigns/new/?preset=ssd-vs-hdd"
+    with signed_in(page_server, "otto", form, height=2600) as (page, violations, _errors):
         default = page.input_value("#id_description")
         page.check(f"#preset-hosts input[value='{lab2}']")  # the script fills the preset in again at once
         page.wait_for_url(f"**/campaigns/new/?preset=ssd-vs-hdd&host={lab1}&host={lab2}")

@@ -8,7 +8,7 @@ import pytest
 from runs.campaigns.matrix import Variable
 from runs.campaigns.services.campaigns import campaign_create
 from runs.models import Run, RunState
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.campaigns.test_campaigns import lab1, place, plan_on
 from runs.tests.factories import make_user
 
@@ -26,11 +26,7 @@ def test_the_campaign_page_tells_noise_and_states_in_words(page_server: str) -> 
             rows.update(state=RunState.DONE, steady_tps_mean=values[repetition - 1])
         else:
             rows.update(state=RunState.INITIALIZING_DATABASE)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1400) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "otto")
-        page.goto(f"{page_server}/campaigns/{campaign.pk}/")
+    with signed_in(page_server, "otto", f"/campaigns/{campaign.pk}/", height=1400) as (page, violations, _errors):
         progress = page.text_content("#progress") or ""
         advice = page.locator("#noise-advice li").all_text_contents()
         within = page.text_content("#within-noise-advice") or ""

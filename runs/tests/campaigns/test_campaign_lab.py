@@ -23,7 +23,7 @@ from runs.campaigns.services.campaigns import CampaignPlan, campaign_create
 from runs.compare.stats import ALPHA
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, Campaign, Device, Host, Run, RunState
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.campaigns.test_campaigns import place
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
@@ -39,11 +39,7 @@ def test_a_campaign_from_the_form_to_honest_statistics(virtual_lab: VirtualLab, 
     call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
     make_user("otto", "operator", password=PASSWORD)
     lab1 = lab_host_name(virtual_lab.lab_id, "lab1")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1400) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/campaigns/new/")
+    with signed_in(web_server, "otto", "/campaigns/new/", height=1400) as (page, violations, _errors):
         page.fill("#id_name", "RAM vs HDD, barrier=0")
         page.fill("#id_repetitions", str(REPETITIONS))
         page.select_option("#id_base-server_host", label=lab1)

@@ -12,8 +12,7 @@ from playwright.sync_api import Page, Request
 from runs.jobs import live
 from runs.models import Run, RunSample, RunState
 from runs.tests.bench.test_browser_run_page import BROWSER, text
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, serving, wait_until
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, serving, wait_until, watch_errors
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 SECONDS = 40

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from runs.models import Device
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in, wait_until
 from runs.tests.compare.test_browser_compare import CHARTS_DRAWN
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -49,11 +49,8 @@ def make_spread_runs() -> list[int]:
 def test_no_chart_draws_a_scale_or_an_interval_below_0_or_a_percentage_above_100(page_server: str) -> None:
     ids = make_spread_runs()
     make_user("vera", "viewer", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1400) as (context, _violations):
-        page = context.new_page()
-        log_in(page, page_server, "vera")
-        page.goto(f"{page_server}/compare/?runs={','.join(map(str, ids))}&group=device")
+    compared = f"/compare/?runs={','.join(map(str, ids))}&group=device"
+    with signed_in(page_server, "vera", compared, height=1400) as (page, _violations, _errors):
         wait_until(page, CHARTS_DRAWN, 15_000)
         page.screenshot(path=str(ARTIFACTS / "chart-bounds.png"), full_page=True)
         charts: list[dict[str, Any]] = page.evaluate(SCALES)

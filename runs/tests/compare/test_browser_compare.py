@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from runs.models import Device, RunSample
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in, wait_until
 from runs.tests.compare.test_comparison import environment
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -56,15 +55,8 @@ def chart_types(page: Any) -> list[str]:
 def test_runs_picked_in_the_list_are_compared_regrouped_and_printed(web_server: str) -> None:
     ids = make_study()
     make_user("vera", "viewer", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    errors: list[str] = []
-    with chromium(height=1000) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, web_server, "vera")
-
+    with signed_in(web_server, "vera", "/runs/", height=1000) as (page, violations, errors):
         # Pick every run on the list's page and compare them.
-        page.goto(f"{web_server}/runs/")
         page.check("#select-page")
         page.click("#compare-selected")
         page.wait_for_url(re.compile(r"/compare/\?runs="))

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.compare.test_confounds import PAGE_SIZE_SENTENCE, make_campaign_5, make_mixed
 from runs.tests.factories import make_host, make_user
 
@@ -29,13 +28,8 @@ def test_a_confounded_comparison_and_campaign_warn_at_the_top_and_mark_the_verdi
     runs = ",".join(str(run.pk) for run in make_mixed())
     campaign, _ = make_campaign_5(make_host(name="lab2", address="10.200.0.12"))
     make_user("vera", "viewer", password=PASSWORD)
-    errors: list[str] = []
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, page_server, "vera")
-
-        page.goto(f"{page_server}/compare/?runs={runs}&group=device&group=mount_options")
+    compared = f"/compare/?runs={runs}&group=device&group=mount_options"
+    with signed_in(page_server, "vera", compared, height=900) as (page, violations, errors):
         _shot(page, "compare-confounded.png")
         warning_top = page.locator("#differs-warnings").bounding_box()
         statistics_top = page.locator("#statistics").bounding_box()

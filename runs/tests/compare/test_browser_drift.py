@@ -7,8 +7,7 @@ from datetime import timedelta
 import pytest
 
 from runs.models import Device, Run
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.compare.test_drift_pages import PG_BIN, START, before_this_feature, recorded
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -43,14 +42,7 @@ def test_a_kernel_change_on_the_host_page_and_on_a_comparison(page_server: str) 
     host_id, ids = make_history()
     ssd_runs = list(Run.objects.filter(pk__in=ids, device__name="ssd").values_list("pk", flat=True))
     make_user("vera", "viewer", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    errors: list[str] = []
-    with chromium(height=1100) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, page_server, "vera")
-
-        page.goto(f"{page_server}/hosts/{host_id}/")
+    with signed_in(page_server, "vera", f"/hosts/{host_id}/", height=1100) as (page, violations, errors):
         page.screenshot(path=str(ARTIFACTS / "host-drift.png"), full_page=True)
         badge = page.locator("#drift-badge").text_content() or ""
         warning = page.locator("#drift-warning").text_content() or ""

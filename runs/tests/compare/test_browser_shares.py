@@ -6,10 +6,10 @@ test-artifacts/."""
 from typing import Any
 
 import pytest
-from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Response
+from playwright.sync_api import BrowserContext, Page
 
 from runs.models import RunSample
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until, watch_errors
 from runs.tests.compare.test_shares import environment
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -32,24 +32,6 @@ def make_runs() -> list[int]:
             )
             ids.append(run.pk)
     return ids
-
-
-def watch_errors(page: Page, errors: list[str]) -> None:
-    """Console errors (a blocked script, an exception), uncaught exceptions, and requests that
-    failed. The console's own "failed to load resource" lines are left to the last, which name
-    the request: Chromium's own requests (a /favicon.ico it asks for unprompted) say only "404"."""
-
-    def on_console(message: ConsoleMessage) -> None:
-        if message.type == "error" and not message.text.startswith("Failed to load resource"):
-            errors.append(f"{page.url}: {message.text}")
-
-    def on_response(response: Response) -> None:
-        if response.status >= 400:
-            errors.append(f"{page.url}: {response.status} from {response.url}")
-
-    page.on("console", on_console)
-    page.on("pageerror", lambda error: errors.append(f"{page.url}: {error}"))
-    page.on("response", on_response)
 
 
 def create_share(page: Page, title: str, screenshot: str) -> str:

@@ -9,8 +9,7 @@ from django.utils import timezone
 
 from runs.jobs.transitions import run_transition
 from runs.models import Host, RunState
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in
-from runs.tests.compare.test_browser_shares import watch_errors
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -28,14 +27,7 @@ def test_an_unreachable_host_and_the_run_waiting_for_it_say_since_when_and_why(p
     run_transition(run=run, state=RunState.QUEUED)
     run_transition(run=run, state=RunState.QUEUED, note=note)  # as its worker sends it back
     make_user("olga", "operator", password=PASSWORD)
-    ARTIFACTS.mkdir(exist_ok=True)
-    errors: list[str] = []
-    with chromium(height=900) as (context, violations):
-        page = context.new_page()
-        watch_errors(page, errors)
-        log_in(page, page_server, "olga")
-
-        page.goto(f"{page_server}/hosts/{host.pk}/")
+    with signed_in(page_server, "olga", f"/hosts/{host.pk}/", height=900) as (page, violations, errors):
         page.screenshot(path=str(ARTIFACTS / "host-unreachable.png"), full_page=True)
         badge = page.locator("#host-unreachable-badge").text_content() or ""
         box = page.locator("#host-unreachable").text_content() or ""

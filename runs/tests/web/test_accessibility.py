@@ -37,9 +37,8 @@ from runs.models import (
     RunTransition,
 )
 from runs.templatetags.vendor import VERSIONS
-from runs.tests.browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, signed_in, wait_until, watch_errors
 from runs.tests.compare.test_browser_compare import CHARTS_DRAWN, make_study
-from runs.tests.compare.test_browser_shares import watch_errors
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 
@@ -316,11 +315,7 @@ def test_the_main_pages_have_no_serious_accessibility_violations(pages: dict[str
 
 @BROWSER_DB
 def test_the_keyboard_focus_is_visible_and_skips_to_the_content(pages: dict[str, Any], page_server: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=700) as (context, violations):
-        page = context.new_page()
-        log_in(page, page_server, "ada")
-        page.goto(f"{page_server}/")
+    with signed_in(page_server, "ada", "/", height=700) as (page, violations, _errors):
         page.keyboard.press("Tab")
         skip = page.evaluate(
             "(() => { const e = document.activeElement; const r = e.getBoundingClientRect();"

@@ -8,7 +8,7 @@ from django.core.management import call_command
 
 from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, RunState
-from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, wait_until
+from runs.tests.browser import ARTIFACTS, PASSWORD, chromium, log_in, signed_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.virtual_lab import VirtualLab
 from runs.tests.workers import CeleryWorker
@@ -22,11 +22,7 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
     call_command("lab_register", "--id", str(virtual_lab.lab_id), stdout=StringIO())
     make_user("otto", "operator", password=PASSWORD)
     lab1 = lab_host_name(virtual_lab.lab_id, "lab1")
-    ARTIFACTS.mkdir(exist_ok=True)
-    with chromium(height=1100) as (context, violations):
-        page = context.new_page()
-        log_in(page, web_server, "otto")
-        page.goto(f"{web_server}/runs/new/")
+    with signed_in(web_server, "otto", "/runs/new/", height=1100) as (page, violations, _errors):
         page.select_option("#id_server_host", label=lab1)
         page.select_option("#id_device", label=f"{lab1}:ram")
         page.select_option("#id_pg_install", label=f"PostgreSQL 15.20 (8 kB pages) on {lab1}")
@@ -41,7 +37,7 @@ def test_an_operator_queues_a_run_watches_it_live_and_sees_the_results(
         assert "/runs/new/" not in page.url, page.locator(".error").all_text_contents()
         run_id = page.url.rstrip("/").rsplit("/", 1)[-1]
         # The run list, open in another tab, follows the run's state without reloading.
-        listing = context.new_page()  # the same session
+        listing = page.context.new_page()  # the same session
         listing.goto(f"{web_server}/runs/")
         listing.evaluate("window.notReloaded = true")
         listing_state = f"document.querySelector('td.state[data-run=\"{run_id}\"]').textContent.trim()"
