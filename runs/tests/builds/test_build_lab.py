@@ -52,7 +52,8 @@ def test_a_4k_build_is_built_by_a_worker_registered_and_used_by_a_run(
     assert install.label == f"PostgreSQL {version}, 4 kB pages, 8 kB WAL blocks (benchlab build)"
     assert Host.objects.get(pk=host.pk).claimed_by_build_id is None
     if not build.reused:  # the first session on this machine compiles; later ones find its build
-        assert [step for step, _ in build.steps] == ["source", "configure", "make", "install", "verify"]
+        # Each step is [name, started, ended] (PgBuild.steps).
+        assert [step[0] for step in build.steps] == ["source", "configure", "make", "install", "verify"]
         # The log keeps its last lines: make's (its start has scrolled out of a whole compile's).
         assert "make[1]: Leaving directory" in build.log and build.log.endswith("== verification ==")
     # Asked again: the same build, nothing queued.
