@@ -4,11 +4,12 @@
 Django-free, so a script may use it without settings."""
 
 import threading
+from abc import ABC, abstractmethod
 from types import TracebackType
 from typing import Self
 
 
-class BackgroundWatch:
+class BackgroundWatch(ABC):
     """A context manager: `_watch` runs on a daemon thread from entering the block to leaving it.
 
     `_watch` is to return once `_stop` is set, which leaving the block does before it waits for
@@ -28,5 +29,6 @@ class BackgroundWatch:
         self._stop.set()
         self._thread.join()
 
+    @abstractmethod
     def _watch(self) -> None:
-        raise NotImplementedError
+        """The work, on the thread: return once `self._stop` is set."""
