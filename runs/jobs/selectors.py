@@ -1,12 +1,13 @@
 """Why a queued job (a run, a PostgreSQL build, a fio baseline) has not started: for each host it
 needs, what the host is doing and how many jobs are ahead of it there. Reads only: the queue
-itself, and the dispatcher that starts jobs in its order, are services/queue.py.
+itself, and the dispatcher that starts jobs in its order, are runs/jobs/dispatch.py.
 """
 
 from dataclasses import dataclass, replace
 
 from django.db.models import Q, QuerySet
 
+from runs.jobs.kinds import BASELINE, BUILD, KINDS, JobKind
 from runs.models import BaselineState, BuildState, DeviceBaseline, Host, PgBuild, Run, RunClient, RunState
 
 
@@ -112,37 +113,39 @@ def _waits_for(run: Run, free_host: Host) -> tuple[str, ...]:
 def build_wait(build: PgBuild) -> list[HostWait]:
     """For a queued build: its host, whether it is disabled or busy, and how many runs and
     builds are ahead of it there. Empty when it holds its host or is not queued."""
-    if build.state != BuildState.QUEUED:
+    return _one_host_job_wait(build, KINDS[BUILD])
+
+
+def baseline_wait(baseline: DeviceBaseline) -> list[HostWait]:
+    """For a queued fio baseline: its host, whether it is disabled or busy, and how many jobs
+    are ahead of it there. Empty when it holds its host or is not queued."""
+    return _one_host_job_wait(baseline, KINDS[BASELINE])
+
+
+def _one_host_job_wait(job: PgBuild | DeviceBaseline, kind: JobKind) -> list[HostWait]:
+    if job.state != kind.queued_state:
         return []
-    host = Host.objects.get(pk=build.host_id)
-    if host.claimed_by_build_id == build.pk:
+    host = Host.objects.get(pk=job.host_id)
+    if getattr(host, kind.holder_id) == job.pk:
         return []
-    ahead_runs = _queued_on(host).filter(created_at__lt=build.created_at)
+    ahead_runs = _queued_on(host).filter(created_at__lt=job.created_at)
     ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
-    builds_ahead = _builds_ahead(host, PgBuild.objects.filter(pk__lt=build.pk))
-    baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(created_at__lt=build.created_at))
+    builds_ahead = _builds_ahead(host, _queued_before(PgBuild, job))
+    baselines_ahead = _baselines_ahead(host, _queued_before(DeviceBaseline, job))
     return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead, baselines_ahead)]
+
+
+def _queued_before(model: type[PgBuild] | type[DeviceBaseline], job: PgBuild | DeviceBaseline) -> QuerySet:
+    """Jobs of `model` that came before `job`: by id within its own kind, by time across kinds."""
+    if isinstance(job, model):
+        return model.objects.filter(pk__lt=job.pk)
+    return model.objects.filter(created_at__lt=job.created_at)
 
 
 def _queued_on(host: Host) -> QuerySet[Run]:
     """Queued runs that need the host, as their server or one of their client hosts."""
     uses_host = Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id"))
     return Run.objects.filter(uses_host, state=RunState.QUEUED)
-
-
-def baseline_wait(baseline: DeviceBaseline) -> list[HostWait]:
-    """For a queued fio baseline: its host, whether it is disabled or busy, and how many jobs
-    are ahead of it there. Empty when it holds its host or is not queued."""
-    if baseline.state != BaselineState.QUEUED:
-        return []
-    host = Host.objects.get(pk=baseline.host_id)
-    if host.claimed_by_baseline_id == baseline.pk:
-        return []
-    ahead_runs = _queued_on(host).filter(created_at__lt=baseline.created_at)
-    ahead = ahead_runs.exclude(pk=host.claimed_by_id).count() if host.claimed_by_id else ahead_runs.count()
-    builds_ahead = _builds_ahead(host, PgBuild.objects.filter(created_at__lt=baseline.created_at))
-    baselines_ahead = _baselines_ahead(host, DeviceBaseline.objects.filter(pk__lt=baseline.pk))
-    return [_host_wait(host, host.claimed_by_id, ahead, builds_ahead, baselines_ahead)]
 
 
 def _host_wait(host: Host, busy_with: int | None, ahead: int, builds_ahead: int, baselines_ahead: int) -> HostWait:

@@ -1,16 +1,17 @@
 """How benchlab runs commands on a lab host: one small interface, two implementations.
 
-`SSHTransport` (ssh_transport.py) talks to a remote host with paramiko, key authentication only, against host
-keys pinned in the inventory. `LocalTransport` (local_transport.py) runs commands on the machine the worker is on.
+`SSHTransport` (ssh.py) talks to a remote host with paramiko, key authentication only, against host
+keys pinned in the inventory. `LocalTransport` (local.py) runs commands on the machine the worker is on, and
+`ReconnectingTransport` (reconnect.py) wraps either to survive a lost connection.
 Commands are always argument lists; for the remote shell they are quoted with shlex, so
 no user text reaches a shell unquoted.
 """
 
 import io
 import shlex
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from runs.lab.errors import (
     CommandFailed,
@@ -49,8 +50,26 @@ class CommandResult:
     stderr: str
 
 
-class Transport(Protocol):
-    """A connection to one lab host."""
+@dataclass(frozen=True)
+class Command:
+    """One command as `Transport.run` was asked to run it."""
+
+    argv: tuple[str, ...]
+    timeout: float | None = DEFAULT_TIMEOUT
+    check: bool = True
+    cwd: str | None = None
+    stdin: bytes | None = None
+    on_stdout: LineCallback | None = None
+    on_stderr: LineCallback | None = None
+
+    @property
+    def line(self) -> str:
+        """The shell command line, every word quoted (how errors and results name it)."""
+        return command_line(self.argv, self.cwd)
+
+
+class Transport(ABC):
+    """A connection to one lab host. Subclasses say how a `Command` is executed."""
 
     label: str
 
@@ -69,10 +88,16 @@ class Transport(Protocol):
 
         With check=True a non-zero exit raises CommandFailed (with the output's tail).
         """
-        ...
+        return self.execute(Command(tuple(argv), timeout, check, cwd, stdin, on_stdout, on_stderr))
 
+    @abstractmethod
+    def execute(self, command: Command) -> CommandResult:
+        """What `run` does: run the command to completion on this host."""
+
+    @abstractmethod
     def write_file(self, remote: str, content: bytes, mode: int = 0o644) -> None: ...
 
+    @abstractmethod
     def close(self) -> None: ...
 
 

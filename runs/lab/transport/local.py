@@ -8,45 +8,26 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 from runs.lab.errors import CommandTimeout, OutputTooLarge
-from runs.lab.transport.interface import (
-    DEFAULT_TIMEOUT,
-    READ_CHUNK,
-    CommandResult,
-    LineCallback,
-    LineSplitter,
-    command_line,
-    finish,
-)
+from runs.lab.transport.interface import READ_CHUNK, Command, CommandResult, LineSplitter, Transport, finish
 
 
-class LocalTransport:
+class LocalTransport(Transport):
     """Commands on the machine the worker runs on, through subprocess (no shell)."""
 
     def __init__(self, label: str = "this machine") -> None:
         self.label = label
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        check: bool = True,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_stdout: LineCallback | None = None,
-        on_stderr: LineCallback | None = None,
-    ) -> CommandResult:
-        command = command_line(argv, cwd)
-        out, err = LineSplitter(on_stdout), LineSplitter(on_stderr)
+    def execute(self, command: Command) -> CommandResult:
+        argv, timeout, stdin, line = command.argv, command.timeout, command.stdin, command.line
+        out, err = LineSplitter(command.on_stdout), LineSplitter(command.on_stderr)
         try:
             # Its own session, so a timeout can stop the command and everything it started.
             process = subprocess.Popen(
                 list(argv),
-                cwd=cwd,
+                cwd=command.cwd,
                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -54,7 +35,7 @@ class LocalTransport:
             )
         except OSError as exc:  # a missing program: what a shell would say, status 127
             err.feed(f"{argv[0]}: {exc.strerror}\n".encode())
-            return finish(self.label, command, 127, out, err, check)
+            return finish(self.label, line, 127, out, err, command.check)
         deadline = None if timeout is None else time.monotonic() + timeout
         feeder = self._feed_stdin(process, stdin) if stdin is not None else None
         try:
@@ -65,20 +46,20 @@ class LocalTransport:
                 raise
             if not pumped:
                 self._kill(process)
-                raise CommandTimeout(command, timeout or 0, self.label)
+                raise CommandTimeout(line, timeout or 0, self.label)
             remaining = None if deadline is None else max(deadline - time.monotonic(), 0)
             try:
                 status = process.wait(timeout=remaining)
             except subprocess.TimeoutExpired:
                 self._kill(process)
-                raise CommandTimeout(command, timeout or 0, self.label) from None
+                raise CommandTimeout(line, timeout or 0, self.label) from None
         finally:
             if feeder is not None:
                 feeder.join(timeout=5)
             for pipe in (process.stdin, process.stdout, process.stderr):
                 if pipe is not None:
                     pipe.close()
-        return finish(self.label, command, status, out, err, check)
+        return finish(self.label, line, status, out, err, command.check)
 
     @staticmethod
     def _feed_stdin(process: subprocess.Popen[bytes], data: bytes) -> threading.Thread:

@@ -20,11 +20,11 @@ are detached and followed by offset (follow.py), never re-run.
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TypeVar
 
 from runs.lab.errors import ConnectFailed, ConnectionLost, HostKeyRefused
-from runs.lab.transport.interface import DEFAULT_TIMEOUT, CommandResult, LineCallback, Transport
+from runs.lab.transport.interface import Command, CommandResult, Transport
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,7 +35,7 @@ class HostUnreachable(ConnectionLost):
     """The host did not answer for longer than the run may wait for it."""
 
 
-class ReconnectingTransport:
+class ReconnectingTransport(Transport):
     """A Transport that opens a new connection with `connect` whenever its current one is lost."""
 
     def __init__(self, connect: Callable[[], Transport], give_up_after_s: float) -> None:
@@ -45,22 +45,8 @@ class ReconnectingTransport:
         self.label = self._current.label
         self.gave_up: str | None = None  # why, once the host stayed away too long
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        check: bool = True,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_stdout: LineCallback | None = None,
-        on_stderr: LineCallback | None = None,
-    ) -> CommandResult:
-        return self._on_a_connection(
-            lambda t: t.run(
-                argv, timeout=timeout, check=check, cwd=cwd, stdin=stdin, on_stdout=on_stdout, on_stderr=on_stderr
-            )
-        )
+    def execute(self, command: Command) -> CommandResult:
+        return self._on_a_connection(lambda connection: connection.execute(command))
 
     def write_file(self, remote: str, content: bytes, mode: int = 0o644) -> None:
         self._on_a_connection(lambda t: t.write_file(remote, content, mode))

@@ -14,12 +14,12 @@ import paramiko
 
 from runs.lab.errors import CommandTimeout, ConnectFailed, ConnectionLost, HostKeyRefused, HostNotAnswering
 from runs.lab.transport.interface import (
-    DEFAULT_TIMEOUT,
     IDLE_WAIT_S,
     READ_CHUNK,
+    Command,
     CommandResult,
-    LineCallback,
     LineSplitter,
+    Transport,
     command_line,
     finish,
 )
@@ -72,7 +72,7 @@ def _load_pkey(target: SSHTarget) -> paramiko.PKey:
     raise ConnectFailed("no private key configured for this host")
 
 
-class SSHTransport:
+class SSHTransport(Transport):
     def __init__(self, target: SSHTarget) -> None:
         self.target = target
         self.label = f"{target.user}@{target.known_hosts_name}"
@@ -135,38 +135,28 @@ class SSHTransport:
         transport = self._client.get_transport()
         return transport is not None and transport.is_active()
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        check: bool = True,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_stdout: LineCallback | None = None,
-        on_stderr: LineCallback | None = None,
-    ) -> CommandResult:
-        command = command_line(argv, cwd)
+    def execute(self, command: Command) -> CommandResult:
+        argv, timeout, line = command.argv, command.timeout, command.line
         # Closing a channel does not stop the remote command, so the host enforces the time
         # limit itself (coreutils timeout, whose exit status 124 means it fired); our own
         # deadline is a little later, for a host that stops answering altogether.
-        remote = command if timeout is None else command_line(["timeout", "-k", "5", f"{timeout:g}s", *argv], cwd)
+        remote = line if timeout is None else command_line(["timeout", "-k", "5", f"{timeout:g}s", *argv], command.cwd)
         try:
             channel = self._transport().open_session(timeout=self.target.connect_timeout)
             channel.exec_command(remote)
-            if stdin:
-                channel.sendall(stdin)
+            if command.stdin:
+                channel.sendall(command.stdin)
             channel.shutdown_write()
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionLost(f"lost the SSH connection to {self.label}: {exc}") from exc
-        out, err = LineSplitter(on_stdout), LineSplitter(on_stderr)
+        out, err = LineSplitter(command.on_stdout), LineSplitter(command.on_stderr)
         deadline = None if timeout is None else time.monotonic() + timeout + 15
         try:
             with selectors.DefaultSelector() as selector:
                 selector.register(channel, selectors.EVENT_READ)
                 while not (channel.exit_status_ready() and channel.eof_received) and not channel.closed:
                     if deadline is not None and time.monotonic() > deadline:
-                        raise CommandTimeout(command, timeout or 0, self.label)
+                        raise CommandTimeout(line, timeout or 0, self.label)
                     if channel.eof_received:
                         # Nothing more to read (the selector would return at once from now on):
                         # only the exit status is missing, and it does not wake the selector.
@@ -174,7 +164,7 @@ class SSHTransport:
                     else:
                         selector.select(timeout=IDLE_WAIT_S)
                     if not self._drain(channel, out, err) and not self.is_connected:
-                        raise ConnectionLost(f"lost the SSH connection to {self.label} while running `{command}`")
+                        raise ConnectionLost(f"lost the SSH connection to {self.label} while running `{line}`")
                 self._drain(channel, out, err)  # what arrived together with the exit status
             status = channel.recv_exit_status()
         except (OSError, EOFError, paramiko.SSHException) as exc:
@@ -182,10 +172,10 @@ class SSHTransport:
         finally:
             channel.close()
         if status == -1:  # the channel closed without an exit status: the session was killed
-            raise ConnectionLost(f"the SSH session on {self.label} ended without an exit status for `{command}`")
+            raise ConnectionLost(f"the SSH session on {self.label} ended without an exit status for `{line}`")
         if timeout is not None and status == 124:
-            raise CommandTimeout(command, timeout, self.label)
-        return finish(self.label, command, status, out, err, check)
+            raise CommandTimeout(line, timeout, self.label)
+        return finish(self.label, line, status, out, err, command.check)
 
     @staticmethod
     def _drain(channel: paramiko.Channel, out: LineSplitter, err: LineSplitter) -> bool:

@@ -32,6 +32,13 @@ def ram_ext4_spec(lab: VirtualLab, host: str, run: RunOptions, run_key: str) -> 
     )
 
 
+def custom_script_spec(lab: VirtualLab, script: str, duration_s: int, run_key: str) -> BenchmarkSpec:
+    """One client running `script` for duration_s on lab1's RAM disk."""
+    return ram_ext4_spec(
+        lab, "lab1", RunOptions(builtin=None, custom_script=script, clients=1, duration_s=duration_s), run_key
+    )
+
+
 def benchmark(
     lab: VirtualLab,
     host: str,
@@ -252,17 +259,8 @@ def test_killing_the_ssh_session_mid_run_neither_stops_pgbench_nor_loses_a_line(
 def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
     recorder = Recorder()
     transport = virtual_lab.connect("lab1")
-    spec = ram_ext4_spec(
-        virtual_lab,
-        "lab1",
-        RunOptions(
-            builtin=None,
-            custom_script="\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n",
-            clients=1,
-            duration_s=2,
-        ),
-        "steps",
-    )
+    script = "\\set aid random(1, 100000)\nSELECT abalance FROM pgbench_accounts WHERE aid = :aid;\n"
+    spec = custom_script_spec(virtual_lab, script, duration_s=2, run_key="steps")
     try:
         result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec, recorder)
     finally:
@@ -282,17 +280,9 @@ def test_a_custom_script_cannot_do_what_only_a_superuser_may(virtual_lab: Virtua
     # pgbench connects as a role that owns the benchmark database and nothing more.
     marker = f"/tmp/benchlab-lab{virtual_lab.lab_id}-copy-to-program"
     transport = virtual_lab.connect("lab1")
-    spec = ram_ext4_spec(
-        virtual_lab,
-        "lab1",
-        RunOptions(
-            builtin=None,
-            custom_script=f"COPY (SELECT 1) TO PROGRAM 'touch {marker}';\n",
-            clients=1,
-            duration_s=1,  # the first transaction fails: pgbench stops at once
-        ),
-        "superuser",
-    )
+    script = f"COPY (SELECT 1) TO PROGRAM 'touch {marker}';\n"
+    # One second: the first transaction fails and pgbench stops at once.
+    spec = custom_script_spec(virtual_lab, script, duration_s=1, run_key="superuser")
     try:
         result = run_benchmark(transport, lambda: virtual_lab.connect("lab1"), spec)
         created = transport.run(["test", "-e", marker], check=False).exit_status == 0

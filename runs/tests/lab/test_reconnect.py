@@ -3,29 +3,27 @@ test_network_loss.py): a lost connection is opened again and the command sent ag
 away for longer than the limit is given up on, once, and every later call fails at once."""
 
 import logging
-from collections.abc import Sequence
-from typing import Any
 
 import pytest
 
 from runs.lab.errors import CommandFailed, ConnectFailed, ConnectionLost, HostKeyRefused
 from runs.lab.transport import reconnect
-from runs.lab.transport.interface import CommandResult
+from runs.lab.transport.interface import Command, CommandResult, Transport
 from runs.lab.transport.reconnect import HostUnreachable, ReconnectingTransport
 
 
-class FakeConnection:
+class FakeConnection(Transport):
     """One connection: answers commands until told it is lost."""
 
     def __init__(self, network: "FakeNetwork") -> None:
         self.network, self.label, self.closed = network, "root@lab1", False
 
-    def run(self, argv: Sequence[str], **_: Any) -> CommandResult:
+    def execute(self, command: Command) -> CommandResult:
         if self.network.down or self.network.lose_next_command or self.closed:
             self.network.lose_next_command = False
             raise ConnectionLost("lost the SSH connection to root@lab1")
-        self.network.commands.append(list(argv))
-        return CommandResult(" ".join(argv), 0, "ok\n", "")
+        self.network.commands.append(list(command.argv))
+        return CommandResult(" ".join(command.argv), 0, "ok\n", "")
 
     def write_file(self, remote: str, content: bytes, mode: int = 0o644) -> None:
         self.run(["write", remote])
@@ -132,7 +130,7 @@ def test_the_first_connection_fails_at_once_and_a_failing_command_is_not_repeate
 
     network.down = False
     transport = ReconnectingTransport(network.connect, give_up_after_s=300)
-    transport._current.run = lambda argv, **_: (_ for _ in ()).throw(  # type: ignore[union-attr, method-assign]
+    transport._current.execute = lambda command: (_ for _ in ()).throw(  # type: ignore[union-attr, method-assign]
         CommandFailed("false", 1, "", "no", "root@lab1")
     )
     with pytest.raises(CommandFailed):

@@ -13,14 +13,14 @@ order device_assert_wipeable runs them in.
 
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 
 import pytest
 
 from runs.lab.errors import CommandFailed, SafetyCheckFailed
 from runs.lab.storage.checks import DeviceIdentity, device_assert_wipeable
-from runs.lab.transport.interface import DEFAULT_TIMEOUT, CommandResult, LineCallback, command_line
+from runs.lab.transport.interface import Command, CommandResult, Transport
 
 SERIAL = "ZA1B2C3D"
 SIZE = 4_000_787_030_016
@@ -118,7 +118,7 @@ READ_ONLY_PROGRAMS = {"readlink", "test", "lsblk", "blkid", "findmnt", "cat", "l
 
 
 @dataclass
-class FakeHost:
+class FakeHost(Transport):
     """A lab host as the safety checks see it; tests change one fact each."""
 
     disks: list[dict[str, object]] = field(default_factory=lambda: [_system_disk(), _disk_under_test()])
@@ -195,27 +195,16 @@ class FakeHost:
                 return 0, "".join(f"{holder}\n" for holder in self.holders.get(name, [])), ""
         raise AssertionError(f"the fake host does not expect {argv}")
 
-    # The Transport protocol.
+    # The Transport.
 
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float | None = DEFAULT_TIMEOUT,
-        check: bool = True,
-        cwd: str | None = None,
-        stdin: bytes | None = None,
-        on_stdout: LineCallback | None = None,
-        on_stderr: LineCallback | None = None,
-    ) -> CommandResult:
-        argv = list(argv)
+    def execute(self, command: Command) -> CommandResult:
+        argv = list(command.argv)
         self.calls.append(argv)
         assert argv[0] in READ_ONLY_PROGRAMS, f"a safety check ran {argv}"
         status, stdout, stderr = self.answer(argv)
-        command = command_line(argv, cwd)
-        if check and status != 0:
-            raise CommandFailed(command, status, stdout, stderr, self.label)
-        return CommandResult(command=command, exit_status=status, stdout=stdout, stderr=stderr)
+        if command.check and status != 0:
+            raise CommandFailed(command.line, status, stdout, stderr, self.label)
+        return CommandResult(command=command.line, exit_status=status, stdout=stdout, stderr=stderr)
 
     def write_file(self, remote: str, content: bytes, mode: int = 0o644) -> None:
         raise AssertionError("the safety checks must not write files")

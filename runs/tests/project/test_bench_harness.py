@@ -11,17 +11,9 @@ from typing import Any
 
 import pytest
 
+from benchmarks import direct_scripts
 from benchmarks.direct_pgbench import parse_setup_output, settings_difference, started_epoch
-from benchmarks.direct_scripts import (
-    PAUSE,
-    PGBENCH_FOLLOWS,
-    Place,
-    Recorded,
-    cleanup_argv,
-    retargeted,
-    run_script,
-    setup_script,
-)
+from benchmarks.direct_scripts import Recorded, retargeted, setup_script
 from benchmarks.pairs import cpu_medians, crossover_estimate, harness_cpu_pct, pair_order, ratio_summary
 from benchmarks.process_cpu import CLOCK_TICKS, Sample, machine_ticks, parse_stat, window_between
 
@@ -45,7 +37,7 @@ ENVIRONMENT: dict[str, Any] = {
         f"-M simple -T 20 --progress=1 -l --log-prefix={RUN_DIR}/work/pgbench_log bench"
     },
 }
-PLACE = Place("abc123")
+PLACE = direct_scripts.Place("abc123")
 
 
 def test_it_alternates_which_side_goes_first() -> None:
@@ -206,10 +198,10 @@ def test_it_refuses_a_recorded_mkfs_of_another_device() -> None:
 def test_the_measurement_follows_the_setup_and_cleanup_knows_its_places() -> None:
     recorded = Recorded.from_environment(ENVIRONMENT)
 
-    script = run_script(recorded, PLACE, gap_s=0.75)
-    cleanup = cleanup_argv(recorded, PLACE)
+    script = direct_scripts.run_script(recorded, PLACE, gap_s=0.75)
+    cleanup = direct_scripts.cleanup_argv(recorded, PLACE)
 
-    assert script.index("mkfs.ext4") < script.index(PGBENCH_FOLLOWS) < script.index("-b tpcb-like")
+    assert script.index("mkfs.ext4") < script.index(direct_scripts.PGBENCH_FOLLOWS) < script.index("-b tpcb-like")
     assert "/var/lib/benchlab/direct-abc123/loaded 0.750" in script
     assert script.endswith("--log-prefix=/var/lib/benchlab/direct-abc123/pgbench_log bench")
     assert cleanup[-4:] == [
@@ -224,7 +216,9 @@ def test_pgbench_starts_the_given_seconds_after_the_load_ended(tmp_path: Path) -
     loaded = tmp_path / "loaded"
     loaded.write_text(f"{time.time():.6f}\n")
 
-    said = subprocess.run(["sh", "-c", PAUSE, "sh", str(loaded), "0.3"], capture_output=True, text=True, check=True)
+    said = subprocess.run(
+        ["sh", "-c", direct_scripts.PAUSE, "sh", str(loaded), "0.3"], capture_output=True, text=True, check=True
+    )
 
     started = started_epoch(said.stderr)
     assert started is not None and 0.3 <= started - float(loaded.read_text()) < 0.6

@@ -39,7 +39,6 @@ from runs.models import (
     BaselineState,
     BuildState,
     Campaign,
-    CampaignConfiguration,
     Device,
     DeviceBaseline,
     Host,
@@ -50,6 +49,7 @@ from runs.models import (
 )
 from runs.tests.builds.test_builds import form_fields as build_form_fields
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
+from runs.tests.job_factories import make_baseline, make_build, make_campaign
 
 pytestmark = pytest.mark.django_db
 # The inventory and the user are made once per test and shared by its examples, as meant: a
@@ -363,17 +363,10 @@ def lab(otto: User) -> Lab:
     device = make_device(host, name="hdd", kind="hdd", wipe_allowed=True, capacity_bytes=2**30)
     make_device(host, name="ram", kind="ram", path="/dev/disk/by-id/ram-1", wipe_allowed=True, capacity_bytes=2**30)
     pg = make_pg_install(host)
-    campaign = Campaign.objects.create(name="done", base_spec={}, created_by=otto)
-    configuration = CampaignConfiguration.objects.create(campaign=campaign, index=0, label="base", spec={})
+    campaign, configuration = make_campaign(otto, name="done")
     run = make_run(host, device, pg, queued_by=otto, campaign=campaign, configuration=configuration, repetition=1)
-    build = PgBuild.objects.create(host=host, version="15.20", source_kind="debian", package="postgresql-15",
-                                   package_version="15.20-0+deb12u1", key="0123456789ab", state=BuildState.FAILED,
-                                   prefix="/var/lib/benchlab/builds/pg-15.20-b8k-w8k-s1g-0123456789ab",
-                                   queued_by=otto)  # fmt: skip
-    baseline = DeviceBaseline.objects.create(
-        device=device, host=host, size_bytes=2**26, runtime_s=2, ramp_s=0, jobs=["rand-read-qd1"], queued_by=otto,
-        state=BaselineState.DONE,
-    )  # fmt: skip
+    build = make_build(host, otto, state=BuildState.FAILED)
+    baseline = make_baseline(device, otto, state=BaselineState.DONE)
     return Lab(host, device, pg, run, campaign, build, baseline)
 
 

@@ -36,7 +36,6 @@ from runs.models import (
     AuditAction,
     AuditEvent,
     Campaign,
-    CampaignConfiguration,
     Device,
     DeviceBaseline,
     Host,
@@ -49,6 +48,7 @@ from runs.models import (
 )
 from runs.tests.conftest import ClientFactory, make_cast
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.job_factories import make_baseline, make_build, make_campaign
 from runs.tests.web_server import WebServer, uvicorn
 
 LOGIN, FORBIDDEN, NOT_FOUND, NOT_ALLOWED, ALLOWED = "login", "forbidden", "not found", "not allowed", "allowed"
@@ -403,8 +403,7 @@ def make_objects(users: dict[str, User]) -> Objects:
     device, pg = make_device(host), make_pg_install(host)
     nora = users["nora"]
     token, _ = AuthToken.objects.create(nora)
-    campaign = Campaign.objects.create(name="study", base_spec={}, created_by=users["otto"])
-    configuration = CampaignConfiguration.objects.create(campaign=campaign, index=0, label="base", spec={})
+    campaign, configuration = make_campaign(users["otto"])
     run = make_run(
         host, device, pg, state="queued", queued_by=users["otto"], campaign=campaign, configuration=configuration
     )
@@ -414,14 +413,10 @@ def make_objects(users: dict[str, User]) -> Objects:
         ShareKind.COMPARISON: ComparisonQuery(run_ids=(run.pk,)),
     }
     shares = {kind: share_create(kind=kind, target=target, by=users["otto"]) for kind, target in targets.items()}
-    build = PgBuild.objects.create(host=host, version="15.20", source_kind="debian", package="postgresql-15",
-                                   package_version="15.20-0+deb12u1", key="0123456789ab",
-                                   prefix="/var/lib/benchlab/builds/pg-15.20-b8k-w8k-s1g-0123456789ab",
-                                   queued_by=users["otto"])  # fmt: skip
+    build = make_build(host, users["otto"])
     study = StudyAfterBuilds.objects.create(preset="page-size", host=host, created_by=users["otto"])
     study.builds.set([build])
-    baseline = DeviceBaseline.objects.create(device=device, host=host, size_bytes=2**26, runtime_s=2, ramp_s=0,
-                                             jobs=["rand-read-qd1"], queued_by=users["otto"])  # fmt: skip
+    baseline = make_baseline(device, users["otto"])
     return Objects(
         host=host,
         device=device,
