@@ -134,7 +134,7 @@ def test_it_raises_a_lab_error_for_a_missing_program_when_checking() -> None:
     except OSError as exc:
         raise AssertionError(
             f"regressed: local_transport.LocalTransport.run: a missing program raises {type(exc).__name__},"
-            " not CommandFailed (a LabError) as the Transport protocol and SSHTransport do"
+            " not CommandFailed (a LabError) as the Transport interface and SSHTransport do"
         ) from exc
     else:
         raise AssertionError("a missing program did not fail")
