@@ -175,6 +175,12 @@ class Run(models.Model):
     # {"iostat": {"util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s": mean},
     #  "vmstat": {"us", "sy", "wa", "id": mean}}; a mean is null without samples; {} before results.
     os_means = models.JSONField(default=dict, blank=True)
+    # What the method checks (runs.method) read off the stored facts, kept for lists and filters:
+    # "" until results are stored, or for a run that recorded too little to tell.
+    memory_tier = models.CharField(max_length=20, blank=True, editable=False)
+    durable = models.BooleanField(null=True, blank=True, editable=False)
+    # The warnings the user overrode before queueing, with the reason given: {check key: reason}.
+    method_overrides = models.JSONField(default=dict, blank=True, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
