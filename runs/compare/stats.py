@@ -197,6 +197,22 @@ def mann_whitney_note(n1: int, n2: int) -> str:
     return f"{sizes}: Mann-Whitney cannot reach p < {floor:.2g} — use ≥ {enough} repetitions"
 
 
+@dataclass(frozen=True)
+class Trend:
+    change: float  # the fitted line's rise (or fall, negative) over the series, as a share of its mean
+    p: float  # that the slope is zero (scipy's linregress)
+
+
+def trend(xs: Sequence[float], ys: Sequence[float]) -> Trend | None:
+    """A straight line through a series (per-second tps over a run's window); None for fewer than
+    three points, a series whose x does not vary, or one whose mean is not positive."""
+    x, y = _checked(xs), _checked(ys)
+    if len(x) < 3 or np.ptp(x) == 0 or y.mean() <= 0:
+        return None
+    fit = _scipy_stats().linregress(x, y)
+    return Trend(float(fit.slope * np.ptp(x) / y.mean()), float(fit.pvalue))
+
+
 def repetitions_to_resolve(cv: float, half_width_pct: float, confidence: float = CONFIDENCE) -> int | None:
     """About how many repetitions bring the confidence interval of the mean to ±half_width_pct %
     of it, if the runs spread as they did (coefficient of variation cv): the smallest n with

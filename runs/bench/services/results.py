@@ -15,6 +15,7 @@ from runs.bench.services.os_series import os_series_store
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
+from runs.method.summary import method_columns
 from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
 # What a run keeps of each client host: what its pgbench ran on, and what drift follows (not its disks).
@@ -37,6 +38,8 @@ RESULT_FIELDS = (
     "os_means",
     "environment",
     "start_skew_ms",
+    "memory_tier",
+    "durable",
 )
 
 
@@ -64,6 +67,7 @@ def store_results(
     _set_pgbench_figures(run, result)
     _set_os_and_postgres_figures(run, result)
     run.environment = with_drift_facts(_environment(run, result, host_facts, clients_facts, observer), drift)
+    run.memory_tier, run.durable = method_columns(run)
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")

@@ -120,6 +120,13 @@ class Setting:
             number = float(round(number))  # half to even, as PostgreSQL's rint()
         return number
 
+    def amount(self, value: str) -> float | None:
+        """A size in bytes or a duration in microseconds, from a value with its unit ("64MB",
+        "5min"); None if malformed or the setting has no unit. A bare number counts the base unit,
+        whose "8kB" pages are taken as 8192 bytes: give sizes of other page sizes with their unit."""
+        count = self.in_base_unit(value) if self.unit else None
+        return count * BASE_UNITS[self.unit][1] if count is not None else None
+
     def check(self, value: str) -> None:
         """Raise InvalidOption, saying which values are allowed, unless PostgreSQL would take `value`."""
         if self.kind == "bool":

@@ -89,11 +89,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "models": {"common", "lab"},
     "jobs": {"common", "inventory", "lab", "models"},
     "inventory": {"common", "compare", "jobs", "lab", "models"},
-    "bench": KINDS_MAY,
+    "bench": KINDS_MAY | {"method"},
     "builds": KINDS_MAY,
     "baselines": KINDS_MAY,
     "compare": {"bench", "common", "lab", "models"},
-    "campaigns": {"baselines", "bench", "builds", "common", "compare", "forms", "jobs", "lab", "models"},
+    "campaigns": {"baselines", "bench", "builds", "common", "compare", "forms", "jobs", "lab", "method", "models"},
+    "method": {"bench", "common", "compare", "lab", "models"},
 }
 
 
