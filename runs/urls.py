@@ -1,7 +1,7 @@
 from django.urls import include, path
 
 from runs.jobs.kinds import BUILD, RUN
-from runs.views import builds, campaigns, cancel, compare, health, home, live, runs, shares, studies
+from runs.views import builds, campaigns, cancel, compare, health, home, live, method, runs, shares, studies
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -13,6 +13,8 @@ urlpatterns = [
     path("runs/<id:run_id>/wait.json", runs.run_wait_json, name="run-wait-json"),
     path("runs/<id:run_id>/cancel", cancel.job_cancel_view, {"kind": RUN}, name="run-cancel"),
     path("runs/<id:run_id>/outputs/<name:name>", runs.run_artifact, name="run-artifact"),
+    path("runs/<id:run_id>/method/accept", method.run_method_accept, name="run-method-accept"),
+    path("method/", method.method_help, name="method-help"),
     path("builds/", builds.builds_page, name="builds"),
     path("builds/new/", builds.build_new, name="build-new"),
     path("builds/<id:build_id>/", builds.build_detail, name="build-detail"),

@@ -19,6 +19,7 @@ class Check:
     reason: str  # one line, in the lab's words, with the figures that decided it
     advice: str = ""  # what to change, for a warning
     accepted: str = ""  # a user's reason for accepting this warning (Run.method_overrides)
+    accepted_by: str = ""
 
     @property
     def warns(self) -> bool:

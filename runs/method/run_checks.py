@@ -6,12 +6,14 @@ measurement say so instead of guessing.
 """
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from runs.compare.stats import trend
 from runs.method.facts import BRANCH_LOCKING, MethodFacts
 from runs.method.outcome import Check, Status
 from runs.method.tiers import FITS_RAM, FITS_SHARED_BUFFERS, memory_tier, not_durable_because, tier_figures
 
+MIN_CHECKPOINT_TIMEOUT_S = 30
 CHECKPOINT_CYCLES = 2  # a write run shorter than two checkpoint_timeouts depends on where they fell
 DRIFT_LIMIT = 0.20  # a steady rise or fall of tps by more than this share over the window
 DRIFT_P = 0.01  # ... that a straight line explains beyond chance
@@ -67,10 +69,16 @@ def check_length(facts: MethodFacts) -> Check:
             Status.WARNING,
             f"{facts.duration_s} s measured, shorter than {CHECKPOINT_CYCLES} × checkpoint_timeout ({timeout:g} s): "
             "the result depends on whether a checkpoint fell inside the window",
-            f"measure at least {needed:g} s, or lower checkpoint_timeout to {facts.duration_s // CHECKPOINT_CYCLES} s "
-            "or less",
+            _length_advice(facts.duration_s, needed),
         )
     return Check("length", title, Status.PASSED, f"{facts.duration_s} s ≥ {CHECKPOINT_CYCLES} × {timeout:g} s")
+
+
+def _length_advice(duration_s: int, needed: float) -> str:
+    shorter = duration_s // CHECKPOINT_CYCLES
+    if shorter < MIN_CHECKPOINT_TIMEOUT_S:  # PostgreSQL refuses less
+        return f"measure at least {needed:g} s"
+    return f"measure at least {needed:g} s, or lower checkpoint_timeout to {shorter} s or less"
 
 
 def check_checkpoints(facts: MethodFacts) -> Check:
@@ -101,7 +109,7 @@ def check_durability(facts: MethodFacts) -> Check:
             "Durability",
             Status.WARNING,
             "not durable: " + "; ".join(reasons),
-            "a crash could lose commits: compare it only with runs that are not durable either, and say so",
+            "turn them on and mount with flushes, or compare it only with runs that are not durable either, and say so",
         )
     return Check(
         "durability", "Durability", Status.PASSED, "fsync, synchronous_commit, full_page_writes on; flushes on"
@@ -165,8 +173,11 @@ def check_stability(facts: MethodFacts, samples: Samples) -> Check:
     return Check("stability", title, Status.PASSED, "tps holds steady over the window")
 
 
-def run_checks(facts: MethodFacts, samples: Samples = (), accepted: Mapping[str, str] | None = None) -> list[Check]:
-    """Every check of one run, with the reasons its warnings were accepted for."""
+def run_checks(
+    facts: MethodFacts, samples: Samples = (), accepted: Mapping[str, Mapping[str, str]] | None = None
+) -> list[Check]:
+    """Every check of one run, with who accepted its warnings and why ({key: {"reason", "by"}},
+    as Run.method_overrides holds them)."""
     checks: list[Callable[[MethodFacts], Check]] = [
         check_memory,
         check_contention,
@@ -181,11 +192,11 @@ def run_checks(facts: MethodFacts, samples: Samples = (), accepted: Mapping[str,
     return [_with_acceptance(check, accepted or {}) for check in found]
 
 
-def _with_acceptance(check: Check, accepted: Mapping[str, str]) -> Check:
-    reason = accepted.get(check.key, "")
-    if check.status != Status.WARNING or not reason:
+def _with_acceptance(check: Check, accepted: Mapping[str, Mapping[str, str]]) -> Check:
+    entry = accepted.get(check.key) or {}
+    if check.status != Status.WARNING or not entry.get("reason"):
         return check
-    return Check(check.key, check.title, check.status, check.reason, check.advice, accepted=reason)
+    return replace(check, accepted=str(entry["reason"]), accepted_by=str(entry.get("by", "")))
 
 
 def _host_against_stable_numbers(host: Mapping, during: Mapping) -> list[str]:

@@ -25,6 +25,7 @@ from runs.common.roles import cancel_refusal
 from runs.forms.run_filters import RunFilterForm, filtered_run_page
 from runs.forms.runs import RunForm, run_form_initial
 from runs.jobs import live
+from runs.method.selectors import run_method
 from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
 from runs.views.refusals import refused
 
@@ -87,6 +88,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "position": run_position(run),
         "outputs": run_outputs(run),
         "log": run_log(run) if run.is_finished else [],
+        "method": run_method(run),
     }
     return render(request, "runs/run_detail.html", context)
 

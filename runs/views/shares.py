@@ -37,6 +37,7 @@ from runs.compare.services.shares import (
     share_resolve,
     share_revoke,
 )
+from runs.method.selectors import run_method
 from runs.models import Campaign, Run, ShareKind, ShareLink
 from runs.views.campaigns import campaign_context
 from runs.views.compare import (
@@ -227,9 +228,10 @@ def shared_page(request: HttpRequest, token: str) -> HttpResponse:
 
 def _shared_run(request: HttpRequest, link: ShareLink) -> HttpResponse:
     run = run_with_details(_run_of(link).pk)
+    method = run_method(run)  # from the whole environment, before the shared page's share of it
     run.environment = shared_environment(run.environment or {})
     context = {"run": run, "chart": run_chart_data(run), "shared": True, "share_title": link.title,
-               "cancellation": run_cancellation(run)}  # fmt: skip
+               "cancellation": run_cancellation(run), "method": method}  # fmt: skip
     return render(request, "runs/run_detail.html", context)
 
 

@@ -15,7 +15,7 @@ from runs.bench.services.os_series import os_series_store
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
-from runs.method.summary import method_columns
+from runs.method.selectors import method_columns
 from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
 # What a run keeps of each client host: what its pgbench ran on, and what drift follows (not its disks).

@@ -134,6 +134,11 @@ def test_a_write_run_shorter_than_two_checkpoint_timeouts_warns() -> None:
     assert check.advice == "measure at least 600 s, or lower checkpoint_timeout to 150 s or less"
 
 
+def test_a_run_too_short_for_any_checkpoint_timeout_is_told_to_measure_longer() -> None:
+    # PostgreSQL takes no checkpoint_timeout below 30 s: half of 40 s cannot be advised.
+    assert check_length(spec_facts(spec(duration_s=40), 24 * GIB)).advice == "measure at least 600 s"
+
+
 def test_a_run_two_checkpoint_timeouts_long_passes_and_reads_its_own_setting() -> None:
     check = check_length(spec_facts(spec(duration_s=60, pg_settings="checkpoint_timeout = 30s"), 24 * GIB))
 
@@ -290,10 +295,11 @@ def test_the_trend_is_a_least_squares_line() -> None:
 def test_an_accepted_warning_keeps_its_status_and_carries_the_reason() -> None:
     facts = ran(method(database_bytes=150 * MIB, shared_buffers_bytes=128 * MIB))
 
-    checks = {check.key: check for check in run_checks(facts, accepted={"memory": "a CPU-bound study on purpose"})}
+    accepted = {"memory": {"reason": "a CPU-bound study on purpose", "by": "otto"}}
+    checks = {check.key: check for check in run_checks(facts, accepted=accepted)}
 
     assert checks["memory"].status == Status.WARNING and not checks["memory"].warns
-    assert checks["memory"].accepted == "a CPU-bound study on purpose"
+    assert (checks["memory"].accepted, checks["memory"].accepted_by) == ("a CPU-bound study on purpose", "otto")
     assert [check.key for check in run_checks(facts)] == [
         "memory",
         "contention",

@@ -224,6 +224,10 @@ MATRIX: dict[str, Row] = {
     "run-artifact": Row(VIEWERS, args=lambda objects: [objects.run.pk, "pgbench.stdout.txt"]),
     # Operators may cancel only their own runs; this one was queued by otto.
     "run-cancel": Row(OPERATORS, POST, run_pk),
+    # Whoever may queue runs may accept a warning with a reason (the run has none open: 400).
+    "run-method-accept": Row(OPERATORS, POST, run_pk),
+    # It explains the checks and shows no lab data: shared pages link to it.
+    "method-help": Row(EVERYONE),
     "campaigns": Row(VIEWERS),
     "builds": Row(VIEWERS),
     "build-new": Row(OPERATORS, FORM),

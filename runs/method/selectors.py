@@ -33,5 +33,5 @@ def _measured_tps(run: Run) -> Samples:
     return [(float(second), tps) for second, tps in rows]
 
 
-def _accepted_reasons(run: Run) -> dict[str, str]:
-    return {key: str(entry.get("reason", "")) for key, entry in run.method_overrides.items() if isinstance(entry, dict)}
+def _accepted_reasons(run: Run) -> dict[str, dict[str, str]]:
+    return {key: entry for key, entry in run.method_overrides.items() if isinstance(entry, dict)}

@@ -1,0 +1,145 @@
+"""The Method panel on a run's page and on its shared page, the columns lists read (memory tier,
+durable), and accepting a warning with a reason: kept, audited, shown; refused with a message
+(and nothing changed) without a reason or for a warning the run does not have."""
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from runs.compare.services.shares import share_create
+from runs.method.selectors import method_columns
+from runs.models import AuditAction, AuditEvent, Run, RunSample, ShareKind
+from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
+from runs.tests.conftest import ClientFactory
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+
+MIB, GIB = 2**20, 2**30
+BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def recorded_run(host_name: str = "lab1", **fields: Any) -> Run:
+    """A done run on a 24 GiB host whose 150 MiB database fit in RAM, mounted with barrier=0,
+    with a checkpoint during its window and 30 steady seconds of tps."""
+    host = make_host(name=host_name, memory_bytes=24 * GIB)
+    environment = {
+        "host": {"memory_bytes": 24 * GIB},
+        "filesystem": {"mount_options": "rw,relatime,barrier=0"},
+        "method": {
+            "database_bytes": 150 * MIB,
+            "shared_buffers_bytes": 128 * MIB,
+            "device": {"write_cache": "write back", "scheduler": "mq-deadline"},
+            "checkpoints": {"timed": 1, "requested": 0, "events": [{"second": 12.0, "kind": "time", "duration_s": 3}]},
+            "state": {"cache": "warm", "data": "fresh", "checkpoint_before": True, "settle_s": 5},
+            "random_seed": 1234,
+            "host": {"governor": "performance", "boost": False},
+            "during": {"load_1m_start": 0.1, "load_1m_end": 0.9, "cpu_count": 2, "busiest": []},
+        },
+    }
+    defaults = {"scale": 10, "clients": 4, "duration_s": 30, "mount_options": "barrier=0", "environment": environment}
+    run = make_run(host, make_device(host), make_pg_install(host), **(defaults | fields))
+    RunSample.objects.bulk_create(
+        RunSample(run=run, second=s, tps=1000.0 + 10 * (s % 3), latency_ms=4.0) for s in range(1, 31)
+    )
+    run.memory_tier, run.durable = method_columns(run)
+    run.save(update_fields=["memory_tier", "durable"])
+    return run
+
+
+@pytest.mark.django_db
+def test_the_list_columns_are_read_off_the_recorded_facts() -> None:
+    run = recorded_run()
+
+    assert (run.memory_tier, run.durable) == ("fits in RAM", False)
+    durable = recorded_run("lab2", mount_options="", environment={"host": {"memory_bytes": GIB}})
+    assert (durable.memory_tier, durable.durable) == ("", True)  # no database size recorded: no tier
+
+
+@pytest.mark.django_db
+def test_a_warning_accepted_with_a_reason_is_kept_audited_and_shown(client_for: ClientFactory) -> None:
+    run = recorded_run()
+    otto = client_for("otto")
+
+    response = otto.post(
+        reverse("run-method-accept", args=[run.pk]), {"check": "durability", "reason": "seed 002: barrier=0 on purpose"}
+    )
+
+    assert response.status_code == 302 and response["Location"].endswith(f"/runs/{run.pk}/#method")
+    run.refresh_from_db()
+    assert run.method_overrides["durability"]["reason"] == "seed 002: barrier=0 on purpose"
+    assert run.method_overrides["durability"]["by"] == "otto"
+    event = AuditEvent.objects.get(action=AuditAction.RUN_WARNING_ACCEPTED)
+    assert (event.object_id, event.message) == (str(run.pk), "Durability: seed 002: barrier=0 on purpose")
+    page = otto.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "Accepted by otto: “seed 002: barrier=0 on purpose”" in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("check", "reason", "message"),
+    [
+        ("durability", "  ", "Say why the warning does not matter here"),
+        ("durability", "x" * 501, "The reason is 501 characters long: at most 500 are kept."),
+        (
+            "contention",
+            "why not",
+            "has no open warning &#x27;contention&#x27; (its open warnings: memory, length, durability)",
+        ),
+    ],
+)
+def test_accepting_is_refused_without_a_reason_or_an_open_warning(
+    client_for: ClientFactory, check: str, reason: str, message: str
+) -> None:
+    run = recorded_run()
+
+    response = client_for("otto").post(reverse("run-method-accept", args=[run.pk]), {"check": check, "reason": reason})
+
+    assert response.status_code == 400
+    assert message in response.content.decode()
+    run.refresh_from_db()
+    assert run.method_overrides == {} and not AuditEvent.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_viewer_may_not_accept_a_warning(client_for: ClientFactory) -> None:
+    run = recorded_run()
+
+    response = client_for("vera").post(reverse("run-method-accept", args=[run.pk]), {"check": "memory", "reason": "x"})
+
+    assert response.status_code == 403
+    run.refresh_from_db()
+    assert run.method_overrides == {}
+
+
+@BROWSER
+def test_the_method_panel_on_the_run_page_the_shared_page_and_the_help_page(web_server: str) -> None:
+    make_user("otto", "operator", password=PASSWORD)
+    run = recorded_run()
+    _, token = share_create(kind=ShareKind.RUN, target=run, by=make_user("ada", "admin"))
+    with signed_in(web_server, "otto", f"/runs/{run.pk}/#method", height=1000) as (page, violations, errors):
+        page.locator("#method").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "method-panel.png"), full_page=False)
+        summary = page.text_content("#method-summary") or ""
+        rows = {
+            key: page.text_content(f"#method-{key}") or "" for key in ("memory", "durability", "seed", "contention")
+        }
+        page.fill("#method-memory input[name=reason]", "a CPU-bound study on purpose")
+        page.click("#method-memory button")
+        page.wait_for_selector("#method-memory .method-accepted")
+        accepted = page.text_content("#method-memory") or ""
+        page.goto(f"{web_server}/s/{token}/")
+        shared = page.text_content("#method") or ""
+        has_form = page.locator("#method form").count()
+        page.click("#method-summary a")
+        page.wait_for_selector("#check-durability")
+        page.screenshot(path=str(ARTIFACTS / "method-help.png"), full_page=False)
+
+    assert summary.startswith("3 warnings: memory tier, run length, durability.")
+    assert "fits in RAM: database 150 MiB, shared_buffers 128 MiB, RAM 24 GiB" in rows["memory"]
+    assert "not durable: mounted with barrier=0; the device's write cache is volatile" in rows["durability"]
+    assert "--random-seed=1234" in rows["seed"] and "passed" in rows["seed"]
+    assert "scale 10 ≥ 4 clients" in rows["contention"]
+    assert "Accepted by otto: “a CPU-bound study on purpose”" in accepted
+    assert "Accepted: “a CPU-bound study on purpose”" in shared and "otto" not in shared
+    assert has_form == 0  # nobody accepts anything on a shared page
+    assert not violations and not errors, (violations, errors)
