@@ -11,7 +11,15 @@ from dataclasses import replace
 from runs.compare.stats import trend
 from runs.method.facts import BRANCH_LOCKING, MethodFacts
 from runs.method.outcome import Check, Status
-from runs.method.tiers import FITS_RAM, FITS_SHARED_BUFFERS, memory_tier, not_durable_because, tier_figures
+from runs.method.tiers import (
+    DURABILITY_SETTINGS,
+    FITS_RAM,
+    FITS_SHARED_BUFFERS,
+    NO_BARRIER_OPTIONS,
+    memory_tier,
+    not_durable_because,
+    tier_figures,
+)
 
 MIN_CHECKPOINT_TIMEOUT_S = 30
 CHECKPOINT_CYCLES = 2  # a write run shorter than two checkpoint_timeouts depends on where they fell
@@ -104,16 +112,18 @@ def check_checkpoints(facts: MethodFacts) -> Check:
 def check_durability(facts: MethodFacts) -> Check:
     reasons = not_durable_because(facts)
     if reasons:
+        off = [name for name in DURABILITY_SETTINGS if facts.settings.get(name) == "off"]
+        changes = [f"turn {' and '.join(off)} on"] if off else []
+        changes += [f"mount without {option}" for option in facts.mount_options if option in NO_BARRIER_OPTIONS]
         return Check(
             "durability",
             "Durability",
             Status.WARNING,
             "not durable: " + "; ".join(reasons),
-            "turn them on and mount with flushes, or compare it only with runs that are not durable either, and say so",
+            ", ".join(changes) + ", or compare it only with runs that are not durable either, and say so",
         )
-    return Check(
-        "durability", "Durability", Status.PASSED, "fsync, synchronous_commit, full_page_writes on; flushes on"
-    )
+    durable = "fsync, synchronous_commit and full_page_writes on; the filesystem flushes"
+    return Check("durability", "Durability", Status.PASSED, durable)
 
 
 def check_state(facts: MethodFacts) -> Check:

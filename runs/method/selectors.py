@@ -6,7 +6,7 @@ from runs.method.facts import MethodFacts, recorded_facts, spec_facts
 from runs.method.outcome import Check
 from runs.method.run_checks import Samples, run_checks
 from runs.method.tiers import memory_tier, not_durable_because
-from runs.models import Run, RunSample
+from runs.models import Host, Run, RunSample
 
 
 def run_facts(run: Run) -> MethodFacts:
@@ -20,6 +20,12 @@ def run_facts(run: Run) -> MethodFacts:
 def run_method(run: Run) -> list[Check]:
     """The run page's Method panel: every check, with the warnings the user accepted."""
     return run_checks(run_facts(run), _measured_tps(run), _accepted_reasons(run))
+
+
+def spec_method(spec: RunSpec) -> list[Check]:
+    """The checks of a run not queued yet: what it asks for, on its server's probed RAM."""
+    memory = Host.objects.filter(pk=spec.server_host_id).values_list("memory_bytes", flat=True).first()
+    return run_checks(spec_facts(spec, memory))
 
 
 def method_columns(run: Run) -> tuple[str, bool | None]:

@@ -20,12 +20,15 @@ from runs.bench.selectors.run_page import (
     run_with_details,
 )
 from runs.bench.services.runs import run_enqueue
+from runs.bench.specs import RunSpec
 from runs.common.params import BadParameter, parse_id
 from runs.common.roles import cancel_refusal
+from runs.forms.method import MethodReasonForm
 from runs.forms.run_filters import RunFilterForm, filtered_run_page
 from runs.forms.runs import RunForm, run_form_initial
 from runs.jobs import live
-from runs.method.selectors import run_method
+from runs.method.selectors import run_method, spec_method
+from runs.method.services.acceptance import accepted_when_queued
 from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
 from runs.views.refusals import refused
 
@@ -53,14 +56,7 @@ def runs_page(request: HttpRequest) -> HttpResponse:
 @permission_required("runs.queue_run", raise_exception=True)
 def run_new(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
-        form = RunForm(request.POST)
-        if form.is_valid():
-            run = form.save(commit=False)
-            run.queued_by = request.user
-            run_enqueue(run=run, client_host_ids=form.cleaned_data["client_hosts"], request=request)
-            return redirect("run-detail", run_id=run.pk)
-        # The form again with each mistake beside its field; 400 tells scripts it was refused.
-        return render(request, "runs/run_form.html", {"form": form}, status=400)
+        return _run_new_posted(request)
     source, initial = None, None
     try:
         if again := request.GET.get("again"):
@@ -71,8 +67,26 @@ def run_new(request: HttpRequest) -> HttpResponse:
             initial = {"server_host": install.host_id, "pg_install": install.pk}
     except BadParameter as exc:
         return refused(request, str(exc))
-    form = RunForm(initial=initial)
-    return render(request, "runs/run_form.html", {"form": form})
+    # Run again: its method checks at once, as the run it repeats asks for it.
+    method = spec_method(RunSpec.from_run(source)) if source else None
+    context = {"form": RunForm(initial=initial), "reason_form": MethodReasonForm(), "method": method}
+    return render(request, "runs/run_form.html", context)
+
+
+def _run_new_posted(request: HttpRequest) -> HttpResponse:
+    """Queue the run; with "check", show its method checks instead (nothing is queued)."""
+    form, reason_form = RunForm(request.POST), MethodReasonForm(request.POST)
+    if not (form.is_valid() and reason_form.is_valid()):
+        # The form again with each mistake beside its field; 400 tells scripts it was refused.
+        return render(request, "runs/run_form.html", {"form": form, "reason_form": reason_form}, status=400)
+    method = spec_method(RunSpec.from_form_data(form.cleaned_data))
+    if "check" in request.POST:
+        return render(request, "runs/run_form.html", {"form": form, "reason_form": reason_form, "method": method})
+    run = form.save(commit=False)
+    run.queued_by = request.user
+    run.method_overrides = accepted_when_queued(method, reason_form.cleaned_data["method_reason"], request.user)
+    run_enqueue(run=run, client_host_ids=form.cleaned_data["client_hosts"], request=request)
+    return redirect("run-detail", run_id=run.pk)
 
 
 @require_safe

@@ -12,7 +12,7 @@ from runs.method.selectors import method_columns
 from runs.models import AuditAction, AuditEvent, Run, RunSample, ShareKind
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.conftest import ClientFactory
-from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 
 MIB, GIB = 2**20, 2**30
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -142,4 +142,59 @@ def test_the_method_panel_on_the_run_page_the_shared_page_and_the_help_page(web_
     assert "Accepted by otto: “a CPU-bound study on purpose”" in accepted
     assert "Accepted: “a CPU-bound study on purpose”" in shared and "otto" not in shared
     assert has_form == 0  # nobody accepts anything on a shared page
+    assert not violations and not errors, (violations, errors)
+
+
+# ---- before queueing: the queue form ----
+
+
+@pytest.mark.django_db
+def test_the_queue_form_checks_the_method_without_queueing_and_queues_with_a_reason(
+    client_for: ClientFactory,
+) -> None:
+    host = make_host(memory_bytes=24 * GIB)
+    fields = run_form_fields(host, make_device(host, wipe_allowed=True), make_pg_install(host), scale=4, clients=8)
+    otto = client_for("otto")
+
+    checked = otto.post(reverse("run-new"), {**fields, "check": "1"})
+
+    page = checked.content.decode()
+    assert checked.status_code == 200 and not Run.objects.exists()
+    assert "Read them before you queue" in page
+    assert "8 clients share scale 4&#x27;s 4 branch rows" in page
+    assert "fits in RAM: database 60 MiB, shared_buffers 64 MiB" not in page  # 60 MiB fits in its 64 MB buffers
+    assert "fits in shared buffers: database 60 MiB, shared_buffers 64 MiB, RAM 24 GiB" in page
+
+    queued = otto.post(reverse("run-new"), {**fields, "method_reason": "a smoke test, not a measurement"})
+
+    run = Run.objects.get()
+    assert queued.status_code == 302
+    assert set(run.method_overrides) == {"memory", "contention", "length"}
+    assert {entry["reason"] for entry in run.method_overrides.values()} == {"a smoke test, not a measurement"}
+
+
+@pytest.mark.django_db
+def test_a_reason_too_long_refuses_the_run(client_for: ClientFactory) -> None:
+    host = make_host()
+    fields = run_form_fields(host, make_device(host, wipe_allowed=True), make_pg_install(host))
+
+    response = client_for("otto").post(reverse("run-new"), {**fields, "method_reason": "x" * 501})
+
+    assert response.status_code == 400 and not Run.objects.exists()
+    assert "Ensure this value has at most 500 characters (it has 501)." in response.content.decode()
+
+
+@BROWSER
+def test_run_again_shows_the_method_checks_of_the_run_it_repeats(web_server: str) -> None:
+    make_user("otto", "operator", password=PASSWORD)
+    run = recorded_run(scale=2, clients=8)
+    with signed_in(web_server, "otto", f"/runs/new/?again={run.pk}", height=1400) as (page, violations, errors):
+        page.locator("#method").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "method-run-form.png"), full_page=False)
+        summary = page.text_content("#method-summary") or ""
+        has_accept_forms = page.locator("#method form").count()
+
+    assert summary.startswith("4 warnings: memory tier, branch-row contention, run length, durability.")
+    assert "Read them before you queue" in summary
+    assert has_accept_forms == 0  # accepted by the reason field of the form itself
     assert not violations and not errors, (violations, errors)

@@ -190,6 +190,9 @@ def test_fsync_off_as_the_server_reports_it_is_not_durable() -> None:
 
     assert check.status == Status.WARNING
     assert check.reason == "not durable: fsync = off; synchronous_commit = off"
+    assert check.advice == (
+        "turn fsync and synchronous_commit on, or compare it only with runs that are not durable either, and say so"
+    )
 
 
 def test_barrier_0_on_a_write_back_cache_is_not_durable() -> None:
