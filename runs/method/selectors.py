@@ -1,7 +1,16 @@
 """A run's method facts and checks, read from the run: for its page, and for the two columns lists
 filter on (Run.memory_tier, Run.durable), which are written with its results."""
 
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db.models.fields.json import KT
+
 from runs.bench.specs import RunSpec
+from runs.compare.query import Group
+from runs.compare.selectors.comparison import ComparisonResult
+from runs.method.comparison_checks import GroupFacts, comparison_checks
 from runs.method.facts import MethodFacts, recorded_facts, spec_facts
 from runs.method.outcome import Check
 from runs.method.run_checks import Samples, run_checks
@@ -28,10 +37,54 @@ def spec_method(spec: RunSpec) -> list[Check]:
     return run_checks(spec_facts(spec, memory))
 
 
+def compared_method(result: ComparisonResult) -> list[Check]:
+    """The Method panel of a comparison page, its report, its shared page and a campaign's page."""
+    grouping = result.query.grouping
+    varies = [name for i, name in enumerate(grouping) if len({group.key[i] for group in result.groups}) > 1]
+    return comparison_method(result.groups, varies)
+
+
+def comparison_method(groups: Sequence[Group], grouping_varies: Iterable[str]) -> list[Check]:
+    """The comparison's Method panel: its groups' runs that ran, read in one query of the few
+    records the checks need (not the whole environment, which lists every disk of the host)."""
+    ran = [run for group in groups for run in group.runs if run.results_stored_at is not None]
+    records = {row["pk"]: row for row in Run.objects.filter(pk__in=[run.pk for run in ran]).values("pk", **RECORDS)}
+    facts = {run.pk: recorded_facts(RunSpec.from_run(run), *_environment_of(records[run.pk])) for run in ran}
+    found = [GroupFacts(group.label, [facts[run.pk] for run in group.runs if run.pk in facts]) for group in groups]
+    return comparison_checks(found, frozenset(grouping_varies))
+
+
 def method_columns(run: Run) -> tuple[str, bool | None]:
     """(memory_tier, durable) for a run whose results are being stored."""
     facts = recorded_facts(RunSpec.from_run(run), run.environment, run.metrics)
     return memory_tier(facts), not not_durable_because(facts)
+
+
+# What recorded_facts reads of a run, each as JSON text (KT): the paths of Run.environment and Run.metrics.
+RECORDS = {
+    "method": KT("environment__method"),
+    "memory_bytes": KT("environment__host__memory_bytes"),
+    "mounted": KT("environment__filesystem__mount_options"),
+    "settings": KT("environment__postgresql__non_default_settings"),
+    "block_size": KT("environment__postgresql__block_size"),
+    "pg_stats": KT("metrics__pg_stats"),
+}
+
+
+def _environment_of(row: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parts of environment and metrics that RECORDS read, as recorded_facts takes them."""
+
+    def parsed(key: str) -> Any:
+        return json.loads(row[key]) if row[key] else None
+
+    environment = {
+        "method": parsed("method"),
+        "host": {"memory_bytes": parsed("memory_bytes")},
+        "postgresql": {"non_default_settings": parsed("settings"), "block_size": parsed("block_size")},
+    }
+    if row["mounted"] is not None:
+        environment["filesystem"] = {"mount_options": row["mounted"]}
+    return environment, {"pg_stats": parsed("pg_stats")}
 
 
 def _measured_tps(run: Run) -> Samples:

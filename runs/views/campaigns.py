@@ -35,6 +35,7 @@ from runs.forms.campaigns import CampaignForm, MatrixForm
 from runs.forms.runs import RunForm
 from runs.jobs import live
 from runs.jobs.cancel import JobRefused
+from runs.method.selectors import compared_method
 from runs.models import Campaign, CampaignConfiguration
 from runs.views.refusals import refused
 
@@ -203,6 +204,7 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
             (table, [(row, *confounds.marker(row.configuration.index)) for row in table.rows]) for table in tables
         ],
         "warnings": confounds.warnings,
+        "method": compared_method(confounds.comparison) if confounds.comparison else [],
         "results_table": results_table(confounds.comparison) if confounds.comparison else None,
         "results_csv": reverse("compare-export-csv") + "?" + urlencode({"campaign": campaign.pk, "what": "table"}),
         "report_url": reverse("compare-report") + "?" + urlencode({"campaign": campaign.pk}),

@@ -24,6 +24,7 @@ from runs.compare.query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
 from runs.compare.results_table import TABLE_COLUMNS, results_rows, results_table
 from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data, shown_runs
 from runs.compare.selectors.export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
+from runs.method.selectors import compared_method
 from runs.views.refusals import refused
 
 EXPORTS = ("summary", "series", "table")  # table: the seeds' table (runs.compare.results_table)
@@ -87,6 +88,7 @@ def comparison_context(result: ComparisonResult, urls: ComparisonUrls, *, shared
         "results_csv": urls.export("table", "csv"),
         "device_baselines": baselines_for_devices(sorted({run.device_id for run in result.runs})),
         "shown": {run.pk for run in shown_runs(result)},
+        "method": compared_method(result),
         "generated_at": timezone.now(),
         "version": benchlab_version(),
     }

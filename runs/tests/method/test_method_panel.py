@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from runs.compare.services.shares import share_create
 from runs.method.selectors import method_columns
@@ -197,4 +198,32 @@ def test_run_again_shows_the_method_checks_of_the_run_it_repeats(web_server: str
     assert summary.startswith("4 warnings: memory tier, branch-row contention, run length, durability.")
     assert "Read them before you queue" in summary
     assert has_accept_forms == 0  # accepted by the reason field of the form itself
+    assert not violations and not errors, (violations, errors)
+
+
+# ---- comparisons: the page, its report and a campaign's page ----
+
+
+@BROWSER
+def test_a_comparison_of_two_devices_that_fit_in_ram_says_so_in_its_method_panel(web_server: str) -> None:
+    make_user("vera", "viewer", password=PASSWORD)
+    ssd = recorded_run(results_stored_at=timezone.now())
+    hdd_device = make_device(ssd.server_host, name="hdd0", kind="hdd", path="/dev/disk/by-id/ata-TEST_HDD_1")
+    hdd = make_run(
+        ssd.server_host, hdd_device, ssd.pg_install, scale=10, clients=4, duration_s=30, environment=ssd.environment,
+        mount_options="", results_stored_at=timezone.now(),
+    )  # fmt: skip
+    hdd.environment["filesystem"]["mount_options"] = "rw,relatime"
+    hdd.save(update_fields=["environment"])
+    path = f"/compare/?runs={ssd.pk},{hdd.pk}&group_by=device"
+    with signed_in(web_server, "vera", path, height=900) as (page, violations, errors):
+        page.locator("#method").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / "method-comparison.png"), full_page=False)
+        memory, durability = page.text_content("#method-memory") or "", page.text_content("#method-durability") or ""
+        page.goto(f"{web_server}/compare/print/?runs={ssd.pk},{hdd.pk}&group_by=device")
+        in_report = page.text_content("#method-summary") or ""
+
+    assert "this compares storage, but 2 groups fit in memory" in memory
+    assert "not durable: lab1:ssd0 · barrier=0; the others are" in durability
+    assert in_report.startswith("3 warnings: memory tier, durability, run length.")
     assert not violations and not errors, (violations, errors)
