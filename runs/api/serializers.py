@@ -1,3 +1,4 @@
+import dataclasses
 from typing import Any
 
 from django.db import models
@@ -6,6 +7,7 @@ from rest_framework import serializers
 from runs.bench.selectors.run_page import run_os_series
 from runs.bench.specs import NUMBER_FIELDS
 from runs.forms.runs import CLIENT_HOSTS, RUN_FIELDS, RunForm
+from runs.method.selectors import run_method
 from runs.models import Device, Host, PgInstall, Run, RunSample
 
 
@@ -71,7 +73,7 @@ class RunSerializer(serializers.ModelSerializer):
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
                   "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
-                  "skipped_transactions", "device_util_pct", "cache_hit_pct"]  # fmt: skip
+                  "skipped_transactions", "device_util_pct", "cache_hit_pct", "memory_tier", "durable"]  # fmt: skip
         read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host")]
         # An id is a whole number: without this, 2.5 would be read as host 2.
         extra_kwargs = {
@@ -113,10 +115,15 @@ def _form_value(value: Any) -> Any:
 class RunDetailSerializer(RunSerializer):
     # The iostat and vmstat samples: source -> column -> a value a second (one query).
     os_series = serializers.SerializerMethodField()
+    method = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics", "os_means", "os_series"]
+        fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics", "os_means", "os_series", "method"]
         read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host")]
+
+    def get_method(self, run: Run) -> list[dict[str, str]]:
+        """The run's method checks (runs.method), as its page's Method panel lists them."""
+        return [dataclasses.asdict(check) for check in run_method(run)]
 
     def get_os_series(self, run: Run) -> dict[str, dict[str, list[float | None]]]:
         return run_os_series(run)

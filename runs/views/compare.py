@@ -4,7 +4,7 @@ with the share's own URLs and without controls."""
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -135,7 +135,8 @@ def comparison_export_response(
     if what == "summary":
         rows = summary_rows(result)
         if fmt == "json":
-            response = JsonResponse({"query": query.as_params(), "rows": rows})
+            method = [asdict(check) for check in compared_method(result)]
+            response = JsonResponse({"query": query.as_params(), "rows": rows, "method": method})
         else:
             response = HttpResponse("".join(as_csv(rows, SUMMARY_COLUMNS)), content_type="text/csv; charset=utf-8")
     elif what == "table":

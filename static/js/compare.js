@@ -78,7 +78,8 @@
       label: "mean with 95 % CI",
       data: groups.map((group) => {
         const { mean, ci_low: low, ci_high: high } = rowOf(group).summary;
-        if (mean === null || mean === undefined) return null;
+        // No mean (no finished run has the metric): a gap. A null entry would break the error-bar plugin's parsing.
+        if (mean === null || mean === undefined) return { y: null, yMin: null, yMax: null };
         // A CI past 0 (or 100 %) is drawn to that bound: a tps, a latency or a %util cannot go beyond it.
         const bound = (value) => B.withinBounds(value ?? mean, metric.unit);
         return { y: mean, yMin: bound(low), yMax: bound(high) };

@@ -3,16 +3,16 @@ JSON. The numbers are the page's own (runs.compare.selectors.comparison), unroun
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from runs.compare.selectors.comparison import ComparisonResult
-from runs.models import RunSample
+from runs.models import Run, RunSample
 
 SUMMARY_COLUMNS = (
     "metric", "unit", "group", "configuration", "baseline", "n", "mean", "sd", "minimum", "median", "maximum", "cv",
     "ci_low", "ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "difference_pct", "welch_p", "mann_whitney_p",
-    "adjusted_p", "verdict", "confounded", "failed", "runs",
+    "adjusted_p", "verdict", "confounded", "failed", "runs", "memory_tier", "durable",
 )  # fmt: skip
 SERIES_COLUMNS = ("run", "group", "configuration", "second", "tps", "latency_ms", "warmup")
 
@@ -35,9 +35,19 @@ def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
                     "confounded": row.marker,  # "⚠ confounded: clients 4 vs 8": what the verdict mixes in
                     "failed": row.failed,
                     "runs": [pk for pk, _ in row.values],
+                    **group_method_labels(row.group.runs),
                 }
             )
     return rows
+
+
+def group_method_labels(runs: Sequence[Run]) -> dict[str, str]:
+    """A group's memory tiers and durability, from its runs' columns (runs.method fills them):
+    "fits in RAM" (or "fits in RAM / exceeds RAM"); durable "yes", "no", "some" or "" when unknown."""
+    tiers = sorted({run.memory_tier for run in runs if run.memory_tier})
+    durable = {run.durable for run in runs if run.durable is not None}
+    said = {frozenset({True}): "yes", frozenset({False}): "no", frozenset({True, False}): "some"}
+    return {"memory_tier": " / ".join(tiers), "durable": said.get(frozenset(durable), "")}
 
 
 def series_rows(result: ComparisonResult) -> Iterator[dict[str, Any]]:

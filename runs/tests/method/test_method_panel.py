@@ -37,7 +37,8 @@ def recorded_run(host_name: str = "lab1", **fields: Any) -> Run:
             "during": {"load_1m_start": 0.1, "load_1m_end": 0.9, "cpu_count": 2, "busiest": []},
         },
     }
-    defaults = {"scale": 10, "clients": 4, "duration_s": 30, "mount_options": "barrier=0", "environment": environment}
+    defaults = {"scale": 10, "clients": 4, "duration_s": 30, "mount_options": "barrier=0", "environment": environment,
+                "tps": 1003.0, "steady_tps_mean": 1010.0, "results_stored_at": timezone.now()}  # fmt: skip
     run = make_run(host, make_device(host), make_pg_install(host), **(defaults | fields))
     RunSample.objects.bulk_create(
         RunSample(run=run, second=s, tps=1000.0 + 10 * (s % 3), latency_ms=4.0) for s in range(1, 31)
@@ -207,7 +208,7 @@ def test_run_again_shows_the_method_checks_of_the_run_it_repeats(web_server: str
 @BROWSER
 def test_a_comparison_of_two_devices_that_fit_in_ram_says_so_in_its_method_panel(web_server: str) -> None:
     make_user("vera", "viewer", password=PASSWORD)
-    ssd = recorded_run(results_stored_at=timezone.now())
+    ssd = recorded_run()
     hdd_device = make_device(ssd.server_host, name="hdd0", kind="hdd", path="/dev/disk/by-id/ata-TEST_HDD_1")
     hdd = make_run(
         ssd.server_host, hdd_device, ssd.pg_install, scale=10, clients=4, duration_s=30, environment=ssd.environment,
@@ -227,3 +228,37 @@ def test_a_comparison_of_two_devices_that_fit_in_ram_says_so_in_its_method_panel
     assert "not durable: lab1:ssd0 · barrier=0; the others are" in durability
     assert in_report.startswith("3 warnings: memory tier, durability, run length.")
     assert not violations and not errors, (violations, errors)
+
+
+# ---- labels in lists, the API and exports ----
+
+
+@pytest.mark.django_db
+def test_the_labels_reach_the_run_list_the_api_and_the_comparisons_export(client_for: ClientFactory) -> None:
+    run = recorded_run()
+    other = recorded_run("lab2", mount_options="")
+    other.environment["filesystem"]["mount_options"] = "rw"
+    other.save(update_fields=["environment"])
+    other.memory_tier, other.durable = method_columns(other)
+    other.save(update_fields=["memory_tier", "durable"])
+    vera = client_for("vera")
+
+    listed = vera.get(reverse("runs")).content.decode()
+    detail = vera.get(f"/api/runs/{run.pk}/").json()
+    listed_api = {row["id"]: row for row in vera.get("/api/runs/").json()["results"]}
+    export = vera.get(reverse("compare-export-json"), {"runs": f"{run.pk},{other.pk}", "what": "summary"}).json()
+
+    assert listed.count(">not durable</span>") == 1 and listed.count(">fits in RAM</span>") == 2
+    assert (listed_api[run.pk]["memory_tier"], listed_api[run.pk]["durable"]) == ("fits in RAM", False)
+    assert [check["key"] for check in detail["method"] if check["status"] == "warning"] == [
+        "memory",
+        "length",
+        "durability",
+    ]
+    first_metric = export["rows"][0]["metric"]
+    tps = {row["configuration"]: row for row in export["rows"] if row["metric"] == first_metric}
+    assert sorted((row["memory_tier"], row["durable"]) for row in tps.values()) == [
+        ("fits in RAM", "no"),
+        ("fits in RAM", "yes"),
+    ]
+    assert {check["key"]: check["status"] for check in export["method"]}["durability"] == "warning"
