@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from runs.campaigns.matrix import Cell
 from runs.common.units import binary_size
 from runs.lab.pgbench.scale_room import BYTES_PER_SCALE, FORMATTED_SHARE, largest_fitting_scale, scale_need
+from runs.method.facts import BRANCH_LOCKING, spec_facts
+from runs.method.outcome import Status
+from runs.method.run_checks import check_contention
 
 FITS_SHARE = 0.25  # of the smallest host's RAM: the fits-in-RAM tier, with room for the page cache
 EXCEEDS_FACTOR = 2  # times the largest host's RAM: the does-not-fit tier, past any page cache
-BRANCH_LOCKING = frozenset({"tpcb-like", "simple-update"})  # workloads that update pgbench_branches
 
 
 def scale_for_bytes(size_bytes: float) -> int:
@@ -124,13 +126,9 @@ def memory_tiers(
 
 def branch_contention(cells: Sequence[Cell]) -> list[tuple[int, Cell]]:
     """The runnable configurations (numbered from 1, as the preview's matrix) whose clients
-    outnumber the branch rows their workload updates: scale < clients, counting every client host
-    that shares the one database."""
-    found = []
-    for number, cell in enumerate(cells, start=1):
-        spec = cell.spec
-        databases_shared = len(spec.client_host_ids) if spec.shared_database else 1
-        if cell.valid and spec.workload in BRANCH_LOCKING and spec.scale and spec.clients:
-            if spec.scale < spec.clients * databases_shared:
-                found.append((number, cell))
-    return found
+    outnumber the branch rows their workload updates (runs.method's contention check)."""
+    return [
+        (number, cell)
+        for number, cell in enumerate(cells, start=1)
+        if cell.valid and check_contention(spec_facts(cell.spec, None)).status == Status.WARNING
+    ]

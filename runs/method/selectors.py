@@ -13,6 +13,7 @@ from runs.compare.selectors.comparison import ComparisonResult
 from runs.method.comparison_checks import GroupFacts, comparison_checks
 from runs.method.facts import MethodFacts, recorded_facts, spec_facts
 from runs.method.outcome import Check
+from runs.method.preview import PreviewWarning, preview_warnings
 from runs.method.run_checks import Samples, run_checks
 from runs.method.tiers import memory_tier, not_durable_because
 from runs.models import Host, Run, RunSample
@@ -52,6 +53,13 @@ def comparison_method(groups: Sequence[Group], grouping_varies: Iterable[str]) -
     facts = {run.pk: recorded_facts(RunSpec.from_run(run), *_environment_of(records[run.pk])) for run in ran}
     found = [GroupFacts(group.label, [facts[run.pk] for run in group.runs if run.pk in facts]) for group in groups]
     return comparison_checks(found, frozenset(grouping_varies))
+
+
+def campaign_preview_method(specs: Mapping[int, RunSpec]) -> list[PreviewWarning]:
+    """The campaign preview's method warnings for its runnable configurations (number -> spec)."""
+    hosts = {spec.server_host_id for spec in specs.values()}
+    memory = dict(Host.objects.filter(pk__in=hosts).values_list("pk", "memory_bytes"))
+    return preview_warnings(specs, memory)
 
 
 def method_columns(run: Run) -> tuple[str, bool | None]:

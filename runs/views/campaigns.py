@@ -35,7 +35,7 @@ from runs.forms.campaigns import CampaignForm, MatrixForm
 from runs.forms.runs import RunForm
 from runs.jobs import live
 from runs.jobs.cancel import JobRefused
-from runs.method.selectors import compared_method
+from runs.method.selectors import campaign_preview_method, compared_method
 from runs.models import Campaign, CampaignConfiguration
 from runs.views.refusals import refused
 
@@ -162,6 +162,9 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         "refusal": refusal,
         "preset": plan.preset,
         "contended": branch_contention(cells),
+        "method_warnings": campaign_preview_method(
+            {n: cell.spec for n, cell in enumerate(cells, start=1) if cell.valid}
+        ),
     }
     return render(request, "runs/campaign_form.html", context, status=400 if refusal else 200)
 

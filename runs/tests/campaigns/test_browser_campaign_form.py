@@ -79,6 +79,8 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
         page.click("#preview")
         page.wait_for_selector("#contention-warning")
         warning = " ".join((page.text_content("#contention-warning") or "").split())
+        method = " ".join((page.text_content("#method-warnings") or "").split())
+        page.locator("#method-warnings").screenshot(path=str(ARTIFACTS / "campaign-form-method.png"))
         page.locator("#contention-warning").screenshot(path=str(ARTIFACTS / "campaign-form-contention.png"))
         page.goto(f"{page_server}/campaigns/new/?preset=mount-options")
         page.select_option("#preset-host", label="lab2 (24 GiB RAM)")
@@ -93,6 +95,9 @@ def test_a_preset_is_filled_in_again_for_the_hosts_chosen(page_server: str) -> N
     assert "12 configurations × 3 = 36 runs" in " ".join(matrix.split()) and "contention-warning" not in matrix
     assert "Scale below clients: in 4 configurations the clients outnumber" in warning
     assert "#3: scale 4 for 10 clients (lab1:hdd · scale 4 · 10 clients/2 threads)" in warning
+    # scale 4 and 28 fit in 24 GiB of RAM, and the runs last less than two checkpoint_timeouts
+    assert "Memory tier in 24 configurations" in method and "this campaign compares storage" in method
+    assert "Run length in 24 configurations" in method
     assert ticked_after_preview == [True, True]
     assert server == str(lab2)
     assert not violations, violations

@@ -27,7 +27,7 @@ MIB, GIB = 2**20, 2**30
 
 
 def spec(**fields: Any) -> RunSpec:
-    return RunSpec(server_host_id=1, device_id=1, filesystem="ext4", pg_install_id=1, **fields)
+    return RunSpec(**({"server_host_id": 1, "device_id": 1, "filesystem": "ext4", "pg_install_id": 1} | fields))
 
 
 def ran(environment: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None, **fields: Any) -> MethodFacts:
