@@ -27,7 +27,8 @@ MIB, GIB = 2**20, 2**30
 
 
 def spec(**fields: Any) -> RunSpec:
-    return RunSpec(**({"server_host_id": 1, "device_id": 1, "filesystem": "ext4", "pg_install_id": 1} | fields))
+    defaults: dict[str, Any] = {"server_host_id": 1, "device_id": 1, "filesystem": "ext4", "pg_install_id": 1}
+    return RunSpec(**(defaults | fields))
 
 
 def ran(environment: dict[str, Any] | None = None, metrics: dict[str, Any] | None = None, **fields: Any) -> MethodFacts:
