@@ -47,7 +47,8 @@ def noise_advice(table: MetricTable, target_pct: float | None) -> list[NoiseAdvi
             advice.append(NoiseAdvice(label, f"{runs}: too few to know its spread"))
             continue
         now = summary.ci_half_width_pct or 0.0
-        spread = f"CV {summary.cv * 100:.1f} %, 95 % CI ±{now:.1f} % with {summary.n} runs"
+        spread = f"CV {summary.cv * 100:.1f} %, range {summary.range_pct or 0:.1f} % of the median, "
+        spread += f"95 % CI ±{now:.1f} % with {summary.n} runs"
         if now <= target:
             advice.append(NoiseAdvice(label, f"{spread}: within ±{target:g} % already"))
         else:

@@ -37,6 +37,13 @@ class Summary:
         return asdict(self)
 
     @property
+    def range_pct(self) -> float | None:
+        """(max - min) / median, in %: the noise budget's spread, robust to one odd run's pull on the mean."""
+        if self.minimum is None or self.maximum is None or not self.median:
+            return None
+        return (self.maximum - self.minimum) / abs(self.median) * 100
+
+    @property
     def ci_half_width_pct(self) -> float | None:
         if self.ci_low is None or self.ci_high is None or not self.mean:
             return None

@@ -62,7 +62,10 @@ def test_each_configuration_shows_its_cv_and_the_repetitions_and_within_noise_su
     noise = within_noise(table)
     page = client_for("vera").get(reverse("campaign-detail", args=[campaign.pk])).content.decode()  # type: ignore[operator]
 
-    assert advice[0].text == "CV 16.7 %, 95 % CI ±41.4 % with 3 runs: about 46 repetitions would resolve ±5 %"
+    # Its range: (14 - 10) / 12 = 33.3 % of the median.
+    assert advice[0].text == (
+        "CV 16.7 %, range 33.3 % of the median, 95 % CI ±41.4 % with 3 runs: about 46 repetitions would resolve ±5 %"
+    )
     # [11, 13, 14] against it: mean 12.667, +5.56 %, within noise. sd 1.5275 (squares 2.778 + 0.111 + 1.778
     # over 2); the difference's spread per run √(2² + 1.5275²) / 12 = 0.20972; t(n-1) · 0.20972 / √n ≤ 0.05556
     # first at n = 58 (t(57) = 2.0025: 0.05515), not at 57 (t(56) = 2.0032: 0.05565).
