@@ -8,6 +8,7 @@ from runs.bench.selectors.run_page import run_os_series
 from runs.bench.specs import NUMBER_FIELDS
 from runs.forms.runs import CLIENT_HOSTS, RUN_FIELDS, RunForm
 from runs.method.selectors import run_method
+from runs.method.services.acceptance import MAX_REASON
 from runs.models import Device, Host, PgInstall, Run, RunSample
 
 
@@ -66,15 +67,18 @@ class RunSerializer(serializers.ModelSerializer):
     )
     client_host_names = serializers.SerializerMethodField(help_text="The client hosts' names, in their order.")
 
+    # Accepts the method warnings the run's specification gets (runs.method), with this reason, kept on the run.
+    method_reason = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=MAX_REASON)
+
     class Meta:
         model = Run
-        fields = ["id", *RUN_FIELDS, "client_host", "client_host_names", "state", "queued_by", "created_at",
-                  "started_at", "finished_at",
+        fields = ["id", *RUN_FIELDS, "client_host", "client_host_names", "method_reason", "state", "queued_by",
+                  "created_at", "started_at", "finished_at",
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
                   "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
                   "skipped_transactions", "device_util_pct", "cache_hit_pct", "memory_tier", "durable"]  # fmt: skip
-        read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host")]
+        read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host", "method_reason")]
         # An id is a whole number: without this, 2.5 would be read as host 2.
         extra_kwargs = {
             name: {"pk_field": serializers.IntegerField()} for name in ("server_host", "device", "pg_install")
@@ -96,7 +100,9 @@ class RunSerializer(serializers.ModelSerializer):
             raise serializers.ValidationError(
                 {field: [str(e) for e in errors] for field, errors in form.errors.items()}
             )
-        return {name: form.cleaned_data[name] for name in RUN_FIELDS}
+        return {name: form.cleaned_data[name] for name in RUN_FIELDS} | {
+            "method_reason": attrs.get("method_reason", "")
+        }
 
 
 def _model_default(name: str) -> Any:

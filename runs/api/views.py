@@ -20,8 +20,11 @@ from runs.api.serializers import (
     RunSerializer,
 )
 from runs.bench.services.runs import run_enqueue
+from runs.bench.specs import RunSpec
 from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
 from runs.common.params import parse_choice, parse_id
+from runs.method.selectors import spec_method
+from runs.method.services.acceptance import accepted_when_queued
 from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
 
 
@@ -92,8 +95,11 @@ class RunViewSet(JobViewSet):
 
     def perform_create(self, serializer: RunSerializer) -> None:
         fields = dict(serializer.validated_data)
+        reason = fields.pop("method_reason")
+        method = spec_method(RunSpec.from_form_data(fields))
         client_host_ids = fields.pop("client_hosts")
         run = Run(**fields, queued_by=self.request.user)
+        run.method_overrides = accepted_when_queued(method, reason, self.request.user)
         run_enqueue(run=run, client_host_ids=client_host_ids, request=self.request)
         serializer.instance = run
 

@@ -14,6 +14,7 @@ from runs.models import AuditAction, AuditEvent, Run, RunSample, ShareKind
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
+from runs.tests.web.test_api import api_client, run_body
 
 MIB, GIB = 2**20, 2**30
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -262,3 +263,18 @@ def test_the_labels_reach_the_run_list_the_api_and_the_comparisons_export(client
         ("fits in RAM", "yes"),
     ]
     assert {check["key"]: check["status"] for check in export["method"]}["durability"] == "warning"
+
+
+@pytest.mark.django_db
+def test_the_api_queues_a_run_with_a_reason_for_its_warnings_and_refuses_one_too_long() -> None:
+    client = api_client(make_user("otto", "operator"))
+    body = run_body(workload="tpcb-like", scale=2, clients=8)
+
+    too_long = client.post("/api/runs/", body | {"method_reason": "x" * 501}, format="json")
+    queued = client.post("/api/runs/", body | {"method_reason": "smoke test"}, format="json")
+
+    assert too_long.status_code == 400 and "method_reason" in too_long.json()
+    assert queued.status_code == 201 and Run.objects.count() == 1
+    run = Run.objects.get()
+    assert set(run.method_overrides) == {"contention", "length"}  # the host's RAM is not probed: no tier
+    assert run.method_overrides["contention"]["reason"] == "smoke test"
