@@ -37,8 +37,11 @@ class PreviewWarning:
         return named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
 
 
-def preview_warnings(specs: Mapping[int, RunSpec], memory: Mapping[int, int | None]) -> list[PreviewWarning]:
-    """For the runnable configurations (number -> spec) and their servers' RAM (host id -> bytes)."""
+def preview_warnings(
+    specs: Mapping[int, RunSpec], memory: Mapping[int, int | None], hosts_said: Mapping[int, str] | None = None
+) -> list[PreviewWarning]:
+    """For the runnable configurations (number -> spec), their servers' RAM (host id -> bytes) and
+    what is set against stable numbers on each server as its last run found it (host id -> sentence)."""
     found: dict[str, list[tuple[int, str, str, str]]] = {}
     for number, spec in specs.items():
         for check in run_checks(spec_facts(spec, memory.get(spec.server_host_id))):
@@ -48,7 +51,18 @@ def preview_warnings(specs: Mapping[int, RunSpec], memory: Mapping[int, int | No
         PreviewWarning(key, rows[0][1], tuple(row[0] for row in rows), rows[0][2], rows[0][3])
         for key, rows in found.items()
     ]
-    return _storage_said(warnings, list(specs.values()))
+    return _storage_said(warnings, list(specs.values())) + _hosts_said(specs, hosts_said or {})
+
+
+def _hosts_said(specs: Mapping[int, RunSpec], said: Mapping[int, str]) -> list[PreviewWarning]:
+    """The checklist before a campaign: a host set against stable numbers, with its configurations."""
+    warnings = []
+    for host_id, sentence in said.items():
+        numbers = tuple(number for number, spec in specs.items() if spec.server_host_id == host_id)
+        if numbers:
+            advice = "set the performance governor, turn boost off and keep the host otherwise idle"
+            warnings.append(PreviewWarning(f"host-{host_id}", "The host as last measured", numbers, sentence, advice))
+    return warnings
 
 
 def _storage_said(warnings: list[PreviewWarning], specs: Sequence[RunSpec]) -> list[PreviewWarning]:

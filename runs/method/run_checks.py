@@ -159,7 +159,7 @@ def check_host(facts: MethodFacts) -> Check:
         return Check("host", title, Status.NOT_APPLICABLE, "read from the host when the run measures")
     if not facts.host and not facts.during:
         return Check("host", title, Status.NOT_RECORDED, "the run recorded no CPU settings or load")
-    found = _host_against_stable_numbers(facts.host, facts.during)
+    found = against_stable_numbers(facts.host, facts.during)
     if found:
         return Check(
             "host",
@@ -209,7 +209,9 @@ def _with_acceptance(check: Check, accepted: Mapping[str, Mapping[str, str]]) ->
     return replace(check, accepted=str(entry["reason"]), accepted_by=str(entry.get("by", "")))
 
 
-def _host_against_stable_numbers(host: Mapping, during: Mapping) -> list[str]:
+def against_stable_numbers(host: Mapping, during: Mapping) -> list[str]:
+    """What on a host is set against stable numbers (the Phoronix Test Suite's list): a governor that
+    lowers the clock, boost, a load or another busy process."""
     found = []
     if host.get("governor") in ("powersave", "ondemand", "conservative", "schedutil", "mixed"):
         found.append(f"CPU frequency governor {host['governor']}")

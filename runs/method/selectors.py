@@ -14,7 +14,7 @@ from runs.method.comparison_checks import GroupFacts, comparison_checks
 from runs.method.facts import MethodFacts, recorded_facts, spec_facts
 from runs.method.outcome import Check
 from runs.method.preview import PreviewWarning, preview_warnings
-from runs.method.run_checks import Samples, run_checks
+from runs.method.run_checks import Samples, against_stable_numbers, run_checks
 from runs.method.tiers import memory_tier, not_durable_because
 from runs.models import Host, Run, RunSample
 
@@ -59,7 +59,31 @@ def campaign_preview_method(specs: Mapping[int, RunSpec]) -> list[PreviewWarning
     """The campaign preview's method warnings for its runnable configurations (number -> spec)."""
     hosts = {spec.server_host_id for spec in specs.values()}
     memory = dict(Host.objects.filter(pk__in=hosts).values_list("pk", "memory_bytes"))
-    return preview_warnings(specs, memory)
+    return preview_warnings(specs, memory, hosts_as_last_measured(hosts))
+
+
+def hosts_as_last_measured(host_ids: Iterable[int]) -> dict[int, str]:
+    """For each server whose last run with host facts found it set against stable numbers: what,
+    and by which run ("lab1: CPU frequency governor powersave (its run 12 found it)")."""
+    said = {}
+    for host_id in host_ids:
+        last = (
+            Run.objects.filter(server_host_id=host_id, environment__method__host__isnull=False)
+            .order_by("-finished_at", "-pk")
+            .values(
+                "pk",
+                "server_host__name",
+                host=KT("environment__method__host"),
+                during=KT("environment__method__during"),
+            )
+            .first()
+        )
+        if last is None:
+            continue
+        found = against_stable_numbers(json.loads(last["host"] or "{}"), json.loads(last["during"] or "{}"))
+        if found:
+            said[host_id] = f"{last['server_host__name']}: {'; '.join(found)} (its run {last['pk']} found it)"
+    return said
 
 
 def method_columns(run: Run) -> tuple[str, bool | None]:

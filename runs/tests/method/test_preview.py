@@ -35,3 +35,17 @@ def test_consecutive_configurations_are_named_as_ranges() -> None:
     length = next(w for w in preview_warnings(specs, {1: 24 * GIB}) if w.key == "length")
 
     assert length.configurations == "#1–#3 and #5–#7"
+
+
+def test_a_host_set_against_stable_numbers_is_on_the_checklist_with_its_configurations() -> None:
+    specs = {
+        1: spec(server_host_id=1, duration_s=600, scale=3200),
+        2: spec(server_host_id=2, duration_s=600, scale=3200),
+    }
+    said = {2: "lab2: CPU frequency governor powersave (its run 7 found it)"}
+
+    warnings = preview_warnings(specs, {1: 24 * GIB, 2: 24 * GIB}, said)
+
+    assert [(w.title, w.configurations, w.reason) for w in warnings] == [
+        ("The host as last measured", "#2", "lab2: CPU frequency governor powersave (its run 7 found it)")
+    ]
