@@ -1,6 +1,7 @@
 """Campaign pages: the list, the form (preview of the matrix and its wall time, then queue), and a
 campaign's page (progress, the matrix with each run's state, statistics, cancel and retry)."""
 
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,6 +33,7 @@ from runs.common.params import BadParameter, is_id, parse_choice, parse_id, pars
 from runs.compare.metrics import METRICS
 from runs.compare.results_table import results_table
 from runs.forms.campaigns import CampaignForm, MatrixForm
+from runs.forms.method import MethodReasonForm
 from runs.forms.runs import RunForm
 from runs.jobs import live
 from runs.jobs.cancel import JobRefused
@@ -118,10 +120,12 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         return refused(request, str(exc))
     except PresetRefused as exc:
         return refused(request, f"The preset cannot be filled in for that choice of hosts. {exc}")
+    reason_form = MethodReasonForm(request.POST if request.method == "POST" else None)
     context: dict[str, Any] = {
         "form": campaign_form,
         "base": base_form,
         "matrix": matrix_form,
+        "reason_form": reason_form,
         "presets": PRESETS,
         "page_size": page_size[1] if page_size else None,
         # The page-size preset chooses its host with its source (the template's own chooser).
@@ -130,10 +134,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         context["preset"] = request.GET.get("preset", "")
         return render(request, "runs/campaign_form.html", context)
-    if not all(form.is_valid() for form in (campaign_form, base_form, matrix_form)):
+    if not all(form.is_valid() for form in (campaign_form, base_form, matrix_form, reason_form)):
         _say_builds_missing(base_form, page_size[1] if page_size else None)
         return render(request, "runs/campaign_form.html", context, status=400)
     plan = plan_from_forms(campaign_form, base_form, matrix_form, request.POST.get("preset", "")[:50])
+    plan = replace(plan, method_reason=reason_form.cleaned_data["method_reason"])
     try:
         cells = plan.cells()
     except MatrixError as exc:

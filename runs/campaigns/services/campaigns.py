@@ -25,6 +25,8 @@ from runs.common.roles import owner_refusal
 from runs.common.services.audit import audit_record
 from runs.jobs.cancel import JobRefused, job_cancel
 from runs.lab.fio.plan import FioSettings, MiB
+from runs.method.selectors import spec_method
+from runs.method.services.acceptance import accepted_when_queued
 from runs.models import (
     ENDED_BASELINE_STATES,
     MAX_CONFIGURATIONS,
@@ -76,6 +78,7 @@ class CampaignPlan:
     target_ci_pct: float | None = None  # adaptive repetition (campaigns.services.adaptive)
     max_repetitions: int | None = None
     fio_baseline: bool = False  # a fio baseline of each device before its runs
+    method_reason: str = ""  # accepts the method warnings of the runs queued now (runs.method)
 
     @property
     def most_repetitions(self) -> int:
@@ -136,8 +139,10 @@ def campaign_create(
         order = run_order(len(valid), plan.repetitions, campaign.seed)
         if plan.fio_baseline:
             _queue_baselines(campaign, [cell.spec.device_id for cell in valid], user, request)
+        reason = plan.method_reason
+        accepted = [accepted_when_queued(spec_method(cell.spec), reason, by) if reason else {} for cell in valid]
         runs = [
-            _campaign_run(campaign, configurations[index], valid[index].spec, repetition, user)
+            _campaign_run(campaign, configurations[index], valid[index].spec, repetition, user, accepted[index])
             for index, repetition in order
         ]
         audit_record(
@@ -181,6 +186,7 @@ def _campaign_run(
     spec: RunSpec,
     repetition: int,
     user: User | None,
+    method_overrides: dict[str, dict[str, str]] | None = None,
 ) -> Run:
     """The run of one configuration's repetition, not yet saved: its client hosts are the spec's
     client_host_ids, which runs_enqueue writes with it."""
@@ -190,6 +196,7 @@ def _campaign_run(
         configuration=configuration,
         repetition=repetition,
         queued_by=user,
+        method_overrides=method_overrides or {},
     )
 
 

@@ -12,6 +12,7 @@ from runs.compare.services.shares import share_create
 from runs.method.selectors import hosts_as_last_measured, method_columns
 from runs.models import AuditAction, AuditEvent, Run, RunSample, ShareKind
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
+from runs.tests.campaigns.test_campaigns import campaign_form, lab1
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 from runs.tests.web.test_api import api_client, run_body
@@ -293,3 +294,17 @@ def test_the_checklist_reads_each_hosts_last_run_with_host_facts() -> None:
         old.server_host_id: f"lab1: CPU frequency governor powersave; CPU boost (turbo) on: the clock follows "
         f"temperature (its run {old.pk} found it)"
     }
+
+
+@pytest.mark.django_db
+def test_a_campaign_queued_with_a_reason_keeps_it_on_every_run_for_its_warnings(client_for: ClientFactory) -> None:
+    host = lab1()
+    otto = client_for("otto")
+
+    response = otto.post(reverse("campaign-new"), campaign_form(host, action="queue", method_reason="a smoke test"))
+
+    assert response.status_code == 302
+    runs = list(Run.objects.all())
+    assert len(runs) == 12
+    assert all(run.method_overrides["length"]["reason"] == "a smoke test" for run in runs)  # 5-second runs
+    assert all(run.method_overrides["length"]["by"] == "otto" for run in runs)
