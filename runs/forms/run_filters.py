@@ -54,6 +54,9 @@ LIST_COLUMNS = (
     "duration_s",
     "warmup_s",
     "steady_tps_mean",
+    "memory_tier",  # the method labels (templates/runs/_method_badges.html)
+    "durable",
+    "steady",
     "created_at",
     "started_at",
     "finished_at",

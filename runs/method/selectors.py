@@ -12,9 +12,9 @@ from runs.compare.query import Group
 from runs.compare.selectors.comparison import ComparisonResult
 from runs.method.comparison_checks import GroupFacts, comparison_checks
 from runs.method.facts import MethodFacts, recorded_facts, spec_facts
-from runs.method.outcome import Check
+from runs.method.outcome import Check, Status
 from runs.method.preview import PreviewWarning, preview_warnings
-from runs.method.run_checks import Samples, against_stable_numbers, run_checks
+from runs.method.run_checks import Samples, against_stable_numbers, check_stability, run_checks
 from runs.method.tiers import memory_tier, not_durable_because
 from runs.models import Host, Run, RunSample
 
@@ -86,10 +86,12 @@ def hosts_as_last_measured(host_ids: Iterable[int]) -> dict[int, str]:
     return said
 
 
-def method_columns(run: Run) -> tuple[str, bool | None]:
-    """(memory_tier, durable) for a run whose results are being stored."""
+def method_columns(run: Run) -> dict[str, Any]:
+    """Run.memory_tier, durable and steady for a run whose results are being stored."""
     facts = recorded_facts(RunSpec.from_run(run), run.environment, run.metrics)
-    return memory_tier(facts), not not_durable_because(facts)
+    stability = check_stability(facts, _measured_tps(run))
+    steady = None if stability.status == Status.NOT_RECORDED else stability.status == Status.PASSED
+    return {"memory_tier": memory_tier(facts), "durable": not not_durable_because(facts), "steady": steady}
 
 
 # What recorded_facts reads of a run, each as JSON text (KT): the paths of Run.environment and Run.metrics.

@@ -40,6 +40,7 @@ RESULT_FIELDS = (
     "start_skew_ms",
     "memory_tier",
     "durable",
+    "steady",
 )
 
 
@@ -67,7 +68,8 @@ def store_results(
     _set_pgbench_figures(run, result)
     _set_os_and_postgres_figures(run, result)
     run.environment = with_drift_facts(_environment(run, result, host_facts, clients_facts, observer), drift)
-    run.memory_tier, run.durable = method_columns(run)
+    for name, value in method_columns(run).items():
+        setattr(run, name, value)
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
