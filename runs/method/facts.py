@@ -9,7 +9,7 @@ described in ARCHITECTURE.md ("Method facts"); old runs have none, and their che
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runs.bench.specs import RunSpec
@@ -88,22 +88,15 @@ def recorded_facts(spec: RunSpec, environment: Mapping[str, Any], metrics: Mappi
     expected = spec_facts(spec, _mapping(environment.get("host")).get("memory_bytes"))
     settings = {**expected.settings, **_server_settings(environment), **_text_values(method.get("settings"))}
     mounted = _mapping(environment.get("filesystem")).get("mount_options")
-    return MethodFacts(
+    return replace(
+        expected,
         measured=True,
-        workload=expected.workload,
-        custom_script=expected.custom_script,
-        scale=expected.scale,
-        clients=expected.clients,
-        databases=expected.databases,
-        branch_contenders=expected.branch_contenders,
-        duration_s=expected.duration_s,
         settings=settings,
         shared_buffers_bytes=method.get("shared_buffers_bytes") or _amount("shared_buffers", settings),
         checkpoint_timeout_s=_mapping(method.get("settings")).get("checkpoint_timeout_s")
         or _seconds(_amount("checkpoint_timeout", settings)),
         mount_options=_options(mounted) if isinstance(mounted, str) else expected.mount_options,
         database_bytes=method.get("database_bytes"),
-        memory_bytes=expected.memory_bytes,
         checkpoints=method.get("checkpoints") or _checkpoint_counts(metrics),
         state=method.get("state"),
         random_seed=method.get("random_seed"),
