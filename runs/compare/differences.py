@@ -46,6 +46,11 @@ def _size(raw: str) -> str:
     return binary_size(int(raw)) if raw.isdigit() else raw
 
 
+def _on_off(raw: str) -> str:
+    # A JSON true/false comes out of the database as the text "true"/"false".
+    return {"true": "on", "false": "off"}.get(raw, raw)
+
+
 def short_version(raw: str) -> str:
     # "PostgreSQL 15.19 (Debian 15.19-0+deb12u1) on x86_64-pc-linux-gnu, compiled by ..."
     return raw.split(" on ", 1)[0]
@@ -82,6 +87,15 @@ ENVIRONMENT_FACTS = (
         "pgbench_host", "pgbench ran on", "pgbench__host", frozenset({"client_host_ids", "server_host_id"})
     ),
     EnvironmentFact("client_kernel", "client kernel", "client__kernel", frozenset({"client_host_ids"})),
+    # The host and device as each run found them (runs.lab.benchmark.method_facts); older runs recorded none.
+    EnvironmentFact("governor", "CPU governor", "method__host__governor", HOST),
+    EnvironmentFact("boost", "CPU boost", "method__host__boost", HOST, _on_off),
+    EnvironmentFact("smt", "SMT", "method__host__smt", HOST, _on_off),
+    EnvironmentFact("thp", "transparent huge pages", "method__host__thp", HOST),
+    EnvironmentFact("swappiness", "swappiness", "method__host__swappiness", HOST),
+    EnvironmentFact("numa_nodes", "NUMA nodes", "method__host__numa_nodes", HOST),
+    EnvironmentFact("io_scheduler", "I/O scheduler", "method__device__scheduler", frozenset({"device_id"})),
+    EnvironmentFact("write_cache", "device write cache", "method__device__write_cache", frozenset({"device_id"})),
 )
 # Spec fields another spec field fixes: a device, and an install, are on one host.
 DETERMINED_BY = {"server_host_id": frozenset({"device_id", "pg_install_id"})}

@@ -213,6 +213,8 @@ def _environment(
         "init_command": result.init_command,
         "reuse": observer.reuse,
         "stages": _stage_times(result),
+        # Issue 32's facts: memory tier, durability, the host as it was (runs.lab.benchmark.method_facts).
+        "method": result.method.as_environment(),
     }
 
 

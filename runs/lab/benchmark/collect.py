@@ -10,9 +10,10 @@ statistics before the measurement.
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runs.lab.benchmark.method_facts import MethodFacts
 from runs.lab.benchmark.metrics import PgStatsSnapshot, collectors_for, pg_stats_delta, pg_stats_snapshot
 from runs.lab.benchmark.results import BenchmarkResult
 from runs.lab.host.run_user import read_as_run_user, run_as_run_user
@@ -79,6 +80,8 @@ class ResumeRecord:
     collectors: tuple[str, ...]  # the names of the collectors started in the run directory
     # With several client hosts, each one's pgbench (the first is also `pgbench`); none otherwise.
     clients: tuple[RecordedClient, ...] = ()
+    # Read before the window (method_facts.py); a record written before they were has none.
+    method: MethodFacts = field(default_factory=MethodFacts)
 
     def as_json(self) -> dict[str, Any]:
         storage = asdict(self.storage)
@@ -101,6 +104,7 @@ class ResumeRecord:
             "iostat_device": self.iostat_device,
             "collectors": list(self.collectors),
             "clients": [client.as_json() for client in self.clients],
+            "method": self.method.as_record(),
         }
 
 
@@ -133,6 +137,7 @@ def resume_record(
         iostat_device=iostat_device,
         collectors=collectors_for(iostat_device),
         clients=clients,
+        method=result.method,
     )
 
 

@@ -89,15 +89,20 @@ class PgStatsSnapshot:
     bgwriter: dict[str, object]
 
 
-def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str | Sequence[str]) -> PgStatsSnapshot:
-    """pg_stat_database's row of the run's database (several databases: their counters summed,
-    one per client host) and pg_stat_bgwriter's."""
+def database_list_sql(database: str | Sequence[str]) -> str:
+    """The run's database names as an SQL list ("'bench', 'bench_2'"), each checked against
+    DATABASE_NAME first: psql -c takes no bind parameters."""
     names = [database] if isinstance(database, str) else list(database)
     for name in names:
         if not DATABASE_NAME.fullmatch(name):
             raise InvalidOption(f"bad database name {name!r}")
-    listed = ", ".join(f"'{name}'" for name in names)
-    # The names are checked above; psql -c takes no bind parameters.
+    return ", ".join(f"'{name}'" for name in names)
+
+
+def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str | Sequence[str]) -> PgStatsSnapshot:
+    """pg_stat_database's row of the run's database (several databases: their counters summed,
+    one per client host) and pg_stat_bgwriter's."""
+    listed = database_list_sql(database)
     sql = f"""SELECT json_build_object(
         'databases', (SELECT json_agg(row_to_json(d)) FROM pg_stat_database d WHERE datname IN ({listed})),
         'bgwriter', (SELECT row_to_json(b) FROM pg_stat_bgwriter b))"""  # noqa: S608

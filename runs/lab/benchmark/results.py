@@ -4,6 +4,7 @@ stores them."""
 
 from dataclasses import dataclass, field
 
+from runs.lab.benchmark.method_facts import MethodFacts
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
 from runs.lab.parse.pgbench_summary import PgbenchSummary
@@ -62,3 +63,4 @@ class BenchmarkResult:
     failed_client: str = ""  # the client host whose pgbench failed, in a run with several
     failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
     stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
+    method: MethodFacts = field(default_factory=MethodFacts)  # memory, durability, the host as it was

@@ -35,6 +35,7 @@ from runs.lab.benchmark.collect import (
     progress_reader,
 )
 from runs.lab.benchmark.measure import follow_several, note_starts
+from runs.lab.benchmark.method_facts import MethodFacts, method_facts_from_record, note_window_end
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, collectors_for, read_os_metrics
 from runs.lab.benchmark.results import ClientResult
 from runs.lab.benchmark.run import (
@@ -132,6 +133,7 @@ def _resume(
         run_dir=run_dir,
         reused=record.reused,
         reuse_refused=record.reuse_refused,
+        method=record.method,
     )
     timeout = spec.run.duration_s + 120  # from the start, which was earlier still
     if record.clients:
@@ -142,6 +144,7 @@ def _resume(
     follower = Follower(bench.connect, process, "stderr", reader, offset, limit, on_offset=observer.followed)
     follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.transport, process, 60)
+    note_window_end(result.method, transport, run_dir)
     result.os = _os_metrics(transport, run_dir, record)
 
     observer.step(Step.COLLECTING)
@@ -174,6 +177,7 @@ def _resume_several(
     note_starts(result, measuring, processes)
     follow_several(measuring, processes, spec, observer, result, timeout)
     transport, run_dir = server.transport, run_dir_for(spec.run_key)
+    note_window_end(result.method, transport, run_dir)
     result.os = _os_metrics(transport, run_dir, record)
 
     observer.step(Step.COLLECTING)
@@ -212,7 +216,7 @@ def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: Ke
 
 def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup | None = None) -> ResumeRecord:
     """The record of this run (spec) as the host holds it; ValueError saying what is wrong."""
-    fields = _fields(data, "the record", _KEYS)
+    fields = _fields(data, "the record", _KEYS, optional={"method"})
     if fields["version"] != RESUME_RECORD_VERSION:
         raise ValueError(f"version {fields['version']!r} is not {RESUME_RECORD_VERSION}")
     for name in _TEXTS:
@@ -245,15 +249,19 @@ def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup
         iostat_device=iostat_device,
         collectors=collectors,
         clients=_clients(fields["clients"], spec),
+        method=_method_facts(fields.get("method")),
     )
 
 
-def _fields(data: object, what: str, keys: set[str]) -> dict[str, Any]:
+def _fields(
+    data: object, what: str, keys: set[str], optional: frozenset[str] | set[str] = frozenset()
+) -> dict[str, Any]:
+    """`optional`: keys a record written by an earlier benchlab lacks."""
     if not isinstance(data, dict):
         raise ValueError(f"{what} is {type(data).__name__}, not an object")
     if missing := keys - set(data):
         raise ValueError(f"{what} lacks {', '.join(sorted(missing))}")
-    if unknown := set(data) - keys:
+    if unknown := set(data) - keys - optional:
         raise ValueError(f"{what} has unknown keys {sorted(map(str, unknown))}")
     return data
 
@@ -338,6 +346,16 @@ def _client(data: object, spec: BenchmarkSpec, client: ClientSpec) -> RecordedCl
         raise ValueError(f"{client.name}'s rtt_ms {rtt!r} is not a number")
     process = _process(_fields(fields["pgbench"], f"{client.name}'s pgbench process", _PROCESS_KEYS), spec)
     return RecordedClient(client.name, client.database, command, fields["pgbench_version"], rtt, process)
+
+
+def _method_facts(data: object) -> MethodFacts:
+    """The facts read before the window; unknown (not refused) when the record lacks them (an
+    earlier benchlab wrote it) or they are not what as_record writes: they name nothing that is
+    stopped or removed, and a fact is worth less than finishing the measurement."""
+    try:
+        return method_facts_from_record(data) if data is not None else MethodFacts()
+    except ValueError:
+        return MethodFacts()
 
 
 def _snapshot(data: object) -> PgStatsSnapshot:

@@ -27,6 +27,7 @@ from runs.lab.benchmark.measure import (
     prepare_benches,
     recorded_clients,
 )
+from runs.lab.benchmark.method_facts import facts_before, note_window_end
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, iostat_device, os_metrics, pg_stats_snapshot
 from runs.lab.benchmark.spec import RUNS_ROOT, Bench, BenchmarkSpec, Endpoint, Observer, Step, work_dir_for
 from runs.lab.host.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
@@ -159,6 +160,7 @@ def ready_benches(run: Stages, result: BenchmarkResult) -> None:
     run.watch.doing, run.watch.scale = "measuring", None
     run.before = pg_stats_snapshot(run.transport, run.cluster, run.spec.databases)
     run.device = iostat_device(run.transport, run.storage.device_node, run.storage.mountpoint)
+    result.method = facts_before(run.transport, run.cluster, run.spec.databases, run.device, run.run_dir)
     run.seconds["before pgbench"] = time.monotonic() - started
 
 
@@ -177,6 +179,7 @@ def measure(run: Stages, result: BenchmarkResult) -> OsMetrics:
         else:
             record = partial(_record_several, run, result)
             run.processes = measure_several(run.measuring, run.spec, run.observer, run.cleanup, result, timeout, record)
+        note_window_end(result.method, run.transport, run.run_dir)  # before the collectors stop: still named
     if result.exit_status != 0:  # the storage may be why: then the run fails saying so
         failing = next((m for m in run.measuring if m.result.exit_status not in (0, None)), run.measuring[0])
         process = run.processes[run.measuring.index(failing)]

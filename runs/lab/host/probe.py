@@ -9,6 +9,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from runs.lab.host.run_user import ensure_run_user, run_as_run_user
+from runs.lab.parse.sections import split_sections
 from runs.lab.pgbuild.options import BUILDS_ROOT
 from runs.lab.storage.prepare import MKFS_COMMAND
 from runs.lab.transport.interface import Transport
@@ -80,13 +81,8 @@ _PG_SIZES = (
 )
 
 
-def _sections(text: str) -> dict[str, str]:
-    parts = re.split(r"^==(\S+)$", text, flags=re.MULTILINE)
-    return {"head": parts[0], **dict(zip(parts[1::2], parts[2::2], strict=True))}
-
-
 def _system(transport: Transport, facts: HostFacts) -> None:
-    sections = _sections(_out(transport, ["sh", "-c", _SYSTEM]))
+    sections = split_sections(_out(transport, ["sh", "-c", _SYSTEM]))
     head = sections["head"].split()
     facts.hostname, facts.kernel = [*head, "", ""][:2]
     facts.cpu_cores = int(head[2]) if len(head) > 2 and head[2].isdigit() else None
@@ -189,7 +185,7 @@ def _text(value: object) -> str:
 def device_facts_from(output: str) -> DeviceFacts:
     """DeviceFacts from the output of _DEVICE (pure: tested on captured text). Empty when the
     path is not a block device (a directory-backed device, or one that has gone away)."""
-    sections = _sections(output)
+    sections = split_sections(output)
     head = sections["head"].split()
     if len(head) < 2:
         return DeviceFacts()
@@ -228,5 +224,5 @@ def probe_pg_build(transport: Transport, bin_dir: str) -> PgBuildFacts:
     """How the install in `bin_dir` was built, from its own pg_config (run as benchlab's
     unprivileged user); empty when the install has none."""
     script = '[ -x "$1/pg_config" ] || exit 0; "$1/pg_config" --version; echo "==configure"; "$1/pg_config" --configure'
-    sections = _sections(_out_as_run_user(transport, ["sh", "-c", script, "sh", bin_dir]))
+    sections = split_sections(_out_as_run_user(transport, ["sh", "-c", script, "sh", bin_dir]))
     return PgBuildFacts(version=sections["head"].strip(), configure=sections.get("configure", "").strip())

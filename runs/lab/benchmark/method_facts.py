@@ -1,0 +1,133 @@
+"""What a run records so a reader can judge its number (issue 32's facts, stored as
+Run.environment["method"]): the memory tier's database size and shared_buffers, the settings
+that make it durable or not, the device's write cache and scheduler, the host's tuning, and
+what else the host did while it measured.
+
+All but the window's end are read just before pgbench starts (stages.ready_benches) and go
+into the resume record, so a run finished by another worker (resume.py) stores them too; the
+end is sampled by whichever worker sees pgbench exit. The window here is pgbench's whole run
+(warm-up included), as the statistics before and after are (metrics.py).
+
+A read never fails a run: a fact that cannot be read (a lost connection, an answer that is not
+what was expected) is None, and the run goes on measuring.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from runs.lab.benchmark.metrics import database_list_sql
+from runs.lab.errors import LabError
+from runs.lab.host.activity import activity_sample
+from runs.lab.host.tuning import device_queue, host_tuning
+from runs.lab.parse.activity import ActivitySample, activity_sample_from_json, busiest
+from runs.lab.parse.server_settings import SETTINGS, ServerFacts, server_facts_from
+from runs.lab.parse.tuning import DeviceQueue, HostTuning
+from runs.lab.postgres.cluster import Cluster, psql
+from runs.lab.transport.interface import Transport
+
+T = TypeVar("T")
+_SERVER_KEYS = ("database_bytes", "shared_buffers_bytes", "settings")
+_SETTING_KEYS = ("fsync", "synchronous_commit", "full_page_writes", "checkpoint_timeout_s", "max_wal_size_bytes")
+
+
+@dataclass
+class MethodFacts:
+    server: ServerFacts = field(default_factory=ServerFacts)
+    device: DeviceQueue = field(default_factory=DeviceQueue)
+    host: HostTuning = field(default_factory=HostTuning)
+    start: ActivitySample | None = None  # the host at the measured window's start
+    end: ActivitySample | None = None  # and at its end
+
+    def as_environment(self) -> dict[str, Any]:
+        """Run.environment["method"]'s keys this module fills (other parts of issue 32 add theirs)."""
+        start, end = self.start, self.end
+        counted = busiest(start, end) if start is not None and end is not None else None
+        either = start or end
+        return {
+            **self._before(),
+            "during": {
+                "load_1m_start": start.load_1m if start else None,
+                "load_1m_end": end.load_1m if end else None,
+                "cpu_count": either.cpu_count if either else None,
+                "busiest": counted,
+            },
+        }
+
+    def _before(self) -> dict[str, Any]:
+        server = self.server
+        return {
+            "database_bytes": server.database_bytes,
+            "shared_buffers_bytes": server.shared_buffers_bytes,
+            "settings": {key: server.settings.get(key) for key in _SETTING_KEYS},
+            "device": self.device.as_json(),
+            "host": self.host.as_json(),
+        }
+
+    def as_record(self) -> dict[str, Any]:
+        """What the resume record keeps: everything read before the window."""
+        return {**self._before(), "start": self.start.as_json() if self.start else None}
+
+
+def server_facts(transport: Transport, cluster: Cluster, database: str | Sequence[str]) -> ServerFacts:
+    """The run's databases' size and the settings as the running server reports them."""
+    listed = database_list_sql(database)
+    names = ", ".join(f"'{name}'" for name in SETTINGS)  # fixed names
+    sql = f"""SELECT json_build_object(
+        'database_bytes', (SELECT sum(pg_database_size(datname))::bigint FROM pg_database WHERE datname IN ({listed})),
+        'settings', (SELECT json_object_agg(name, json_build_array(setting, unit))
+                     FROM pg_settings WHERE name IN ({names})))"""  # noqa: S608
+    return server_facts_from(psql(transport, cluster, sql))
+
+
+def _unless_unreadable(read: Callable[[], T], unread: T) -> T:
+    """A fact is worth less than the measurement: one that cannot be read is left unread."""
+    try:
+        return read()
+    except (LabError, ValueError):
+        return unread
+
+
+def facts_before(
+    transport: Transport, cluster: Cluster, database: str | Sequence[str], device: str | None, run_dir: str
+) -> MethodFacts:
+    """Everything read before the measured window, the host's activity last (closest to it)."""
+    return MethodFacts(
+        server=_unless_unreadable(lambda: server_facts(transport, cluster, database), ServerFacts()),
+        device=_unless_unreadable(lambda: device_queue(transport, device), DeviceQueue()),
+        host=_unless_unreadable(lambda: host_tuning(transport), HostTuning()),
+        start=_unless_unreadable(lambda: activity_sample(transport, run_dir), None),
+    )
+
+
+def note_window_end(facts: MethodFacts, transport: Transport, run_dir: str) -> None:
+    """The host's activity once pgbench has exited: the other end of the window."""
+    facts.end = _unless_unreadable(lambda: activity_sample(transport, run_dir), None)
+
+
+def _scalars(data: object, keys: Sequence[str], what: str) -> dict[str, Any]:
+    if not isinstance(data, dict) or set(data) != set(keys):
+        raise ValueError(f"{what} is not an object of {', '.join(keys)}")
+    if not all(value is None or isinstance(value, str | int | float) for value in data.values()):
+        raise ValueError(f"{what} holds something other than words and numbers")
+    return data
+
+
+def method_facts_from_record(data: object) -> MethodFacts:
+    """MethodFacts as as_record() wrote them into the resume record; ValueError if they are not."""
+    keys = {*_SERVER_KEYS, "device", "host", "start"}
+    if not isinstance(data, dict) or set(data) != keys:
+        raise ValueError(f"the method facts are not an object of {', '.join(sorted(keys))}")
+    sizes = (data["database_bytes"], data["shared_buffers_bytes"])
+    if not all(size is None or (isinstance(size, int) and not isinstance(size, bool)) for size in sizes):
+        raise ValueError("the database's size and shared_buffers are not whole numbers")
+    settings = _scalars(data["settings"], _SETTING_KEYS, "the settings")
+    device = _scalars(data["device"], ("write_cache", "scheduler"), "the device's queue")
+    host = _scalars(data["host"], list(HostTuning.__dataclass_fields__), "the host's tuning")
+    start = data["start"]
+    return MethodFacts(
+        server=ServerFacts(sizes[0], sizes[1], dict(settings)),
+        device=DeviceQueue(**device),
+        host=HostTuning(**host),
+        start=activity_sample_from_json(start) if start is not None else None,
+    )
