@@ -64,6 +64,8 @@ def store_results(
     _set_pgbench_figures(run, result)
     _set_os_and_postgres_figures(run, result)
     run.environment = with_drift_facts(_environment(run, result, host_facts, clients_facts, observer), drift)
+    checkpoints = result.checkpoints.as_json() if result.checkpoints else None
+    run.environment.setdefault("method", {})["checkpoints"] = checkpoints  # issue 32's facts: its own key
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
