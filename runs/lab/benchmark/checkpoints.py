@@ -114,16 +114,19 @@ class CheckpointWatch:
         self.started_epoch, self.on_event = started_epoch, on_event
         self.limit_s, self.max_reconnect_s = limit_s, max_reconnect_s
         self.log = CheckpointLog()
+        self.stopped = False  # from then on nothing more is told (a follower that could not be stopped)
         self.sentinel: Detached | None = None
         self.thread: threading.Thread | None = None
 
     def __enter__(self) -> "CheckpointWatch":
         # A name of its own: a reattaching worker's watch must not read the first one's files.
         name = f"checkpoint-watch-{secrets.token_hex(4)}"
-        # It ends by itself after the limit: a worker that dies leaves nothing running for ever.
-        self.sentinel = start_detached(
-            self.transport, ["sleep", f"{self.limit_s:.0f}"], self.work_dir, name, user=RUN_USER
-        )
+        sleep = ["sleep", f"{self.limit_s:.0f}"]  # it ends by itself: a dead worker leaves nothing for ever
+        try:
+            self.sentinel = start_detached(self.transport, sleep, self.work_dir, name, user=RUN_USER)
+        except Exception as exc:  # noqa: BLE001 - the measurement goes on without live markers
+            log.warning("not following %s for checkpoints: %s", self.cluster.log_file, exc)
+            return self
         follower = Follower(self.connect, self.sentinel, "log", self._line, max_reconnect_s=self.max_reconnect_s,
                             path=self.cluster.log_file)  # fmt: skip
         self.thread = threading.Thread(target=self._follow, args=(follower,), name="checkpoint-watch", daemon=True)
@@ -139,7 +142,7 @@ class CheckpointWatch:
     def _line(self, text: str) -> None:
         logged = self.log.feed(text)
         started = self.started_epoch()
-        if logged is None or started is None or logged.started_epoch < started:
+        if logged is None or started is None or logged.started_epoch < started or self.stopped:
             return
         try:
             self.on_event(checkpoint_event(logged, started))
@@ -147,10 +150,15 @@ class CheckpointWatch:
             log.warning("a checkpoint event was not told: %s", exc)
 
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
-        if self.sentinel is not None:
-            cancel(self.transport, self.sentinel, grace_s=2.0)  # the follower reads the rest, then ends
-        if self.thread is not None:
-            self.thread.join(timeout=30)
+        try:
+            if self.sentinel is not None:
+                cancel(self.transport, self.sentinel, grace_s=2.0)  # the follower reads the rest, then ends
+            if self.thread is not None:
+                self.thread.join(timeout=30)
+        except Exception as exc:  # noqa: BLE001 - what ended the block is what the caller must hear of
+            log.warning("could not stop following %s for checkpoints: %s", self.cluster.log_file, exc)
+        finally:
+            self.stopped = True
 
 
 def checkpoint_watch(

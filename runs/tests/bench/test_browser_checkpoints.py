@@ -19,6 +19,7 @@ from runs.models import Run, RunSample, RunState, RunTransition
 from runs.tests.bench.test_browser_run_page import finished_run, os_series, publish_samples, publish_state, text
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in, wait_until
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.views.shares import shared_environment
 
 BROWSER = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 TIME = {"second": 12.4, "kind": "time", "duration_s": 9.05}
@@ -157,3 +158,5 @@ def test_the_page_gives_its_script_the_stored_checkpoints() -> None:
     data = json.loads(shown.split('<script id="chart-data" type="application/json">', 1)[1].split("</script>", 1)[0])
     assert data["checkpoints"] == [WAL]
     assert 'id="checkpoint-list" hidden' in shown
+    # A shared page keeps them: counts and times say nothing of who or where.
+    assert shared_environment(run.environment)["method"] == {"checkpoints": run.environment["method"]["checkpoints"]}
