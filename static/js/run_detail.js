@@ -56,7 +56,8 @@
     list.hidden = !events.length;
     const said = events.slice(0, LISTED).map((event) => {
       const kind = (CHECKPOINT_KINDS[event.kind] || CHECKPOINT_KINDS.other)[2];
-      const took = event.duration_s == null ? "not complete yet" : `took ${SECONDS.format(event.duration_s)} s`;
+      const unfinished = finished ? "still running when the results were collected" : "not complete yet";
+      const took = event.duration_s == null ? unfinished : `took ${SECONDS.format(event.duration_s)} s`;
       return `second ${SECONDS.format(event.second)} (${kind}, ${took})`;
     });
     const more = events.length > LISTED ? `, and ${events.length - LISTED} more` : "";
