@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from runs.lab.benchmark.metrics import PgStatsDelta
 from runs.lab.host.run_user import RUN_USER, run_as_run_user
@@ -29,9 +29,6 @@ from runs.lab.pgbench.follow import Follower
 from runs.lab.postgres.cluster import Cluster, psql
 from runs.lab.transport.interface import Transport
 from runs.lab.transport.process import Detached, cancel, start_detached
-
-if TYPE_CHECKING:  # spec.py imports this module
-    from runs.lab.benchmark.spec import Endpoint, Observer
 
 log = logging.getLogger(__name__)
 
@@ -159,17 +156,3 @@ class CheckpointWatch:
             log.warning("could not stop following %s for checkpoints: %s", self.cluster.log_file, exc)
         finally:
             self.stopped = True
-
-
-def checkpoint_watch(
-    server: "Endpoint",
-    cluster: Cluster,
-    work_dir: str,
-    started_epoch: Callable[[], float | None],
-    observer: "Observer",
-    limit_s: float,
-    max_reconnect_s: float,
-) -> CheckpointWatch:
-    """The watch of a run's server log, telling the run's observer; its sentinel in the run user's `work_dir`."""
-    return CheckpointWatch(server.transport, server.connect, cluster, work_dir, started_epoch, observer.checkpoint,
-                           limit_s, max_reconnect_s)  # fmt: skip

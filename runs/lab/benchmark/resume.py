@@ -22,7 +22,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from runs.lab.benchmark.abandon import stop_collector
-from runs.lab.benchmark.checkpoints import CheckpointWatch, checkpoint_watch
+from runs.lab.benchmark.checkpoints import CheckpointWatch
 from runs.lab.benchmark.clients import ClientBench, collect_several, started_epoch
 from runs.lab.benchmark.collect import (
     RESUME_RECORD,
@@ -136,8 +136,9 @@ def _resume(
     )
     timeout = spec.run.duration_s + 120  # from the start, which was earlier still
     # The server log from its start again: the checkpoints already told are told again, and kept once.
-    watch = checkpoint_watch(server, record.cluster, work_dir_for(run_dir), lambda: result.pgbench_started_epoch,
-                             observer, spec.run.duration_s + 600, spec.unreachable_limit_s)  # fmt: skip
+    watch = CheckpointWatch(transport, server.connect, record.cluster, work_dir_for(run_dir),
+                            lambda: result.pgbench_started_epoch, observer.checkpoint, spec.run.duration_s + 600,
+                            spec.unreachable_limit_s)  # fmt: skip
     if record.clients:
         return _resume_several(server, benches, spec, observer, record, result, timeout, watch)
     bench, process = benches[0], processes[0]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from runs.lab.benchmark.checkpoints import checkpoint_watch
+from runs.lab.benchmark.checkpoints import CheckpointWatch
 from runs.lab.benchmark.clients import ClientBench, collect_several, joined_commands
 from runs.lab.benchmark.collect import (
     BenchmarkResult,
@@ -171,8 +171,8 @@ def measure(run: Stages, result: BenchmarkResult) -> OsMetrics:
     metrics_seconds = run.spec.run.duration_s + 600  # the collectors outlast pgbench, which may start late
     timeout = run.spec.run.duration_s + 120
     started = lambda: result.pgbench_started_epoch  # noqa: E731 - known once pgbench runs
-    watch = checkpoint_watch(run.server, run.cluster, work_dir_for(run.run_dir), started, run.observer, metrics_seconds,
-                             run.spec.unreachable_limit_s)  # fmt: skip
+    watch = CheckpointWatch(run.transport, run.server.connect, run.cluster, work_dir_for(run.run_dir), started,
+                            run.observer.checkpoint, metrics_seconds, run.spec.unreachable_limit_s)  # fmt: skip
     with timed(run.seconds, "pgbench with metrics"), os_metrics(run.transport, run.run_dir, device,
                                                                   metrics_seconds) as metrics, watch:  # fmt: skip
         if len(run.measuring) == 1:
