@@ -11,7 +11,7 @@ them: shutdown, end-of-recovery, immediate (fast since 18), force, wait, wal, ti
 The checkpointer runs one checkpoint at a time, so a "complete" line ends the last one started.
 An epoch prefix (%n) is read too; a line whose time zone is a name other than UTC's cannot be
 placed in time and is skipped. Formats are pinned by captured logs under
-runs/tests/fixtures/postgres/.
+runs/tests/fixtures/postgres15/.
 """
 
 import re
@@ -35,8 +35,8 @@ class LoggedCheckpoint:
 
     @property
     def kind(self) -> str:
-        """ "wal" (requested because WAL reached max_wal_size), "time" (checkpoint_timeout), or
-        "other" (a CHECKPOINT command, a shutdown, ...). A WAL request that met the timeout is
+        """Why it ran: "wal" (requested because WAL reached max_wal_size), "time" (checkpoint_timeout)
+        or "other" (a CHECKPOINT command, a shutdown, ...). A WAL request that met the timeout is
         "wal": PostgreSQL counts it as requested, not timed."""
         if "wal" in self.flags:
             return "wal"
