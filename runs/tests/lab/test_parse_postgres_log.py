@@ -130,3 +130,15 @@ def test_the_stored_shape_is_the_contracts() -> None:
         "events": [{"second": 28.712, "kind": "time", "duration_s": 11.383}],
     }
     assert Checkpoints(None, None, None, None).as_json()["events"] is None
+
+
+def test_a_lab_runs_timed_checkpoint_ends_after_the_shutdown_request_and_is_still_its_own() -> None:
+    checkpoints = parse_checkpoints(captured("postgres15/lab_timed_then_shutdown.log"))
+
+    assert checkpoints == [
+        LoggedCheckpoint(epoch("2026-11-27 09:55:28.064"), ("time",), 5.801),
+        LoggedCheckpoint(epoch("2026-11-27 09:55:33.865"), ("shutdown", "immediate"), 0.002),
+    ]
+    # As the results read it, before the cluster stopped: begun, not complete.
+    before_the_stop = captured("postgres15/lab_timed_then_shutdown.log").split("received fast shutdown")[0]
+    assert parse_checkpoints(before_the_stop) == [LoggedCheckpoint(epoch("2026-11-27 09:55:28.064"), ("time",))]
