@@ -6,7 +6,8 @@ list). Stream ids are the event ids: a browser that reconnects sends the last id
 (Last-Event-ID) and gets exactly the events after it, none twice.
 
 Events, by kind of job: every job's "state" {state, label, at} and "log" {line}; a run's
-"sample" and "client_sample"; a build's "step" {step, label, at} and "progress" {step, percent,
+"sample", "client_sample" and "checkpoint" {second, kind, duration_s} (at its start, and again at
+its end); a build's "step" {step, label, at} and "progress" {step, percent,
 eta_s}; a baseline's "step" {step, label, index, of, at} (the fio job running, by the clock: fio
 runs them in one process and reports at its end) and "progress" {percent, eta_s, step}.
 """

@@ -62,6 +62,7 @@ SHARED_FACTS = {
     "filesystem": ("type", "mount_options_requested", "mount_options"),
     "postgresql": ("version", "block_size", "wal_block_size"),
     "pgbench": ("version", "host"),
+    "method": ("checkpoints",),  # issue 32: counts and times, marked on the charts
 }
 ADDRESS_SETTINGS = {"listen_addresses"}
 

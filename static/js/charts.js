@@ -116,6 +116,54 @@
     },
   };
 
+  // Marks moments on line charts with a linear x axis in seconds: a dashed vertical line at each
+  // marker's x, labelled at the top of the plot. Markers come from the chart's options:
+  // plugins.eventMarkers.markers = [{ x, label, color }]; one outside the axis is not drawn. A label
+  // that would cover another goes a row lower (three rows), else only its line is drawn: the
+  // legend names the kinds (markerLegendItems).
+  const MARKER_ROWS = 3;
+  const eventMarkers = {
+    id: "eventMarkers",
+    afterDatasetsDraw(chart, args, options) {
+      const { ctx, chartArea, scales } = chart;
+      const markers = [...(options.markers || [])].sort((a, b) => a.x - b.x);
+      if (!markers.length) return;
+      ctx.save();
+      ctx.font = "11px system-ui, sans-serif";
+      ctx.textBaseline = "top";
+      const rowEnds = Array(MARKER_ROWS).fill(-Infinity); // where each row's last label ends (px)
+      for (const marker of markers) {
+        const x = scales.x.getPixelForValue(marker.x);
+        if (!(x >= chartArea.left && x <= chartArea.right)) continue;
+        ctx.strokeStyle = marker.color;
+        ctx.lineWidth = 1.5;
+        ctx.setLineDash([5, 3]);
+        ctx.beginPath();
+        ctx.moveTo(x, chartArea.top);
+        ctx.lineTo(x, chartArea.bottom);
+        ctx.stroke();
+        const width = ctx.measureText(marker.label).width;
+        const left = x + 3 + width <= chartArea.right ? x + 3 : x - 3 - width;
+        const row = rowEnds.findIndex((end) => end + 4 <= left);
+        if (row < 0) continue;
+        rowEnds[row] = left + width;
+        const top = chartArea.top + 22 + row * 16; // below the warm-up label's place
+        ctx.fillStyle = "rgba(255, 255, 255, 0.85)";
+        ctx.fillRect(left - 2, top - 2, width + 4, 15);
+        ctx.fillStyle = marker.color;
+        ctx.fillText(marker.label, left, top);
+      }
+      ctx.restore();
+    },
+  };
+  // Legend entries for the markers' kinds (each label and colour once), to add to a legend's own.
+  const markerLegendItems = (markers) => {
+    const kinds = new Map((markers || []).map((marker) => [marker.kindLabel || marker.label, marker.color]));
+    return [...kinds].map(([text, color]) => ({
+      text, fillStyle: "rgba(255, 255, 255, 0)", strokeStyle: color, lineWidth: 1.5, lineDash: [5, 3], hidden: false,
+    }));
+  };
+
   // A chart with the shared options, `options` merged over them (their plugins and legend too).
   const make = (canvas, type, data, { options = {}, plugins = [], print = false } = {}) => {
     const base = baseOptions(print);
@@ -174,6 +222,6 @@
 
   window.BenchlabCharts = {
     BASELINE_BORDER, colour, format, withUnit, wrap, axisTitle, valueAxis, withinBounds, baseOptions,
-    neutralLegendLabels, warmupShade, make, element, figure, settled, toImages,
+    neutralLegendLabels, warmupShade, eventMarkers, markerLegendItems, make, element, figure, settled, toImages,
   };
 })();

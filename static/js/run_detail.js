@@ -8,7 +8,7 @@
   const page = document.getElementById("run-page");
   const data = JSON.parse(document.getElementById("chart-data").textContent);
   const finished = page.dataset.finished === "true";
-  const { axisTitle, withUnit, warmupShade, make, valueAxis } = window.BenchlabCharts;
+  const { axisTitle, withUnit, warmupShade, eventMarkers, markerLegendItems, make, valueAxis } = window.BenchlabCharts;
   const warmup = data.warmup_s || 0;
   const total = warmup + data.duration_s;
 
@@ -30,6 +30,40 @@
   const clock = (date) => { const f = fields(date); return `${f.hour}:${f.minute}:${f.second}`; };
   const stamp = (date) => { const f = fields(date); return `${f.year}-${f.month}-${f.day} ${clock(date)} ${zoneLabel}`; };
   const duration = window.benchlabUnits.duration;  // static/js/units.js
+
+  // ---- the checkpoints of the measured window, from PostgreSQL's log: a dashed line where each
+  // began, on every chart (they share the x axis), named in the legend and listed below the
+  // throughput chart; while the run runs, as the server logs them (a "checkpoint" event at its
+  // start and again at its end, with how long it took).
+  const CHECKPOINT_KINDS = {
+    time: ["checkpoint (time)", "#6a3d9a", "timed"],
+    wal: ["checkpoint (WAL)", "#c0392b", "requested by WAL"],
+    other: ["checkpoint (other)", "#555555", "other"],
+  };
+  const checkpoints = new Map(); // by the second it began: a reattached run tells each one again
+  const addCheckpoint = (event) => checkpoints.set(Number(event.second).toFixed(3), event);
+  (data.checkpoints || []).forEach(addCheckpoint);
+  const checkpointMarkers = () => [...checkpoints.values()].map((event) => {
+    const [label, color] = CHECKPOINT_KINDS[event.kind] || CHECKPOINT_KINDS.other;
+    return { x: event.second, label, color };
+  });
+  const SECONDS = new Intl.NumberFormat("en", { maximumFractionDigits: 1 });
+  const LISTED = 12;
+  const listCheckpoints = () => {
+    const list = document.getElementById("checkpoint-list");
+    if (!list) return;
+    const events = [...checkpoints.values()].sort((a, b) => a.second - b.second);
+    list.hidden = !events.length;
+    const said = events.slice(0, LISTED).map((event) => {
+      const kind = (CHECKPOINT_KINDS[event.kind] || CHECKPOINT_KINDS.other)[2];
+      const unfinished = finished ? "still running when the results were collected" : "not complete yet";
+      const took = event.duration_s == null ? unfinished : `took ${SECONDS.format(event.duration_s)} s`;
+      return `second ${SECONDS.format(event.second)} (${kind}, ${took})`;
+    });
+    const more = events.length > LISTED ? `, and ${events.length - LISTED} more` : "";
+    list.textContent = `Checkpoints marked (PostgreSQL's log): ${said.join("; ")}${more}.`;
+  };
+  listCheckpoints();
 
   // ---- charts
   // The warm-up band's label: inside the band when it fits, else just right of its end line.
@@ -65,7 +99,7 @@
         if (warmup) {
           items.push({ text: "warm-up (shaded)", fillStyle: "rgba(120, 120, 120, 0.15)", strokeStyle: "rgba(80, 80, 80, 0.7)", lineWidth: 1, hidden: false });
         }
-        return items;
+        return [...items, ...markerLegendItems(chart.options.plugins.eventMarkers?.markers)];
       },
     },
     onClick: (event, item, legendBox) => {
@@ -101,7 +135,7 @@
     animation: false,
     parsing: false,
     scales,
-    plugins: { ...band, legend, tooltip },
+    plugins: { ...band, eventMarkers: { markers: checkpointMarkers() }, legend, tooltip },
   });
   const points = (xs, ys) => xs.map((x, i) => ({ x, y: ys[i] }));
   const tpsCanvas = document.getElementById("tps-chart"); // absent on an ended run with no sample
@@ -118,7 +152,7 @@
         position: "right", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("latency (ms)"),
       }),
     }),
-    plugins: [warmupShade, warmupLabel],
+    plugins: [warmupShade, warmupLabel, eventMarkers],
   });
   window.benchlabCharts = tpsChart ? { tps: tpsChart } : {};
 
@@ -168,7 +202,7 @@
         grid: { drawOnChartArea: index === 0 }, ...(unit === "%" ? { max: 100 } : {}),
       });
     });
-    window.benchlabCharts[id] = make(canvas, "line", { datasets }, { options: options(scales), plugins: [warmupShade, warmupLabel] });
+    window.benchlabCharts[id] = make(canvas, "line", { datasets }, { options: options(scales), plugins: [warmupShade, warmupLabel, eventMarkers] });
   };
   seriesChart("iostat-util-chart", data.iostat, { pct: ["utilisation (%)", "%"], ms: ["await (ms)", "ms"] }, {
     util_pct: ["utilisation", "pct"], r_await_ms: ["read await", "ms"], w_await_ms: ["write await", "ms"],
@@ -303,6 +337,15 @@
   source.addEventListener("client_sample", (message) => {
     addClientSample(JSON.parse(message.data));
     drawSamples();
+  });
+  source.addEventListener("checkpoint", (message) => {
+    addCheckpoint(JSON.parse(message.data));
+    const markers = checkpointMarkers();
+    for (const chart of Object.values(window.benchlabCharts)) {
+      chart.options.plugins.eventMarkers.markers = markers;
+      chart.update("none");
+    }
+    listCheckpoints();
   });
 
   // ---- the log: follows its newest line unless the reader scrolled up (static/js/job_detail.js)

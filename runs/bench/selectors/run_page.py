@@ -67,11 +67,20 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         # Several client hosts: each one's seconds beside the run's (their total).
         "client_names": [client.host.name for client in clients],
         "clients": run_client_series(clients),
+        # Marked on the charts: when each checkpoint of the measured window began, and its kind.
+        "checkpoints": run_checkpoint_events(run),
         **{
             source: {column: os_series[source].get(column, []) for column in columns}
             for source, columns in drawn.items()
         },
     }
+
+
+def run_checkpoint_events(run: Run) -> list[dict[str, Any]]:
+    """The checkpoints of the run's measured window its environment records (none: not logged,
+    or a run stored before they were)."""
+    checkpoints = ((run.environment or {}).get("method") or {}).get("checkpoints") or {}
+    return list(checkpoints.get("events") or [])
 
 
 # ---- the run page: its raw outputs, its log once finished, its place in the queue or the run ----

@@ -1,6 +1,7 @@
 """The worker's side of a running run: the lab layer's steps and progress turned into states,
 samples and live events, and a cancel turned into stopping what runs on the host now."""
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -9,6 +10,7 @@ from runs.bench.services.samples import client_sample_upsert, sample_upsert
 from runs.common.services.audit import audit_record
 from runs.jobs.observer import JobObserver
 from runs.jobs.transitions import run_transition
+from runs.lab.benchmark.checkpoints import CheckpointEvent
 from runs.lab.benchmark.run import BenchmarkResult, Step
 from runs.lab.parse.pgbench import ProgressSample, parse_progress_line
 from runs.models import AuditAction, Host, Run, RunClient, RunSample, RunState
@@ -100,6 +102,11 @@ class RunObserver(JobObserver):
         client_sample_upsert(self._client_ids[name], second, sample.tps, sample.latency_ms)
         event = {"client": name, "second": second, "tps": sample.tps, "latency_ms": sample.latency_ms}
         self.publish("client_sample", event)
+
+    def checkpoint(self, event: CheckpointEvent) -> None:
+        """A checkpoint began or ended while pgbench runs (told from the log's follower thread): the
+        page marks it on its charts. A reattached run tells it again; the page keeps one of each."""
+        self.publish("checkpoint", dataclasses.asdict(event))
 
     def followed(self, offset: int) -> None:
         # Stored with the next heartbeat (jobs.heartbeat): a stamp per line would double the writes.

@@ -68,6 +68,8 @@ def store_results(
     _set_pgbench_figures(run, result)
     _set_os_and_postgres_figures(run, result)
     run.environment = with_drift_facts(_environment(run, result, host_facts, clients_facts, observer), drift)
+    checkpoints = result.checkpoints.as_json() if result.checkpoints else None
+    run.environment.setdefault("method", {})["checkpoints"] = checkpoints  # issue 32's facts: its own key
     for name, value in method_columns(run).items():
         setattr(run, name, value)
     # Only the result fields: state and cancel_requested belong to other writers.

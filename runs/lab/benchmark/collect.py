@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runs.lab.benchmark.checkpoints import read_checkpoints
 from runs.lab.benchmark.method_facts import MethodFacts
 from runs.lab.benchmark.metrics import PgStatsSnapshot, collectors_for, pg_stats_delta, pg_stats_snapshot
 from runs.lab.benchmark.results import BenchmarkResult
@@ -180,10 +181,12 @@ def collect_server_results(
     database: str | Sequence[str],
     before: PgStatsSnapshot,
 ) -> None:
-    """Once pgbench has exited: the statistics' difference, and the page sizes the server runs with."""
+    """Once pgbench has exited: the statistics' difference, the checkpoints in the measured window
+    (result.pgbench_started_epoch is known by now), and the page sizes the server runs with."""
     after = pg_stats_snapshot(server, cluster, database)
     result.pg_block_size, result.pg_wal_block_size = server_page_sizes(server, cluster)
     result.pg_stats = pg_stats_delta(before, after)
+    result.checkpoints = read_checkpoints(server, cluster, result.pg_stats, result.pgbench_started_epoch)
 
 
 def collect_results(result: BenchmarkResult, measured: Measured) -> None:

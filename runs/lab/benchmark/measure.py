@@ -27,6 +27,7 @@ from runs.lab.pgbench.follow import Follower
 from runs.lab.postgres.cluster import BENCH_ROLE, Cluster
 from runs.lab.storage.prepare import PreparedStorage
 from runs.lab.transport.process import Detached, cancel, start_detached, wait_for_exit
+from runs.lab.transport.waiting import wait_until
 
 
 def prepare_benches(
@@ -71,6 +72,8 @@ def measure_one(
     on_server = bench.endpoint is server
     work_dir = work_dir_for(result.run_dir)
     process = start_detached(bench.endpoint.transport, bench.command, work_dir, "pgbench", user=RUN_USER)
+    # Known at once: the checkpoints logged from now on are told in seconds since then (checkpoints.py).
+    result.pgbench_started_epoch = wait_until(lambda: started_epoch(bench.endpoint.transport, process), 5, 0.05)
     if on_server:
         storage.own_pids.append(process.pid)
     # On a failure below, pgbench must not go on loading the host (a no-op once it has exited).
@@ -83,7 +86,7 @@ def measure_one(
                         max_reconnect_s=spec.unreachable_limit_s, on_offset=observer.followed)  # fmt: skip
     follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.endpoint.transport, process, 60)  # it has exited: the status is on its way
-    result.pgbench_started_epoch = started_epoch(bench.endpoint.transport, process)
+    result.pgbench_started_epoch = result.pgbench_started_epoch or started_epoch(bench.endpoint.transport, process)
     return process
 
 

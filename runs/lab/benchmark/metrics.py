@@ -1,8 +1,9 @@
 """OS and PostgreSQL metrics around a measurement.
 
 iostat (for the device under test) and vmstat run detached beside pgbench, one line a
-second, into the run directory; pg_stat_database and pg_stat_bgwriter are read before and
-after, and the difference gives cache hit ratio, checkpoints and buffers written.
+second, into the run directory; pg_stat_database and pg_stat_bgwriter (pg_stat_checkpointer
+from PostgreSQL 17) are read before and after, and the difference gives cache hit ratio,
+checkpoints and buffers written.
 """
 
 import json
@@ -89,6 +90,24 @@ class PgStatsSnapshot:
     bgwriter: dict[str, object]
 
 
+# PostgreSQL 17 moved the checkpointer's counters out of pg_stat_bgwriter into pg_stat_checkpointer,
+# under other names. They are read from the view the server has (a query naming the other one fails)
+# and kept under pg_stat_bgwriter's names, with the view they came from: the statistics delta, the
+# resume record and the stored metrics keep one shape for every version.
+CHECKPOINTER_VIEW_SINCE = 170000  # server_version_num
+BGWRITER_VIEW = "pg_stat_bgwriter"
+CHECKPOINTER_VIEW = "pg_stat_checkpointer"
+_BGWRITER_ROW = "(SELECT row_to_json(b) FROM pg_stat_bgwriter b)"
+_BGWRITER_AND_CHECKPOINTER_ROW = f"""(SELECT to_jsonb(b) || jsonb_build_object('checkpoints_timed', c.num_timed,
+    'checkpoints_req', c.num_requested, 'buffers_checkpoint', c.buffers_written, 'checkpoints_from',
+    '{CHECKPOINTER_VIEW}') FROM pg_stat_bgwriter b, pg_stat_checkpointer c)"""  # noqa: S608 - constants only
+
+
+def checkpointer_row_sql(server_version_num: int) -> str:
+    """The subquery that reads the checkpointer's counters on a server of that version."""
+    return _BGWRITER_AND_CHECKPOINTER_ROW if server_version_num >= CHECKPOINTER_VIEW_SINCE else _BGWRITER_ROW
+
+
 def database_list_sql(database: str | Sequence[str]) -> str:
     """The run's database names as an SQL list ("'bench', 'bench_2'"), each checked against
     DATABASE_NAME first: psql -c takes no bind parameters."""
@@ -101,11 +120,12 @@ def database_list_sql(database: str | Sequence[str]) -> str:
 
 def pg_stats_snapshot(transport: Transport, cluster: Cluster, database: str | Sequence[str]) -> PgStatsSnapshot:
     """pg_stat_database's row of the run's database (several databases: their counters summed,
-    one per client host) and pg_stat_bgwriter's."""
+    one per client host) and pg_stat_bgwriter's (with pg_stat_checkpointer's on PostgreSQL 17+)."""
     listed = database_list_sql(database)
+    version = int(psql(transport, cluster, "SHOW server_version_num"))
     sql = f"""SELECT json_build_object(
         'databases', (SELECT json_agg(row_to_json(d)) FROM pg_stat_database d WHERE datname IN ({listed})),
-        'bgwriter', (SELECT row_to_json(b) FROM pg_stat_bgwriter b))"""  # noqa: S608
+        'bgwriter', {checkpointer_row_sql(version)})"""  # noqa: S608
     data = json.loads(psql(transport, cluster, sql))
     rows = data["databases"] or []
     return PgStatsSnapshot(database=_summed(rows) if len(rows) > 1 else (rows[0] if rows else {}),
@@ -140,6 +160,7 @@ class PgStatsDelta:
     buffers_clean: int
     buffers_backend: int
     buffers_backend_fsync: int
+    checkpoints_source: str = BGWRITER_VIEW  # the view the checkpoint counters came from
 
     @property
     def cache_hit_ratio(self) -> float | None:
@@ -169,4 +190,5 @@ def pg_stats_delta(before: PgStatsSnapshot, after: PgStatsSnapshot) -> PgStatsDe
         buffers_clean=_delta(bg_before, bg_after, "buffers_clean"),
         buffers_backend=_delta(bg_before, bg_after, "buffers_backend"),
         buffers_backend_fsync=_delta(bg_before, bg_after, "buffers_backend_fsync"),
+        checkpoints_source=str(bg_after.get("checkpoints_from") or BGWRITER_VIEW),
     )

@@ -4,6 +4,7 @@ stores them."""
 
 from dataclasses import dataclass, field
 
+from runs.lab.benchmark.checkpoints import Checkpoints
 from runs.lab.benchmark.method_facts import MethodFacts
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
@@ -51,6 +52,7 @@ class BenchmarkResult:
     latency: LatencyPercentiles | None = None  # with per-transaction logs only
     os: OsMetrics = field(default_factory=OsMetrics)
     pg_stats: PgStatsDelta | None = None
+    checkpoints: Checkpoints | None = None  # counted and logged in the measured window
     run_dir: str = ""
     kept: KeptSetup | None = None  # with keep=True, after a run that succeeded: left on the host
     reused: bool = False  # the run used the kept setup it was given

@@ -22,7 +22,8 @@ from contextlib import ExitStack
 from typing import Any
 
 from runs.lab.benchmark.abandon import stop_collector
-from runs.lab.benchmark.clients import ClientBench, collect_several
+from runs.lab.benchmark.checkpoints import CheckpointWatch
+from runs.lab.benchmark.clients import ClientBench, collect_several, started_epoch
 from runs.lab.benchmark.collect import (
     RESUME_RECORD,
     RESUME_RECORD_VERSION,
@@ -136,13 +137,19 @@ def _resume(
         method=record.method,
     )
     timeout = spec.run.duration_s + 120  # from the start, which was earlier still
+    # The server log from its start again: the checkpoints already told are told again, and kept once.
+    watch = CheckpointWatch(transport, server.connect, record.cluster, work_dir_for(run_dir),
+                            lambda: result.pgbench_started_epoch, observer.checkpoint, spec.run.duration_s + 600,
+                            spec.unreachable_limit_s)  # fmt: skip
     if record.clients:
-        return _resume_several(server, benches, spec, observer, record, result, timeout)
+        return _resume_several(server, benches, spec, observer, record, result, timeout, watch)
     bench, process = benches[0], processes[0]
+    result.pgbench_started_epoch = started_epoch(bench.transport, process)
     reader = progress_reader(observer, result)
     limit = spec.unreachable_limit_s
     follower = Follower(bench.connect, process, "stderr", reader, offset, limit, on_offset=observer.followed)
-    follower.follow(timeout)
+    with watch:
+        follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.transport, process, 60)
     note_window_end(result.method, transport, run_dir)
     result.os = _os_metrics(transport, run_dir, record)
@@ -164,6 +171,7 @@ def _resume_several(
     record: ResumeRecord,
     result: BenchmarkResult,
     timeout: float,
+    watch: CheckpointWatch,
 ) -> BenchmarkResult:
     """Several client hosts' pgbench followed again together, each from its first line (their
     seconds are stored again, each once), then collected and combined as measure.py does."""
@@ -175,7 +183,8 @@ def _resume_several(
     processes = [client.process for client in record.clients]
     result.clients = [bench.result for bench in measuring]
     note_starts(result, measuring, processes)
-    follow_several(measuring, processes, spec, observer, result, timeout)
+    with watch:
+        follow_several(measuring, processes, spec, observer, result, timeout)
     transport, run_dir = server.transport, run_dir_for(spec.run_key)
     note_window_end(result.method, transport, run_dir)
     result.os = _os_metrics(transport, run_dir, record)

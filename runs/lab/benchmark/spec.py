@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from runs.lab.benchmark.checkpoints import CheckpointEvent
 from runs.lab.benchmark.results import BenchmarkResult
 from runs.lab.options import InitOptions, RunOptions
 from runs.lab.parse.pgbench import ProgressSample
@@ -94,6 +95,10 @@ class Observer(Protocol):
         """mkfs is about to run (every safety check has passed)."""
         ...
 
+    def checkpoint(self, event: CheckpointEvent) -> None:
+        """The server logged a checkpoint's start or end while pgbench runs (from another thread)."""
+        ...
+
     def collected(self, result: "BenchmarkResult") -> None:
         """The measurement's results are in hand and nothing is cleaned up yet: keep them now.
         (A process that dies while cleaning up then loses nothing of what was measured.)"""
@@ -121,6 +126,9 @@ class SilentObserver:
 
     def formatting(self, command: str) -> None:
         log.info("formatting: %s", command)
+
+    def checkpoint(self, event: CheckpointEvent) -> None:
+        pass
 
     def collected(self, result: "BenchmarkResult") -> None:
         pass

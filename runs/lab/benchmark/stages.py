@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from runs.lab.benchmark.checkpoints import CheckpointWatch
 from runs.lab.benchmark.clients import ClientBench, collect_several, joined_commands
 from runs.lab.benchmark.collect import (
     BenchmarkResult,
@@ -171,8 +172,11 @@ def measure(run: Stages, result: BenchmarkResult) -> OsMetrics:
     device = run.device
     metrics_seconds = run.spec.run.duration_s + 600  # the collectors outlast pgbench, which may start late
     timeout = run.spec.run.duration_s + 120
+    started = lambda: result.pgbench_started_epoch  # noqa: E731 - known once pgbench runs
+    watch = CheckpointWatch(run.transport, run.server.connect, run.cluster, work_dir_for(run.run_dir), started,
+                            run.observer.checkpoint, metrics_seconds, run.spec.unreachable_limit_s)  # fmt: skip
     with timed(run.seconds, "pgbench with metrics"), os_metrics(run.transport, run.run_dir, device,
-                                                                  metrics_seconds) as metrics:  # fmt: skip
+                                                                  metrics_seconds) as metrics, watch:  # fmt: skip
         if len(run.measuring) == 1:
             run.processes = [measure_one(run.server, run.measuring[0], run.spec, run.observer, run.cleanup, result,
                                          run.storage, run.cluster, run.before, device, timeout)]  # fmt: skip

@@ -27,10 +27,12 @@ class Follower:
         offset: int = 0,
         max_reconnect_s: float = 300.0,
         on_offset: Callable[[int], None] | None = None,
+        path: str | None = None,
     ) -> None:
         self.connect = connect
         self.process = process
-        self.path = process.path(suffix)
+        # Its own output file, or another file followed for as long as it runs (the server log).
+        self.path = path or process.path(suffix)
         self.on_line = on_line
         self.offset = offset  # bytes of complete lines delivered so far
         self.max_reconnect_s = max_reconnect_s

@@ -45,6 +45,11 @@ START_TIMEOUT_S = 300  # initdb'd clusters on a slow disk take long for the firs
 STOP_TIMEOUT_S = 180  # the shutdown checkpoint on the "HDD" took 10-40 s in the lab
 SETTINGS_FILE = "benchlab.conf"  # in the data directory: this run's settings, included by postgresql.conf
 HBA_ORIGINAL = "pg_hba.conf.initdb"  # in the data directory: initdb's pg_hba.conf, kept aside
+# The log as benchlab reads the checkpoints from it (lab.parse.postgres_log): every line stamped to the
+# millisecond in UTC (the host's zone may be any), and each checkpoint logged (off before PostgreSQL
+# 15) unless the user's settings say otherwise.
+LOG_SETTINGS = {"log_line_prefix": "%m [%p] ", "log_timezone": "UTC"}
+LOGGED_UNLESS_SET = {"log_checkpoints": "on"}
 
 
 @dataclass
@@ -137,6 +142,8 @@ def configure(
         f"port = {cluster.port}",
         f"unix_socket_directories = {_quote(cluster.socket_dir)}",
         f"listen_addresses = {_quote(','.join(listen_on) or '*' if client_addresses else '')}",
+        *(f"{key} = {_quote(value)}" for key, value in LOG_SETTINGS.items()),
+        *(f"{key} = {_quote(value)}" for key, value in LOGGED_UNLESS_SET.items() if key not in settings),
         *(f"{key} = {_quote(value)}" for key, value in settings.items()),
     ]
     write_as_run_user(transport, f"{cluster.data_dir}/{SETTINGS_FILE}", "\n".join(lines) + "\n")

@@ -35,7 +35,11 @@ from runs.lab.postgres.setting_values import (
 
 SETTING_NAME = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?")
 # Set by benchlab itself (postgres.configure and initdb); a user's override would break the run, not tune it.
-RESERVED_SETTINGS = {"port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file", "ident_file"}
+# log_line_prefix and log_timezone: benchlab reads the checkpoints' times from the log's time stamps.
+RESERVED_SETTINGS = {
+    "port", "unix_socket_directories", "listen_addresses", "data_directory", "hba_file", "ident_file",
+    "log_line_prefix", "log_timezone",
+}  # fmt: skip
 # Directives, not settings: an included file could set anything, the reserved settings too.
 INCLUDE_DIRECTIVES = {"include", "include_if_exists", "include_dir"}
 MAX_BACKENDS = 2**18 - 1  # max_connections and the other process counts

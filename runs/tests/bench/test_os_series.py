@@ -21,6 +21,7 @@ from runs.bench.services.results import store_results
 from runs.campaigns.selectors.results import campaign_runs, campaign_statistics
 from runs.compare.metrics import METRICS
 from runs.compare.stats import summarise
+from runs.lab.benchmark.checkpoints import CheckpointEvent, Checkpoints
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.benchmark.run import BenchmarkResult
 from runs.lab.parse.sysstat import IostatSample, VmstatSample
@@ -96,6 +97,7 @@ def test_storing_a_runs_results_fills_the_columns_and_leaves_the_series_out_of_m
         storage=PreparedStorage(mountpoint="/mnt/x", fstype="ext4", device_node="/dev/loop3", mount_options="rw"),
         os=OsMetrics(iostat=IOSTAT, vmstat=VMSTAT),
         pg_stats=pg_stats,
+        checkpoints=Checkpoints(1, 0, "pg_stat_bgwriter", [CheckpointEvent(27.25, "time", None)]),
     )
 
     store_results(run, result, {}, [], RunObserver(run))
@@ -105,6 +107,12 @@ def test_storing_a_runs_results_fills_the_columns_and_leaves_the_series_out_of_m
     assert run.metrics["cache_hit_ratio"] == pytest.approx(0.99) and run.metrics["checkpoints"] == 1
     assert "iostat" not in run.metrics and "vmstat" not in run.metrics
     assert stored(run)["iostat", "util_pct"] == [50.0, 70.0]
+    assert run.environment["method"]["checkpoints"] == {  # issue 32's contract
+        "timed": 1,
+        "requested": 0,
+        "source": "pg_stat_bgwriter",
+        "events": [{"second": 27.25, "kind": "time", "duration_s": None}],
+    }
 
 
 def test_the_charts_read_the_drawn_columns_in_two_queries(

@@ -82,6 +82,9 @@ def test_a_queued_run_goes_through_every_state_and_stores_its_results(
         "server",
     )
     assert run.metrics["cache_hit_ratio"] is not None and run.cache_hit_pct is not None
+    checkpoints = run.environment["method"]["checkpoints"]  # none expected in 6 s; counted and looked for
+    assert checkpoints["source"] == "pg_stat_bgwriter" and isinstance(checkpoints["timed"], int), checkpoints
+    assert isinstance(checkpoints["requested"], int) and isinstance(checkpoints["events"], list), checkpoints
     assert run.os_means["vmstat"]["us"] is not None and run.os_series.filter(source="vmstat", column="us").exists()
     assert {a.name for a in run.artifacts.all()} >= {"pgbench.stdout.txt", "pgbench.stderr.txt"}
     assert Host.objects.get(pk=run.server_host_id).claimed_by_id is None

@@ -17,6 +17,7 @@ from django.contrib.auth.models import User
 from runs.bench.services.lab_specs import benchmark_spec
 from runs.bench.services.sweeper import RUN_RECOVERY
 from runs.inventory.services.connect import host_connect
+from runs.jobs import live
 from runs.jobs.sweeper import sweep_stale
 from runs.lab.benchmark.run import run_dir_for
 from runs.lab.host.run_user import RUN_USER
@@ -50,10 +51,12 @@ def left_on_host(host: Host, run: Run) -> dict[str, Any]:
         transport.close()
 
 
-def killed_mid_measurement(worker: CeleryWorker, host: Host, user: User, duration_s: int) -> Run:
+def killed_mid_measurement(
+    worker: CeleryWorker, host: Host, user: User, duration_s: int, pg_settings: str = "shared_buffers = 32MB"
+) -> Run:
     """A run measuring for a few seconds when its worker's pool process is SIGKILLed, and silent
     for longer than the 4 s after which a run counts as abandoned."""
-    run = new_run(host, user, duration_s=duration_s, warmup_s=0)
+    run = new_run(host, user, duration_s=duration_s, warmup_s=0, pg_settings=pg_settings)
     wait_for_state(run, RunState.MEASURING)
     deadline = time.monotonic() + 30
     while run.samples.count() < 3:
@@ -72,7 +75,9 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
 ) -> None:
     lab1 = lab_inventory["lab1"]
     otto = make_user("otto", "operator")
-    run = killed_mid_measurement(prefork_worker, lab1, otto, duration_s=12)
+    # A tiny max_wal_size: a WAL checkpoint about every second, before the worker dies and after.
+    wal_checkpoints = "shared_buffers = 32MB\nmax_wal_size = 32MB\nmin_wal_size = 32MB"
+    run = killed_mid_measurement(prefork_worker, lab1, otto, duration_s=12, pg_settings=wal_checkpoints)
     while_measuring = left_on_host(lab1, run)
     stored_offset = Run.objects.get(pk=run.pk).progress_offset  # stamped by the dead worker's heartbeat
 
@@ -97,6 +102,16 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     assert after == {"mounted": False, "processes": [], "run_dir": False}
     assert Host.objects.get(pk=lab1.pk).claimed_by_id is None
     assert following.state == RunState.DONE, (following.error, prefork_worker.log()[-3000:])
+    # The checkpoints: stored from the whole window (the reattached worker read the log), and told
+    # live after the reattach too (its follower of the server log).
+    checkpoints = run.environment["method"]["checkpoints"]
+    assert run.environment["pgbench"]["started_epoch"] is not None
+    assert checkpoints["requested"] >= 1 and checkpoints["events"], checkpoints
+    stored = {event["second"] for event in checkpoints["events"]}
+    assert min(stored) < 3 and max(stored) > 9, sorted(stored)
+    told = [e.data for e in live.events_after(live.run_stream(run.pk)) if e.kind == "checkpoint"]
+    assert {event["kind"] for event in told} == {"wal"}, told
+    assert any(event["second"] > 9 for event in told), told  # began after the reattach: told by the new worker
 
 
 def test_a_run_whose_files_are_gone_from_the_host_fails_saying_so_and_is_cleaned_up(

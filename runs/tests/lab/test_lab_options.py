@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from runs.lab.benchmark.metrics import PgStatsDelta, PgStatsSnapshot, _summed, pg_stats_delta
+from runs.lab.benchmark.metrics import PgStatsDelta, PgStatsSnapshot, _summed, checkpointer_row_sql, pg_stats_delta
 from runs.lab.errors import InvalidOption
 from runs.lab.options import parse_mkfs_options, parse_mount_options
 from runs.lab.pgbench.commands import Connection, InitOptions, RunOptions, init_command, run_command
@@ -525,6 +525,22 @@ def test_it_computes_the_difference_of_two_pg_stats_snapshots() -> None:
     assert delta.cache_hit_ratio == pytest.approx(0.9)
     assert delta.checkpoints == 5
     assert delta.buffers_written == 14_300
+
+
+def test_postgresql_17s_checkpointer_counters_are_read_from_pg_stat_checkpointer_and_said_so() -> None:
+    # As checkpointer_row_sql(170000) returns them: pg_stat_checkpointer's under pg_stat_bgwriter's names.
+    moved = {"checkpoints_from": "pg_stat_checkpointer"}
+    before = PgStatsSnapshot(database={}, bgwriter=BEFORE.bgwriter | moved)
+    after = PgStatsSnapshot(database={}, bgwriter=AFTER.bgwriter | moved)
+
+    delta = pg_stats_delta(before, after)
+
+    assert (delta.checkpoints_timed, delta.checkpoints_requested, delta.buffers_checkpoint) == (2, 3, 12_000)
+    assert delta.checkpoints_source == "pg_stat_checkpointer"
+    assert pg_stats_delta(BEFORE, AFTER).checkpoints_source == "pg_stat_bgwriter"
+    assert "pg_stat_checkpointer" not in checkpointer_row_sql(160009)
+    assert "FROM pg_stat_bgwriter b, pg_stat_checkpointer c" in checkpointer_row_sql(170000)
+    assert "c.num_timed" in checkpointer_row_sql(180001)
 
 
 def test_it_has_no_cache_hit_ratio_without_block_accesses() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from runs.lab.benchmark.checkpoints import CheckpointEvent
 from runs.lab.benchmark.run import BenchmarkResult, BenchmarkSpec, remove_run_dir, run_benchmark
 from runs.lab.errors import CommandFailed, SafetyCheckFailed
 from runs.lab.host.probe import probe_host
@@ -167,6 +168,8 @@ def test_cancel_stops_pgbench_and_the_run_still_cleans_up(virtual_lab: VirtualLa
         def followed(self, offset: int) -> None: ...
 
         def collected(self, result: BenchmarkResult) -> None: ...
+
+        def checkpoint(self, event: CheckpointEvent) -> None: ...
 
     def canceller() -> None:
         wait_until(lambda: len(samples) >= 2, 120, 0.1)  # else the run ends uncancelled: asserted below

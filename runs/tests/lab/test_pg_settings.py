@@ -262,7 +262,7 @@ def test_extension_and_custom_settings_are_refused(name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["application_name", "search_path", "log_line_prefix", "statement_timeout", "zero_damaged_pages", "no_such"]
+    "name", ["application_name", "search_path", "log_connections", "statement_timeout", "zero_damaged_pages", "no_such"]
 )
 def test_any_other_name_is_not_on_the_list(name: str) -> None:
     text = message(name, "0")
