@@ -154,6 +154,10 @@ def test_a_slot_whose_process_died_lapses_with_its_lease() -> None:
     assert kept is not None and refused is None and after_lease is not None
 
 
+# Closing a response sends request_finished, whose close_old_connections looks at a database
+# connection that an earlier test of this process may have opened: allowed, or the test's outcome
+# would depend on which tests ran before it in its worker.
+@pytest.mark.django_db
 def test_a_stream_whose_viewer_left_before_it_began_gives_its_slot_back_when_django_closes_it() -> None:
     """Its generator never ran, so only the response's close (which Django's ASGI handler calls
     after a disconnect) can give the slot back."""
