@@ -177,7 +177,7 @@ class Run(models.Model):
     os_means = models.JSONField(default=dict, blank=True)
     # What the method checks (runs.method) read off the stored facts, kept for lists and filters:
     # "" until results are stored, or for a run that recorded too little to tell.
-    memory_tier = models.CharField(max_length=20, blank=True, editable=False)
+    memory_tier = models.CharField(max_length=30, blank=True, editable=False)
     durable = models.BooleanField(null=True, blank=True, editable=False)
     steady = models.BooleanField(null=True, blank=True, editable=False)  # False: tps drifted or swung with checkpoints
     # The warnings the user overrode before queueing, with the reason given: {check key: reason}.

@@ -21,7 +21,8 @@ from runs.method.run_checks import (
     check_state,
     run_checks,
 )
-from runs.method.tiers import EXCEEDS_RAM, FITS_RAM, FITS_SHARED_BUFFERS, memory_tier
+from runs.method.tiers import EXCEEDS_RAM, FITS_RAM, FITS_SHARED_BUFFERS, TIERS, memory_tier
+from runs.models import Run
 
 MIB, GIB = 2**20, 2**30
 
@@ -315,3 +316,7 @@ def test_an_accepted_warning_keeps_its_status_and_carries_the_reason() -> None:
         "host",
         "stability",
     ]
+
+
+def test_every_tier_fits_its_column() -> None:
+    assert max(len(tier) for tier in TIERS) <= Run._meta.get_field("memory_tier").max_length  # type: ignore[operator]
