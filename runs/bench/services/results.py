@@ -15,7 +15,7 @@ from runs.bench.services.os_series import os_series_store
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
-from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
+from runs.models import DataState, OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
 # What a run keeps of each client host: what its pgbench ran on, and what drift follows (not its disks).
 CLIENT_FACTS = ("hostname", "kernel", "distribution", "cpu_model", "cpu_cores", "memory_bytes")
@@ -207,7 +207,17 @@ def _environment(
         "init_command": result.init_command,
         "reuse": observer.reuse,
         "stages": _stage_times(result),
+        "method": {"random_seed": run.random_seed, "state": _state_before(run, result)},
     }
+
+
+def _state_before(run: Run, result: BenchmarkResult) -> dict[str, Any]:
+    """What the run did before measuring, as the lab did it; as declared, for a run reattached
+    after its worker died (the lab's record of it went with the worker: settle_s unknown)."""
+    if result.state_before:
+        return result.state_before
+    data = "reused" if result.reused else ("fresh" if run.data_state == DataState.REUSED else run.data_state)
+    return {"cache": run.cache_state, "data": data, "checkpoint_before": run.checkpoint_before, "settle_s": None}
 
 
 def _artifacts(result: BenchmarkResult) -> dict[str, str]:

@@ -3,6 +3,7 @@ values, shared by the stages that fill them (collect, clients, measure) and the 
 stores them."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
@@ -62,3 +63,4 @@ class BenchmarkResult:
     failed_client: str = ""  # the client host whose pgbench failed, in a run with several
     failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
     stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
+    state_before: dict[str, Any] = field(default_factory=dict)  # what state.py did before measuring
