@@ -392,9 +392,11 @@ def test_the_state_before_measuring_and_the_seed_are_set_on_the_form_and_run_aga
     page_server: str,
 ) -> None:
     host = lab2()
+    install = str(host.pg_installs.get(version="15.19"))
     make_user("otto", "operator", password=PASSWORD)
     with signed_in(page_server, "otto", "/runs/new/", height=1900) as (page, violations, _errors):
         page.select_option("#id_server_host", label=host.name)
+        page.select_option("#id_pg_install", label=install)
         page.select_option("#id_cache_state", "cold")
         page.select_option("#id_data_state", "frozen")
         page.fill("#id_settle_s", "3")
