@@ -201,3 +201,25 @@ def test_repetitions_with_their_own_seeds_are_one_configuration_and_no_confound(
     assert "random_seed" not in ComparisonQuery(run_ids=(1,)).grouping
     (seed,) = [d for d in differences if d.key == "random_seed"]
     assert seed.cells == ["1 / 2 / 3"] and not seed.confounded
+
+
+def test_the_campaign_page_retries_with_the_same_seeds_unless_its_box_is_ticked(
+    users: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    host, device, pg = lab1()
+    plan = CampaignPlan(name="seeds", description="", base=base_spec(host, device, pg), variables=[], repetitions=1)
+    campaign = campaign_create(plan=plan, by=users["otto"])
+    (first,) = Run.objects.filter(campaign=campaign)
+    otto = Client()
+    otto.force_login(users["otto"])
+    monkeypatch.setattr("runs.bench.services.runs.pick_seed", lambda: 5)
+
+    Run.objects.filter(campaign=campaign).update(state=RunState.FAILED)
+    page = otto.get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    otto.post(reverse("campaign-retry", args=[campaign.pk]))
+    Run.objects.filter(campaign=campaign).update(state=RunState.FAILED)
+    otto.post(reverse("campaign-retry", args=[campaign.pk]), {"new_seeds": "on"})
+
+    seeds = list(Run.objects.filter(campaign=campaign).order_by("pk").values_list("random_seed", flat=True))
+    assert seeds == [first.random_seed, first.random_seed, 5]
+    assert re.search(r'<input type="checkbox" name="new_seeds" id="retry-new-seeds">', page)
