@@ -154,8 +154,8 @@ def _sample_storage(data: dict[str, Any]) -> list[str]:
 
 
 # The lab layer's stages in the order a run goes through them (runs/lab/benchmark/run.py).
-STAGES = ("hosts", "kept setup checked", "storage", "cluster", "load", "before pgbench", "pgbench with metrics",
-          "collect", "keep", "cleanup")  # fmt: skip
+STAGES = ("hosts", "kept setup checked", "storage", "cluster", "load", "state before measuring", "before pgbench",
+          "pgbench with metrics", "collect", "keep", "cleanup")  # fmt: skip
 
 
 def _campaign_efficiency(data: dict[str, Any]) -> list[str]:
@@ -184,9 +184,31 @@ def _campaign_efficiency(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _cleanup_sweep(data: dict[str, Any]) -> list[str]:
+    old, new, ratio = data["sides"]["old"], data["sides"]["new"], data["ratio"]
+    lines = [
+        f"A mount-option sweep ({', '.join(o or '(default)' for o in data['sweep'])}; {data['seconds_each']} s each, "
+        f"scale {data['scale']}) on the HDD-like disk, through the lab layer, {ratio['pairs']} interleaved pairs: "
+        f"new/old efficiency median **{ratio['median_ratio']:.2f}** (min {ratio['min_ratio']:.2f}, max "
+        f"{ratio['max_ratio']:.2f}; target ≥ {ratio['target_ratio']}).",
+        "",
+        "| median | old (stop -m fast, no CHECKPOINT/settle) | new (CHECKPOINT + settle, stop -m immediate) |",
+        "|---|---:|---:|",
+    ]
+    rows = (("efficiency", "efficiency_median"), ("a run's wall time (s)", "run_wall_median_s"),
+            ("cleanup (s)", "cleanup_median_s"), ("state before measuring (s)", "state_before_measuring_median_s"),
+            ("sectors written after a cleanup (max)", "sectors_written_after_cleanup_max"))  # fmt: skip
+    for label, key in rows:
+        lines.append(
+            f"| {label} | {old[key] if old[key] is not None else '–'} | {new[key] if new[key] is not None else '–'} |"
+        )
+    return lines
+
+
 SECTIONS: dict[str, tuple[str, Section]] = {
     "sample_storage": ("How per-second samples are stored", _sample_storage),
     "campaign_efficiency": ("Campaign efficiency (measured seconds / wall time)", _campaign_efficiency),
+    "cleanup_sweep": ("A mount-option sweep's cleanup on the HDD-like disk (old / new)", _cleanup_sweep),
     "page_speed": ("Page speed (server time, 100 runs × 1,000 samples; 10,000 runs; a 1-hour run)", _page_speed),
     "harness_overhead": ("Harness overhead (benchlab / direct over ssh)", _harness_overhead),
     "ingest": ("Ingest: samples stored and forwarded", _ingest),

@@ -254,8 +254,11 @@ class CampaignViewSet(QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnly
     @action(detail=True, methods=["post"])
     def retry(self, request: Request, pk: str | None = None) -> Response:
         campaign = self.get_object()
+        new_seeds = request.data.get("new_seeds", False)
+        if not isinstance(new_seeds, bool):
+            raise ValidationError({"new_seeds": f"must be true or false, not {new_seeds!r:.40}"})
         try:
-            queued = campaign_retry_failed(campaign=campaign, by=request.user, request=request)
+            queued = campaign_retry_failed(campaign=campaign, by=request.user, request=request, new_seeds=new_seeds)
         except CampaignForbidden as exc:
             raise PermissionDenied(str(exc)) from None
         except CampaignRefused as exc:

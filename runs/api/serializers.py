@@ -5,7 +5,7 @@ from django.db import models
 from rest_framework import serializers
 
 from runs.bench.selectors.run_page import run_os_series
-from runs.bench.specs import NUMBER_FIELDS
+from runs.bench.specs import FIELD_LABELS, MODEL_FIELDS, NUMBER_FIELDS
 from runs.forms.runs import CLIENT_HOSTS, RUN_FIELDS, RunForm
 from runs.method.selectors import run_method
 from runs.method.services.acceptance import MAX_REASON
@@ -48,6 +48,12 @@ class ClientHostIdsField(serializers.ListField):
         return [run_client.host_id for run_client in instance.run_clients.all()]
 
 
+def _choice_refusal(name: str) -> str:
+    """What the page says of a value its choices do not have ({input}: DRF's word for the value)."""
+    allowed = ", ".join(str(value) for value, _ in MODEL_FIELDS[name].choices or ())
+    return f"{FIELD_LABELS[name]} must be one of {allowed}; got {{input}}."
+
+
 class RunSerializer(serializers.ModelSerializer):
     """Runs are validated by the queue form itself, so the API and the page refuse the same things."""
 
@@ -80,9 +86,14 @@ class RunSerializer(serializers.ModelSerializer):
                   "skipped_transactions", "device_util_pct", "cache_hit_pct", "memory_tier", "durable"]  # fmt: skip
         read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host", "method_reason")]
         # An id is a whole number: without this, 2.5 would be read as host 2.
-        extra_kwargs = {
-            name: {"pk_field": serializers.IntegerField()} for name in ("server_host", "device", "pg_install")
-        } | {name: {"min_value": None, "max_value": None} for name in NUMBER_FIELDS}  # the form names the range
+        extra_kwargs = (
+            {name: {"pk_field": serializers.IntegerField()} for name in ("server_host", "device", "pg_install")}
+            | {name: {"min_value": None, "max_value": None} for name in NUMBER_FIELDS}
+            | {  # the form names the range
+                name: {"error_messages": {"invalid_choice": _choice_refusal(name)}}
+                for name in ("cache_state", "data_state")
+            }
+        )
 
     def get_client_host_names(self, run: Run) -> list[str]:
         return [host.name for host in run.client_host_list]

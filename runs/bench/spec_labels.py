@@ -48,6 +48,7 @@ EMPTY_VALUES = {
     "rate_limit_tps": "no rate limit",
     "log_sampling_rate": "no transaction log",
     "client_host_ids": "pgbench on the server",
+    "random_seed": "seed picked when queued",
 }
 
 
@@ -101,6 +102,17 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     ),
     # False for every run with fewer than two client hosts, which had one database all the same.
     "shared_database": (lambda r: _databases(r, alone=True), lambda r: _databases(r, alone=False)),
+    "random_seed": (
+        lambda r: str(r.random_seed) if r.random_seed is not None else EMPTY_VALUES["random_seed"],
+        lambda r: f"seed {r.random_seed}" if r.random_seed is not None else EMPTY_VALUES["random_seed"],
+    ),
+    "cache_state": (lambda r: r.cache_state, lambda r: f"{r.cache_state} cache"),
+    "data_state": (lambda r: r.data_state, lambda r: f"{r.data_state} data"),
+    "checkpoint_before": (
+        lambda r: "yes" if r.checkpoint_before else "no",
+        lambda r: "CHECKPOINT before" if r.checkpoint_before else "no CHECKPOINT before",
+    ),
+    "settle_s": (lambda r: str(r.settle_s), lambda r: f"settle ≤ {r.settle_s} s"),
 }
 
 

@@ -52,6 +52,11 @@ class RunSpec:
     log_sampling_rate: float | None = 1.0
     client_host_ids: tuple[int, ...] = ()  # in the run's order: client 1, 2, …
     shared_database: bool = False  # all client hosts against one database, else one each
+    random_seed: int | None = None  # pgbench --random-seed; None: picked when queued (bench.services.runs)
+    cache_state: str = "warm"  # or "cold": sync, drop caches, restart PostgreSQL before measuring
+    data_state: str = "reused"  # or "fresh", "frozen" (VACUUM FREEZE + CHECKPOINT after loading)
+    checkpoint_before: bool = True
+    settle_s: int = 5  # the longest wait for a quiet device before measuring
 
     def __post_init__(self) -> None:
         # One spelling per spec, so equal runs compare (and hash) equal: a tuple, whatever the
@@ -114,6 +119,10 @@ class RunSpec:
 CLIENTS = "client_host_ids"  # the spec field that is not a column of Run (its RunClient rows)
 OLD_CLIENT_FIELD = "client_host_id"  # one client host, as campaigns stored it before there were several
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(RunSpec))
+# What each run of one configuration has of its own: repetitions differ in their seeds (each picked
+# when queued, unless given), and are still one configuration (a comparison's default group).
+PER_RUN_FIELDS = ("random_seed",)
+CONFIGURATION_FIELDS = tuple(name for name in SPEC_FIELDS if name not in PER_RUN_FIELDS)
 # The Run field behind each spec field (a KeyError here: the spec and the model have drifted).
 _BY_ATTNAME = {field.attname: field for field in Run._meta.concrete_fields}
 MODEL_FIELDS = {name: _BY_ATTNAME[name] for name in SPEC_FIELDS if name != CLIENTS}

@@ -19,7 +19,7 @@ from typing import Any
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.spec_labels import EMPTY_VALUES
 from runs.bench.specs import RunSpec
-from runs.models import MAX_CONFIGURATIONS
+from runs.models import MAX_CONFIGURATIONS, CacheState, DataState
 
 NONE_SHOWN = "(none)"
 # The most combinations a campaign's variables may make: each is expanded and checked (about
@@ -146,6 +146,26 @@ def _number(name: str) -> Callable[[Any], Change]:
     return lambda value: _fixed({name: _whole_number(value, name, f'give {name} as a whole number, 10 or "10"')})
 
 
+def _choice(name: str, allowed: Sequence[str]) -> Callable[[Any], Change]:
+    def read(value: Any) -> Change:
+        text = value.strip() if isinstance(value, str) else value
+        if text not in allowed:
+            raise MatrixError(f"{VARIABLE_LABELS[name]}: {value!r:.40} is not one of {', '.join(allowed)}")
+        return _fixed({name: text})
+
+    return read
+
+
+SEED_ALLOWED = 'give the seed as a whole number, 42 or "42", or null for one picked for each run'
+
+
+def _seed(value: Any) -> Change:
+    """A seed every run of the configuration uses, or None: each run its own, picked when queued."""
+    if value is None or (isinstance(value, str) and value.strip() in ("", NONE_SHOWN)):
+        return _fixed({"random_seed": None})
+    return _fixed({"random_seed": _whole_number(value, "random seed", SEED_ALLOWED)})
+
+
 # How each variable reads one value as given: MatrixError (naming the variable and what it takes)
 # or what the value changes in a spec. Read when the variables are checked, before any expansion.
 VARIABLES: dict[str, Callable[[Any], Change]] = {
@@ -160,6 +180,10 @@ VARIABLES: dict[str, Callable[[Any], Change]] = {
     "workload": _text("workload"),
     "query_mode": _text("query_mode"),
     "client_host": _client_hosts,
+    "random_seed": _seed,
+    "cache_state": _choice("cache_state", CacheState.values),
+    "data_state": _choice("data_state", DataState.values),
+    "settle_s": _number("settle_s"),
 }
 VARIABLE_LABELS = {
     "device": "device",
@@ -173,6 +197,10 @@ VARIABLE_LABELS = {
     "workload": "workload",
     "query_mode": "query mode",
     "client_host": "client hosts",
+    "random_seed": "random seed",
+    "cache_state": "cache state",
+    "data_state": "data state",
+    "settle_s": "settle (s)",
 }
 
 
@@ -274,8 +302,12 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
         return f"{change['clients']} clients/{change['threads']} threads"
     if variable == "scale":
         return f"scale {change['scale']}"
+    if variable in ("cache_state", "data_state"):
+        return f"{change[variable]} {variable.removesuffix('_state')}"
+    if variable == "settle_s":
+        return f"settle ≤ {change['settle_s']} s"
     ((name, value),) = change.items()
-    text = str(value).replace("\n", "; ")
+    text = "" if value is None else str(value).replace("\n", "; ")
     return text or EMPTY_VALUES.get(name, NONE_SHOWN)  # in runs.bench.spec_labels' words, as everywhere
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from django.db.models.fields.json import KT
 
 from runs.bench.spec_labels import spec_value
-from runs.bench.specs import SPEC_FIELDS
+from runs.bench.specs import PER_RUN_FIELDS, SPEC_FIELDS
 from runs.common.units import binary_size, page_size, pg_setting_text
 from runs.compare.install_origin import install_origin
 from runs.compare.query import Group, group_label
@@ -259,6 +259,8 @@ def what_differs(groups: Sequence[Group], grouping: Sequence[str]) -> list[Diffe
             explained_by = explained_by - {"pg_install_id"}  # the install differs in more than its page size
         within = [g.index for g, values in zip(groups, per_group, strict=True) if len(values) > 1]
         explained = _explained(explained_by, groups, grouping, per_group)
+        if fact.key in PER_RUN_FIELDS:  # each run its own seed, by design: shown, never a confound
+            within, explained = [], True
         differences.append(Difference(fact.key, fact.label, fact.kind, per_group, explained, within))
     return differences
 

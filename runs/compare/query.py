@@ -3,8 +3,8 @@ carry it. Parsing refuses, with what is allowed, anything a query could not use.
 
 A comparison is given either by run ids (`runs=1,2,3`) or by a campaign (`campaign=4`: its
 runs). `group` names the specification fields that make two runs members of one group; without
-it a group is one configuration (runs whose whole specification is equal), which is what
-repetitions are. `facet` draws one panel per value of a grouping field, `baseline` is the group
+it a group is one configuration (runs whose whole specification but the random seed is equal),
+which is what repetitions are. `facet` draws one panel per value of a grouping field, `baseline` is the group
 the others are compared with, `show` the runs whose per-second tps is overlaid.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runs.bench.specs import FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS
+from runs.bench.specs import CONFIGURATION_FIELDS, FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS
 from runs.common.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
 from runs.models import Run, RunState
 
@@ -52,14 +52,14 @@ def group_label(field: str) -> str:
 class ComparisonQuery:
     run_ids: tuple[int, ...] = ()
     campaign_id: int | None = None
-    group_by: tuple[str, ...] = ()  # spec fields; empty: every field (one group per configuration)
+    group_by: tuple[str, ...] = ()  # spec fields; empty: every field but the seed (one group per configuration)
     baseline: int = 0
     facet: str | None = None  # a spec field among the grouping
     show: tuple[int, ...] = ()  # empty: the first finished run of each group
 
     @property
     def grouping(self) -> tuple[str, ...]:
-        return self.group_by or SPEC_FIELDS
+        return self.group_by or CONFIGURATION_FIELDS
 
     @classmethod
     def from_params(cls, params: Mapping[str, str]) -> "ComparisonQuery":

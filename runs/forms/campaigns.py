@@ -7,7 +7,18 @@ from typing import Any
 from django import forms
 
 from runs.campaigns.matrix import NONE_SHOWN, MatrixError, Variable, check_variables
-from runs.models import Campaign, Device, Filesystem, Host, PgInstall, QueryMode, RunOrder, Workload
+from runs.models import (
+    CacheState,
+    Campaign,
+    DataState,
+    Device,
+    Filesystem,
+    Host,
+    PgInstall,
+    QueryMode,
+    RunOrder,
+    Workload,
+)
 
 LINES_HELP = f"One value per line; {NONE_SHOWN} for none."
 
@@ -107,6 +118,18 @@ class MatrixForm(forms.Form):
     query_mode = forms.MultipleChoiceField(
         choices=QueryMode.choices, required=False, widget=forms.CheckboxSelectMultiple
     )
+    cache_state = forms.MultipleChoiceField(
+        choices=CacheState.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    data_state = forms.MultipleChoiceField(
+        choices=DataState.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    random_seed = forms.CharField(
+        label="random seeds",
+        required=False,
+        help_text=f"Comma-separated, e.g. 1, 2, 3: each a configuration whose runs all use it; {NONE_SHOWN}: "
+        "each run its own.",
+    )
     client_host = forms.MultipleChoiceField(
         label="client hosts",
         choices=[],
@@ -140,6 +163,9 @@ class MatrixForm(forms.Form):
             ("workload", list(data.get("workload") or [])),
             ("query_mode", list(data.get("query_mode") or [])),
             ("client_host", [value or None for value in data.get("client_host") or []]),
+            ("cache_state", list(data.get("cache_state") or [])),
+            ("data_state", list(data.get("data_state") or [])),
+            ("random_seed", _commas(data.get("random_seed", ""))),
         ]
         return [Variable(name, tuple(values)) for name, values in found if values]
 

@@ -15,7 +15,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db.models import Q
 
 from runs.bench.spec_checks import Inventory, spec_errors
-from runs.bench.specs import FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
+from runs.bench.specs import FIELD_LABELS, FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
 from runs.common.units import binary_size
 from runs.lab.pgbench.scale_room import BYTES_PER_SCALE, MIB
 from runs.models import MAX_CLIENT_HOSTS, Device, Host, PgInstall, Run
@@ -42,6 +42,11 @@ RUN_FIELDS = [
     "log_sampling_rate",
     "client_hosts",
     "shared_database",
+    "random_seed",
+    "cache_state",
+    "data_state",
+    "checkpoint_before",
+    "settle_s",
 ]
 CLIENT_HOSTS = "client_hosts"  # not a column of Run but its RunClient rows: a form field of its own
 
@@ -185,6 +190,10 @@ class RunForm(forms.ModelForm):
         self._describe_rows()
         for name in NUMBER_FIELDS:
             _limit(self.fields[name], *field_limits(name))
+        for name in ("cache_state", "data_state"):  # Django's own message does not say what is allowed
+            choices = self.fields[name]
+            allowed = ", ".join(str(value) for value, _ in choices.choices if value)  # type: ignore[attr-defined]
+            choices.error_messages["invalid_choice"] = f"{FIELD_LABELS[name]} must be one of {allowed}; got %(value)s."
         self.fields["scale"].help_text = (
             f"pgbench -i needs about {BYTES_PER_SCALE // MIB} MiB per unit of scale, and as much again in WAL "
             "while loading (up to max_wal_size); the run's storage must hold both."

@@ -215,6 +215,7 @@ class RunOptions:
     # A fraction of transactions to log one by one (-l --sampling-rate) for latency
     # percentiles; None logs per-interval aggregates instead (pgbench cannot do both).
     log_sampling_rate: float | None = None
+    random_seed: int | None = None  # --random-seed; None: pgbench's own default (not reproducible)
 
     def validate(self) -> None:
         if (self.builtin is None) == (self.custom_script is None):
@@ -238,6 +239,32 @@ class RunOptions:
             raise InvalidOption("the rate limit must be positive")
         if self.log_sampling_rate is not None and not 0 < self.log_sampling_rate <= 1:
             raise InvalidOption("the log sampling rate must be above 0 and at most 1")
+        if self.random_seed is not None and not 0 <= self.random_seed < 2**64:
+            raise InvalidOption("the random seed must be a whole number from 0 to 2^64 - 1")
+
+
+CACHE_STATES = ("warm", "cold")
+DATA_STATES = ("reused", "fresh", "frozen")
+
+
+@dataclass(frozen=True)
+class StateBefore:
+    """What the run does between loading and measuring (benchmark/state.py): a cold cache
+    (sync, drop the OS caches, restart PostgreSQL) or a warm one; freshly loaded data, frozen
+    (VACUUM FREEZE + CHECKPOINT) or reused from the run that kept it; a CHECKPOINT; a settle pause."""
+
+    cache: str = "warm"
+    data: str = "reused"
+    checkpoint: bool = True
+    settle_s: float = 5.0  # the longest wait for a quiet device
+
+    def validate(self) -> None:
+        if self.cache not in CACHE_STATES:
+            raise InvalidOption(f"the cache state must be one of {', '.join(CACHE_STATES)}, not {self.cache!r}")
+        if self.data not in DATA_STATES:
+            raise InvalidOption(f"the data state must be one of {', '.join(DATA_STATES)}, not {self.data!r}")
+        if not 0 <= self.settle_s <= 600:
+            raise InvalidOption("the settle pause must be between 0 and 600 s")
 
 
 # ---- PostgreSQL: settings and pg_hba --------------------------------------------------------

@@ -79,6 +79,8 @@ def spec_facts(spec: RunSpec, memory_bytes: int | None) -> MethodFacts:
         mount_options=_options(spec.mount_options),
         database_bytes=spec.scale * BYTES_PER_SCALE * databases,
         memory_bytes=memory_bytes,
+        state=_declared_state(spec),
+        random_seed=spec.random_seed,
     )
 
 
@@ -98,12 +100,18 @@ def recorded_facts(spec: RunSpec, environment: Mapping[str, Any], metrics: Mappi
         mount_options=_options(mounted) if isinstance(mounted, str) else expected.mount_options,
         database_bytes=method.get("database_bytes"),
         checkpoints=method.get("checkpoints") or _checkpoint_counts(metrics),
-        state=method.get("state"),
+        state=method.get("state"),  # what the run did, not what it asked for: None if it recorded nothing
         random_seed=method.get("random_seed"),
         device=_mapping(method.get("device")),
         host=_mapping(method.get("host")),
         during=_mapping(method.get("during")),
     )
+
+
+def _declared_state(spec: RunSpec) -> dict[str, Any]:
+    """The state before measuring the run asks for, as a run records what it did."""
+    keys = ("cache_state", "data_state", "checkpoint_before", "settle_s")
+    return {key.removesuffix("_state"): getattr(spec, key) for key in keys}
 
 
 def _requested_settings(text: str) -> dict[str, str]:

@@ -128,27 +128,28 @@ def check_durability(facts: MethodFacts) -> Check:
 
 def check_state(facts: MethodFacts) -> Check:
     title = "State before measuring"
-    if not facts.measured:
-        return Check("state", title, Status.NOT_APPLICABLE, "recorded when the run measures")
     state = facts.state
     if not state:
         return Check("state", title, Status.NOT_RECORDED, "the run recorded no cache or data state")
-    reason = f"{state.get('cache', '?')} cache, {state.get('data', '?')} data"
+    said = "" if facts.measured else " (as asked)"
+    reason = f"{state.get('cache', '?')} cache, {state.get('data', '?')} data{said}"
     if not state.get("checkpoint_before"):
         return Check(
             "state",
             title,
             Status.WARNING,
-            f"{reason}; no CHECKPOINT before measuring: the load's dirty pages were written inside the window",
+            f"{reason}; no CHECKPOINT before measuring: the load's dirty pages are written inside the window",
             "keep the CHECKPOINT before measuring (the default)",
         )
-    return Check("state", title, Status.PASSED, f"{reason}; CHECKPOINT and {state.get('settle_s', 0):g} s pause before")
+    settle = state.get("settle_s")
+    pause = f" and up to {settle:g} s for a quiet device" if settle else ""
+    return Check("state", title, Status.PASSED, f"{reason}; CHECKPOINT{pause} before measuring")
 
 
 def check_seed(facts: MethodFacts) -> Check:
-    if not facts.measured:
-        return Check("seed", "Random seed", Status.NOT_APPLICABLE, "recorded when the run starts")
     if facts.random_seed is None:
+        if not facts.measured:
+            return Check("seed", "Random seed", Status.PASSED, "benchlab picks one when the run is queued")
         return Check("seed", "Random seed", Status.NOT_RECORDED, "the run recorded no --random-seed")
     return Check("seed", "Random seed", Status.PASSED, f"--random-seed={facts.random_seed}: Run again repeats it")
 

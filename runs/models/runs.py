@@ -64,6 +64,26 @@ class QueryMode(models.TextChoices):
     PREPARED = "prepared", "prepared"
 
 
+class CacheState(models.TextChoices):
+    WARM = "warm", "warm (the warm-up, as set)"
+    COLD = "cold", "cold (sync, drop caches, restart PostgreSQL before measuring)"
+
+
+class DataState(models.TextChoices):
+    # "reused" is the default: a campaign's consecutive runs of one setup take over the storage
+    # and database the previous run kept (bench.services.reuse); a run with nothing kept for it
+    # loads freshly, and records "fresh" (environment["method"]["state"]["data"]).
+    REUSED = "reused", "reused from the previous run when it kept its setup, else loaded"
+    FRESH = "fresh", "freshly loaded"
+    FROZEN = "frozen", "loaded, then VACUUM FREEZE + CHECKPOINT"
+
+
+# pgbench reads --random-seed as an unsigned 64-bit number; a quadrillion seeds are plenty, and the
+# limit reads whole in the form's message (1e+15) and exactly in a browser's number field.
+MAX_SEED = 10**15
+MAX_SETTLE_S = 600
+
+
 class Run(models.Model):
     # --- specification ---
     server_host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="served_runs")
@@ -109,6 +129,33 @@ class Run(models.Model):
         validators=[MinValueValidator(0.0001), MaxValueValidator(1.0)],
         help_text="Fraction of transactions pgbench logs one by one (-l --sampling-rate), for latency "
         "percentiles. Empty: per-second aggregates only.",
+    )
+    random_seed = models.BigIntegerField(
+        "random seed",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(0), MaxValueValidator(MAX_SEED)],
+        help_text="pgbench --random-seed. Empty: benchlab picks one when the run is queued and records it; "
+        "Run again and a campaign's retry use the same seed unless it is changed.",
+    )
+    cache_state = models.CharField(
+        "cache state",
+        max_length=10,
+        choices=CacheState.choices,
+        default=CacheState.WARM,
+        help_text="Cold: sync, drop the OS caches and restart PostgreSQL just before measuring.",
+    )
+    data_state = models.CharField("data state", max_length=10, choices=DataState.choices, default=DataState.REUSED)
+    checkpoint_before = models.BooleanField(
+        "CHECKPOINT before measuring",
+        default=True,
+        help_text="Write out what loading left dirty, so the measured window does not pay for it.",
+    )
+    settle_s = models.PositiveIntegerField(
+        "settle (s)",
+        default=5,
+        validators=[MaxValueValidator(MAX_SETTLE_S)],
+        help_text="Before measuring, wait until the device has been quiet for a second, at most this long.",
     )
 
     # A campaign's run: which configuration of it, and which repetition (from 1).

@@ -83,5 +83,10 @@ def run_form_fields(host: Host, device: Device, pg: PgInstall, **changes: object
         "log_sampling_rate": "1",
         "client_hosts": [],
         "shared_database": False,
+        "random_seed": "",
+        "cache_state": "warm",
+        "data_state": "reused",
+        "checkpoint_before": True,
+        "settle_s": 5,
     }
     return fields | changes

@@ -250,7 +250,8 @@ def campaign_cancel_view(request: HttpRequest, campaign_id: int) -> HttpResponse
 def campaign_retry_view(request: HttpRequest, campaign_id: int) -> HttpResponse:
     campaign = get_object_or_404(Campaign, pk=campaign_id)
     try:
-        campaign_retry_failed(campaign=campaign, by=request.user, request=request)
+        new_seeds = request.POST.get("new_seeds") == "on"  # unticked: each run again with its seed
+        campaign_retry_failed(campaign=campaign, by=request.user, request=request, new_seeds=new_seeds)
     except CampaignForbidden as exc:
         return refused(request, str(exc), status=403)
     except CampaignRefused as exc:

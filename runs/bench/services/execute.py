@@ -28,6 +28,7 @@ from runs.bench.services.results import (
     store_stage_times,
 )
 from runs.bench.services.reuse import discard_setups, record_kept, reuse_plan
+from runs.bench.services.runs import pick_seed
 from runs.common.db_retry import with_database_retry
 from runs.inventory.services.connect import host_connect, host_connect_for_run
 from runs.inventory.services.own_server import own_server_assert_closed
@@ -113,6 +114,9 @@ def _execute_claimed(run: Run) -> Ending:
 
 
 def _execute_watched(run: Run, observer: RunObserver) -> Ending:
+    if run.random_seed is None:  # queued before runs had seeds: one picked now, and recorded
+        run.random_seed = pick_seed()
+        Run.objects.filter(pk=run.pk, random_seed__isnull=True).update(random_seed=run.random_seed)
     try:
         spec = benchmark_spec(run)
         transport, clients = connect_hosts(run)

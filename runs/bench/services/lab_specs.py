@@ -3,7 +3,7 @@
 from django.conf import settings
 
 from runs.lab.benchmark.run import BenchmarkSpec, ClientSpec
-from runs.lab.options import parse_mkfs_options, parse_mount_options
+from runs.lab.options import StateBefore, parse_mkfs_options, parse_mount_options
 from runs.lab.pgbench.commands import InitOptions, RunOptions
 from runs.lab.postgres.cluster import parse_settings
 from runs.lab.storage.checks import DeviceIdentity
@@ -62,6 +62,13 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
             query_mode=run.query_mode,
             rate_tps=run.rate_limit_tps,
             log_sampling_rate=run.log_sampling_rate,
+            random_seed=run.random_seed,
+        ),
+        state=StateBefore(
+            cache=run.cache_state,
+            data=run.data_state,
+            checkpoint=run.checkpoint_before,
+            settle_s=float(run.settle_s),
         ),
         run_key=run.run_key,
         clients=client_specs(run),

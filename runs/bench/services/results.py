@@ -16,7 +16,7 @@ from runs.common.db_retry import with_database_retry
 from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
 from runs.method.selectors import method_columns
-from runs.models import OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
+from runs.models import DataState, OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
 # What a run keeps of each client host: what its pgbench ran on, and what drift follows (not its disks).
 CLIENT_FACTS = ("hostname", "kernel", "distribution", "cpu_model", "cpu_cores", "memory_bytes")
@@ -215,9 +215,20 @@ def _environment(
         "init_command": result.init_command,
         "reuse": observer.reuse,
         "stages": _stage_times(result),
-        # Issue 32's facts: memory tier, durability, the host as it was (runs.lab.benchmark.method_facts).
-        "method": result.method.as_environment(),
+        # Issue 32's facts: memory tier, durability, the host as it was (runs.lab.benchmark.method_facts),
+        # the seed and the state before measuring; the checkpoints are added with the results.
+        "method": result.method.as_environment()
+        | {"random_seed": run.random_seed, "state": _state_before(run, result)},
     }
+
+
+def _state_before(run: Run, result: BenchmarkResult) -> dict[str, Any]:
+    """What the run did before measuring, as the lab did it; as declared, for a run reattached
+    after its worker died (the lab's record of it went with the worker: settle_s unknown)."""
+    if result.state_before:
+        return result.state_before
+    data = "reused" if result.reused else ("fresh" if run.data_state == DataState.REUSED else run.data_state)
+    return {"cache": run.cache_state, "data": data, "checkpoint_before": run.checkpoint_before, "settle_s": None}
 
 
 def _artifacts(result: BenchmarkResult) -> dict[str, str]:

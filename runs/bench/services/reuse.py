@@ -5,7 +5,8 @@ measurement. When the next run in line on a host belongs to the same campaign an
 setup (device, filesystem, mkfs and mount options, PostgreSQL install, scale), a run leaves
 its mount and its stopped cluster in place (the lab layer's KeptSetup), recorded on the
 device, and that next run starts the cluster instead of making everything again. A campaign
-that asks for a fresh database per run never keeps anything.
+that asks for a fresh database per run never keeps anything, nor does a run whose data state is
+"fresh" or "frozen" (Run.data_state: only "reused" takes over a kept setup).
 
 Whatever run comes next on the host discards every kept setup it does not use, so nothing
 stays mounted once the campaign moves on.
@@ -20,7 +21,7 @@ from django.db.models import Q
 from runs.lab.benchmark.run import KeptSetup, discard_kept_setup
 from runs.lab.errors import LabError
 from runs.lab.transport.interface import Transport
-from runs.models import Device, Run, RunState
+from runs.models import DataState, Device, Run, RunState
 
 log = logging.getLogger(__name__)
 SETUP_FIELDS = ("device_id", "filesystem", "mkfs_options", "mount_options", "pg_install_id", "scale")
@@ -65,9 +66,11 @@ def _setup(kept: dict[str, Any]) -> KeptSetup | None:
 
 
 def _campaign_reuses(run: Run) -> bool:
-    """A kept setup holds one database: a run with one per client host neither keeps nor reuses."""
+    """A kept setup holds one database: a run with one per client host neither keeps nor reuses;
+    nor does a run that asks for freshly loaded (or frozen) data."""
     one_database = run.shared_database or len(run.client_host_list) <= 1
-    return run.campaign is not None and not run.campaign.fresh_database and one_database
+    wants_reuse = run.data_state == DataState.REUSED
+    return run.campaign is not None and not run.campaign.fresh_database and one_database and wants_reuse
 
 
 def _next_in_line_shares(run: Run) -> bool:

@@ -2,6 +2,7 @@
 change is a conditional UPDATE (a finished run never changes again), recorded with its time and
 published live."""
 
+import secrets
 from collections.abc import Mapping, Sequence
 
 from django.db import transaction
@@ -54,8 +55,15 @@ def _check_clients(run: Run, ids: tuple[int, ...]) -> None:
         raise ValueError(f"host {run.server_host_id} is the run's server: it cannot be one of its client hosts")
 
 
+def pick_seed() -> int:
+    """A random seed for pgbench: below 2^31, so it reads at a glance and any pgbench takes it."""
+    return secrets.randbelow(2**31)
+
+
 def _queue_one(run: Run, ids: tuple[int, ...], hosts: Mapping[int, Host], request: HttpRequest | None) -> None:
     run.state = RunState.QUEUED
+    if run.random_seed is None:  # recorded before it runs: "Run again" and a retry can use it again
+        run.random_seed = pick_seed()
     run.shared_database = bool(run.shared_database) and len(ids) >= 2  # only means something then
     run.save()
     RunClient.objects.bulk_create(

@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import run_order
-from runs.models import Device, Run, RunState
+from runs.models import DataState, Device, Run, RunState
 
 HISTORY_RUNS = 20  # per host and device: recent enough to follow a changed lab, enough for a median
 SETUP_FIELDS = (
@@ -201,6 +201,8 @@ def reuses(before: RunSpec | None, spec: RunSpec, fresh_database: bool) -> bool:
     """Whether a campaign's run takes over the setup its predecessor on the host kept (bench.services.reuse)."""
     one_database = spec.shared_database or len(spec.client_host_ids) <= 1
     if before is None or fresh_database or not one_database:
+        return False
+    if before.data_state != DataState.REUSED or spec.data_state != DataState.REUSED:
         return False
     return all(getattr(before, name) == getattr(spec, name) for name in SETUP_FIELDS)
 

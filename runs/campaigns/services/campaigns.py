@@ -244,10 +244,15 @@ def _unended_baselines(campaign: Campaign) -> list[DeviceBaseline]:
 
 
 def campaign_retry_failed(
-    *, campaign: Campaign, by: AbstractBaseUser | AnonymousUser, request: HttpRequest | None = None
+    *,
+    campaign: Campaign,
+    by: AbstractBaseUser | AnonymousUser,
+    request: HttpRequest | None = None,
+    new_seeds: bool = False,
 ) -> int:
-    """Queue again, at the end of the queue, each repetition whose latest attempt failed. Its
-    owner and admins may (CampaignForbidden for anyone else)."""
+    """Queue again, at the end of the queue, each repetition whose latest attempt failed, with the
+    random seed that attempt had (`new_seeds`: each a new one, unless its configuration sets one).
+    Its owner and admins may (CampaignForbidden for anyone else)."""
     if refusal := campaign_owner_refusal(by, campaign, "retry"):
         raise CampaignForbidden(refusal)
     latest: dict[tuple[int, int], Run] = {}
@@ -268,6 +273,8 @@ def campaign_retry_failed(
         if errors := spec_errors(spec, inventory):
             reasons = "; ".join(message for messages in errors.values() for message in messages)
             raise CampaignRefused(f"{configuration.label} cannot run again: {reasons}")
+        if not new_seeds and spec.random_seed is None:
+            spec = spec.replace(random_seed=run.random_seed)
         again.append(_campaign_run(campaign, configuration, spec, run.repetition or 1, user))
         clients.append(spec.client_host_ids)
     with transaction.atomic():

@@ -3,6 +3,7 @@ values, shared by the stages that fill them (collect, clients, measure) and the 
 stores them."""
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from runs.lab.benchmark.checkpoints import Checkpoints
 from runs.lab.benchmark.method_facts import MethodFacts
@@ -66,3 +67,4 @@ class BenchmarkResult:
     failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
     stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
     method: MethodFacts = field(default_factory=MethodFacts)  # memory, durability, the host as it was
+    state_before: dict[str, Any] = field(default_factory=dict)  # what state.py did before measuring

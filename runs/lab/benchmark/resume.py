@@ -52,7 +52,7 @@ from runs.lab.benchmark.run import (
 from runs.lab.errors import LabError
 from runs.lab.host.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
 from runs.lab.pgbench.follow import Follower
-from runs.lab.postgres.cluster import PORT_RANGE, Cluster, stop
+from runs.lab.postgres.cluster import PORT_RANGE, Cluster, discard_cluster
 from runs.lab.storage.checks import resolved_device_directory
 from runs.lab.storage.kept import KeptSetup
 from runs.lab.storage.prepare import PreparedStorage, directory_for, mountpoint_for, release_storage
@@ -117,7 +117,7 @@ def _resume(
     cleanup.callback(release_storage, transport, record.storage)
     for endpoint in {id(e): e for e in [server, *benches]}.values():
         cleanup.callback(stop_run_user_processes, endpoint.transport)
-    cleanup.callback(stop, transport, record.cluster)
+    cleanup.callback(discard_cluster, transport, record.cluster)  # a reattached run keeps nothing
     cleanup.callback(stop_collectors, transport, run_dir, record.collectors)
     names: list[str | None] = [client.name for client in spec.clients] or [None]
     for bench, process, name in zip(benches, processes, names, strict=True):

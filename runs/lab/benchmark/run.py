@@ -2,6 +2,7 @@
 
 The stages are in stages.py; this module runs them in order:
 storage (check, mkfs, mount) → throw-away cluster (initdb, settings, start) → `pgbench -i`
+→ the state before measuring (state.py: cold or warm, frozen data, CHECKPOINT, settle)
 → detached `pgbench` followed line by line, with iostat/vmstat and PostgreSQL statistics
 around it → results → cleanup, which runs on every path because each stage is a context
 manager. An observer hears about steps and progress as they happen.
@@ -78,6 +79,7 @@ def run_benchmark(
         # Refuse a bad specification before the run touches the host.
         spec.init.validate()
         spec.run.validate()
+        spec.state.validate()
         if len(spec.clients) != len(clients):
             raise ValueError("each client host needs both its specification and its connection")
         if (reuse is not None or keep) and len(spec.databases) > 1:
@@ -96,6 +98,7 @@ def run_benchmark(
 def _run_stages(run: Stages, handover: Handover | None, keep: bool) -> BenchmarkResult:
     result = stages.prepare_storage(run, handover)
     stages.start_cluster_and_load(run, result)
+    stages.state_before_measuring(run, result)
     stages.ready_benches(run, result)
     metrics = stages.measure(run, result)
     stages.collect(run, result, metrics)

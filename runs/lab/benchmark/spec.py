@@ -13,7 +13,7 @@ from typing import Protocol
 
 from runs.lab.benchmark.checkpoints import CheckpointEvent
 from runs.lab.benchmark.results import BenchmarkResult
-from runs.lab.options import InitOptions, RunOptions
+from runs.lab.options import InitOptions, RunOptions, StateBefore
 from runs.lab.parse.pgbench import ProgressSample
 from runs.lab.storage.checks import DeviceIdentity
 from runs.lab.storage.prepare import FilesystemSpec
@@ -65,6 +65,7 @@ class BenchmarkSpec:
     clients: tuple[ClientSpec, ...] = ()  # none: pgbench runs on the server
     warmup_s: int = 0  # the first seconds of run.duration_s, left out of the latency percentiles
     unreachable_limit_s: float = 300.0  # how long a host that stopped answering is waited for
+    state: StateBefore = field(default_factory=StateBefore)  # between loading and measuring (state.py)
 
     @property
     def databases(self) -> list[str]:

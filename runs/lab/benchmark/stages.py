@@ -31,6 +31,7 @@ from runs.lab.benchmark.measure import (
 from runs.lab.benchmark.method_facts import facts_before, note_window_end
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, iostat_device, os_metrics, pg_stats_snapshot
 from runs.lab.benchmark.spec import RUNS_ROOT, Bench, BenchmarkSpec, Endpoint, Observer, Step, work_dir_for
+from runs.lab.benchmark.state import bring_to_state
 from runs.lab.host.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
 from runs.lab.pgbench.commands import Connection, create_database_command, init_command
 from runs.lab.pgbench.follow import run_followed
@@ -141,6 +142,16 @@ def start_cluster_and_load(run: Stages, result: BenchmarkResult) -> None:
         else:  # loaded by the run that kept it
             result.init_output = reused_database_note(run.transport, cluster, run.kept)
     result.loaded_epoch = float(run.transport.run(["date", "+%s.%N"]).stdout.strip())
+
+
+def state_before_measuring(run: Stages, result: BenchmarkResult) -> None:
+    """The cache and data state the run declared, a CHECKPOINT and a settle pause (state.py)."""
+    assert run.cluster is not None and run.storage is not None
+    storage = run.storage
+    with timed(run.seconds, "state before measuring"):
+        device = iostat_device(run.transport, storage.device_node, storage.mountpoint)
+        result.state_before = bring_to_state(run.transport, run.cluster, run.spec.state, run.spec.databases,
+                                             run.kept is not None, device, storage.own_pids)  # fmt: skip
 
 
 def ready_benches(run: Stages, result: BenchmarkResult) -> None:

@@ -58,6 +58,8 @@ def run_command(
     if options.rate_tps is not None:
         argv += ["-R", f"{options.rate_tps:g}"]
     argv.append("--progress=1")
+    if options.random_seed is not None:
+        argv.append(f"--random-seed={options.random_seed}")
     if options.log_sampling_rate is None:
         argv.append("--aggregate-interval=1")
     elif options.log_sampling_rate < 1:

@@ -2,7 +2,8 @@
 
 `throwaway_cluster` is a setup/cleanup pair: initdb as benchlab's unprivileged OS user
 (run_user.py) into a subdirectory of the mount, apply settings, start; on the way out
-(always) stop fast, then immediate, then make sure the postmaster's PID is really gone.
+(always) stop immediately and remove its data (discard_cluster: no shutdown checkpoint for
+files thrown away), unless a run kept it, and make sure the postmaster's PID is really gone.
 `running_cluster` is the same pair for a cluster that exists already (one an earlier run kept).
 Everything in the cluster's directory is the user's, so benchlab touches it only as the user.
 
@@ -60,6 +61,8 @@ class Cluster:
     version: str = ""
     postmaster_pid: int | None = None
     settings: list[dict[str, str | None]] = field(default_factory=list)  # pg_settings as captured
+    # Stopped cleanly and left for the next run (storage/kept.py): the way out must not throw it away.
+    kept: bool = False
 
     @property
     def data_dir(self) -> str:
@@ -210,8 +213,9 @@ def stop_fast(transport: Transport, cluster: Cluster) -> bool:
     return not process_alive(transport, pid)
 
 
-def stop(transport: Transport, cluster: Cluster) -> None:
-    """Stop fast, then immediate; then check the postmaster PID ourselves and kill it if needed.
+def stop(transport: Transport, cluster: Cluster, immediate: bool = False) -> None:
+    """Stop fast, then immediate (only immediate, if asked); then check the postmaster PID
+    ourselves and kill it if needed.
 
     After an I/O error pg_ctl may report failure although postgres exited (it cannot remove
     postmaster.pid), or the reverse; only the PID tells the truth.
@@ -219,7 +223,8 @@ def stop(transport: Transport, cluster: Cluster) -> None:
     pid = cluster.postmaster_pid or _postmaster_pid(transport, cluster)
     if pid is None or not process_alive(transport, pid):
         return
-    for mode, timeout in (("fast", STOP_TIMEOUT_S), ("immediate", 60)):
+    modes = (("fast", STOP_TIMEOUT_S), ("immediate", 60))
+    for mode, timeout in modes[1:] if immediate else modes:
         _pg_ctl_stop(transport, cluster, mode, timeout)
         if not process_alive(transport, pid):
             return
@@ -227,6 +232,22 @@ def stop(transport: Transport, cluster: Cluster) -> None:
     signal_as_run_user(transport, str(pid), "KILL")
     if not wait_until(lambda: not process_alive(transport, pid), 30, 0.2):
         raise LabError(f"postmaster {pid} survived SIGKILL")
+
+
+def discard_cluster(transport: Transport, cluster: Cluster) -> None:
+    """A cluster nothing will start again, stopped and its data removed before the unmount.
+
+    Stopped immediately: `-m fast` ends with a shutdown checkpoint that writes every dirty buffer
+    and fsyncs every file, 16-35 s on the HDD-like disk, for files that are about to be thrown
+    away. Its data directory is then removed while still mounted, so the kernel drops the dirty
+    pages of those files instead of writing them back; what is left (the journal's record of the
+    removal) the unmount and the device's sync (storage/prepare.py) write out, so the next run
+    still starts on a quiet device. Never for a kept cluster: that one must start again without
+    recovery (keep_setup stops it with `-m fast`, and marks it kept)."""
+    stop(transport, cluster, immediate=True)
+    # As the user who owns it, and never across into another filesystem.
+    rm = ["rm", "-rf", "--one-file-system", "--", cluster.data_dir]
+    run_as_run_user(transport, rm, check=False, timeout=STOP_TIMEOUT_S)
 
 
 @contextmanager
@@ -238,7 +259,8 @@ def running_cluster(
     own_pids: list[int] | None = None,
     listen_on: Sequence[str] = (),
 ) -> Iterator[Cluster]:
-    """configure + start an initdb'd cluster; always stop. The postmaster's PID is added to own_pids."""
+    """configure + start an initdb'd cluster; always stop: a kept one is stopped cleanly already,
+    any other is discarded (discard_cluster). The postmaster's PID is added to own_pids."""
     try:
         configure(transport, cluster, settings, client_addresses, listen_on)
         start(transport, cluster)
@@ -246,7 +268,10 @@ def running_cluster(
             own_pids.append(cluster.postmaster_pid)
         yield cluster
     finally:
-        stop(transport, cluster)
+        if cluster.kept:
+            stop(transport, cluster)  # makes sure only: keep_setup stopped it with -m fast
+        else:
+            discard_cluster(transport, cluster)
 
 
 @contextmanager

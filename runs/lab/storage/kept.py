@@ -258,7 +258,7 @@ def keep_setup(
     except ValueError:
         log.exception("not keeping %s", storage.mountpoint)
         return None
-    storage.keep = True
+    storage.keep = cluster.kept = True  # the cluster's way out must not discard it now
     return kept
 
 

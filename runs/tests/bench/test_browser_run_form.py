@@ -385,3 +385,37 @@ def test_an_install_missing_from_its_host_is_marked_and_queueing_on_it_says_to_r
     ), summary
     assert not Run.objects.exists()
     assert not violations, violations
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_state_before_measuring_and_the_seed_are_set_on_the_form_and_run_again_keeps_them(
+    page_server: str,
+) -> None:
+    host = lab2()
+    install = str(host.pg_installs.get(version="15.19"))
+    make_user("otto", "operator", password=PASSWORD)
+    with signed_in(page_server, "otto", "/runs/new/", height=1900) as (page, violations, _errors):
+        page.select_option("#id_server_host", label=host.name)
+        page.select_option("#id_pg_install", label=install)
+        page.select_option("#id_cache_state", "cold")
+        page.select_option("#id_data_state", "frozen")
+        page.fill("#id_settle_s", "3")
+        page.fill("#id_random_seed", "-1")
+        page.fill("#id_scale", "5")
+        page.locator("#state-before").screenshot(path=str(ARTIFACTS / "run-form-state-before.png"))
+        seed_refused = page.evaluate("document.getElementById('id_random_seed').validity.rangeUnderflow")
+        page.fill("#id_random_seed", "20261127")
+        page.click("form.run-form button[type=submit]")
+        page.wait_for_url(re.compile(r"/runs/\d+/$"))
+        run_id = int(page.url.rstrip("/").rsplit("/", 1)[-1])
+        page.goto(f"{page_server}/runs/new/?again={run_id}")
+        again = [page.input_value(f"#id_{name}") for name in ("cache_state", "data_state", "settle_s", "random_seed")]
+        checkpoint_again = page.is_checked("#id_checkpoint_before")
+        page.locator("#state-before").screenshot(path=str(ARTIFACTS / "run-form-state-before-again.png"))
+
+    run = Run.objects.get(pk=run_id)
+    assert seed_refused
+    assert (run.cache_state, run.data_state, run.settle_s, run.random_seed) == ("cold", "frozen", 3, 20261127)
+    assert run.checkpoint_before and checkpoint_again
+    assert again == ["cold", "frozen", "3", "20261127"]
+    assert violations == []

@@ -32,7 +32,13 @@ def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_
                 if who == "olga"
                 else [],
                 "configuration cancels": page.locator("#matrix button.small, table button.small").count(),
+                # The owner's retry runs each failed run again with its seed unless this box is ticked.
+                "new seeds box": page.locator("#retry-new-seeds").count() == 1
+                and page.is_visible("#retry-new-seeds")
+                and not page.is_checked("#retry-new-seeds"),
             }
+            if who == "otto":
+                page.locator("form:has(#retry-failed)").screenshot(path=str(ARTIFACTS / "campaign-retry-seeds.png"))
             page.screenshot(path=str(ARTIFACTS / f"campaign-page-as-{who}.png"), full_page=True)
             page.close()
 
@@ -44,4 +50,5 @@ def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_
     assert seen["olga"]["configuration cancels"] == 0
     assert not seen["otto"]["cancel disabled"] and not seen["otto"]["retry disabled"]
     assert seen["otto"]["configuration cancels"] == 4
+    assert seen["otto"]["new seeds box"] and not seen["olga"]["new seeds box"]
     assert not violations, violations

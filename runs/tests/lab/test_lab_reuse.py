@@ -65,6 +65,7 @@ class Watcher(SilentObserver):
         self.formatted: list[str] = []
         self.files: dict[str, str] = {}
         self.accounts: int | None = None
+        self.log = ""  # the kept cluster's server log, A's start and stop and B's start
 
     def formatting(self, command: str) -> None:
         self.formatted.append(command)
@@ -75,6 +76,7 @@ class Watcher(SilentObserver):
         transport = self.lab.connect("lab1")
         try:
             self.files = cluster_files(transport, self.kept)
+            self.log = transport.run(["cat", f"{self.kept.base_dir}/postgresql.log"]).stdout
             port = re.search(r"^port = (\d+)$", self.files["benchlab.conf"], re.MULTILINE)
             assert port is not None, self.files["benchlab.conf"]
             socket_dir = f"{self.kept.base_dir}/socket"
@@ -139,8 +141,8 @@ def test_a_kept_setup_is_reused_without_mkfs_or_loading_and_with_only_the_next_r
         assert kept is not None
         assert not a.reused and a.reuse_refused == ""
         # Where the run's time went, stage by stage (the campaign benchmark reports these).
-        assert set(a.stages) == {"hosts", "storage", "cluster", "load", "before pgbench", "pgbench with metrics",
-                                 "collect", "keep", "cleanup"}  # fmt: skip
+        assert set(a.stages) == {"hosts", "storage", "cluster", "load", "state before measuring", "before pgbench",
+                                 "pgbench with metrics", "collect", "keep", "cleanup"}  # fmt: skip
         assert all(seconds >= 0 for seconds in a.stages.values())
         assert (kept.mountpoint, kept.device_node, kept.mkfs_command) == (
             a.storage.mountpoint,
@@ -166,6 +168,9 @@ def test_a_kept_setup_is_reused_without_mkfs_or_loading_and_with_only_the_next_r
         assert b.init_command == "" and "reused the database bench (scale 1)" in b.init_output
         assert b.storage.mountpoint == kept.mountpoint and b.storage.mkfs_command == kept.mkfs_command
         assert watcher.accounts == 100_000  # measured on A's data, scale 1
+        # A stopped it cleanly (a kept cluster is never stopped -m immediate): B started without recovery.
+        assert "database system was shut down at" in watcher.log, watcher.log
+        assert "not properly shut down" not in watcher.log and "automatic recovery" not in watcher.log
         assert b.summary is not None and b.summary.clients == 2 and b.summary.scaling_factor == 1
         # B's settings only: A's work_mem did not stay, and A's client is no longer trusted.
         assert a.pg_non_default_settings["shared_buffers"] == "4096"

@@ -230,7 +230,10 @@ def test_the_state_and_seed_pass_when_recorded() -> None:
         method(state={"cache": "cold", "data": "frozen", "checkpoint_before": True, "settle_s": 5}, random_seed=42)
     )
 
-    assert check_state(facts).reason == "cold cache, frozen data; CHECKPOINT and 5 s pause before"
+    assert (
+        check_state(facts).reason
+        == "cold cache, frozen data; CHECKPOINT and up to 5 s for a quiet device before measuring"
+    )
     assert check_seed(facts).reason == "--random-seed=42: Run again repeats it"
 
 
@@ -320,3 +323,12 @@ def test_an_accepted_warning_keeps_its_status_and_carries_the_reason() -> None:
 
 def test_every_tier_fits_its_column() -> None:
     assert max(len(tier) for tier in TIERS) <= Run._meta.get_field("memory_tier").max_length  # type: ignore[operator]
+
+
+def test_before_a_run_the_declared_state_and_seed_are_checked() -> None:
+    facts = spec_facts(spec(checkpoint_before=False, cache_state="cold", random_seed=7), 24 * GIB)
+
+    assert check_state(facts).status == Status.WARNING
+    assert check_state(facts).reason.startswith("cold cache, reused data (as asked); no CHECKPOINT before measuring")
+    assert check_seed(facts).reason == "--random-seed=7: Run again repeats it"
+    assert check_seed(spec_facts(spec(), 24 * GIB)).reason == "benchlab picks one when the run is queued"

@@ -55,7 +55,7 @@ def test_queueing_through_the_api_is_throttled_per_user_with_a_message(monkeypat
     monkeypatch.setattr(ScopedRateThrottle, "THROTTLE_RATES", {"queue": "2/hour"})
     host = make_host()
     form = run_form_fields(host, make_device(host, wipe_allowed=True, capacity_bytes=2**30), make_pg_install(host))
-    body = form | {"rate_limit_tps": None, "client_host": None}  # JSON says "none" with null
+    body = form | {"rate_limit_tps": None, "random_seed": None, "client_host": None}  # JSON says "none" with null
     otto, ada = APIClient(), APIClient()
     otto.force_authenticate(make_user("otto", "operator"))
     ada.force_authenticate(make_user("ada", "admin"))
