@@ -87,7 +87,7 @@ ENVIRONMENT_FACTS = (
         "pgbench_host", "pgbench ran on", "pgbench__host", frozenset({"client_host_ids", "server_host_id"})
     ),
     EnvironmentFact("client_kernel", "client kernel", "client__kernel", frozenset({"client_host_ids"})),
-    # The host and device as each run found them (runs.lab.benchmark.method_facts); older runs recorded none.
+    # The host and device as each run found them (runs.lab.benchmark.method_readings); older runs recorded none.
     EnvironmentFact("governor", "CPU governor", "method__host__governor", HOST),
     EnvironmentFact("boost", "CPU boost", "method__host__boost", HOST, _on_off),
     EnvironmentFact("smt", "SMT", "method__host__smt", HOST, _on_off),

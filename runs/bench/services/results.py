@@ -215,7 +215,7 @@ def _environment(
         "init_command": result.init_command,
         "reuse": observer.reuse,
         "stages": _stage_times(result),
-        # Issue 32's facts: memory tier, durability, the host as it was (runs.lab.benchmark.method_facts),
+        # Issue 32's facts: memory tier, durability, the host as it was (runs.lab.benchmark.method_readings),
         # the seed and the state before measuring; the checkpoints are added with the results.
         "method": result.method.as_environment()
         | {"random_seed": run.random_seed, "state": _state_before(run, result)},

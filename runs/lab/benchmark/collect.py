@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from runs.lab.benchmark.checkpoints import read_checkpoints
-from runs.lab.benchmark.method_facts import MethodFacts
+from runs.lab.benchmark.method_readings import MethodReadings
 from runs.lab.benchmark.metrics import PgStatsSnapshot, collectors_for, pg_stats_delta, pg_stats_snapshot
 from runs.lab.benchmark.results import BenchmarkResult
 from runs.lab.host.run_user import read_as_run_user, run_as_run_user
@@ -81,8 +81,8 @@ class ResumeRecord:
     collectors: tuple[str, ...]  # the names of the collectors started in the run directory
     # With several client hosts, each one's pgbench (the first is also `pgbench`); none otherwise.
     clients: tuple[RecordedClient, ...] = ()
-    # Read before the window (method_facts.py); a record written before they were has none.
-    method: MethodFacts = field(default_factory=MethodFacts)
+    # Read before the window (method_readings.py); a record written before they were has none.
+    method: MethodReadings = field(default_factory=MethodReadings)
 
     def as_json(self) -> dict[str, Any]:
         storage = asdict(self.storage)

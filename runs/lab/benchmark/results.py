@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.lab.benchmark.checkpoints import Checkpoints
-from runs.lab.benchmark.method_facts import MethodFacts
+from runs.lab.benchmark.method_readings import MethodReadings
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
 from runs.lab.parse.pgbench_summary import PgbenchSummary
@@ -66,5 +66,5 @@ class BenchmarkResult:
     failed_client: str = ""  # the client host whose pgbench failed, in a run with several
     failure: str = ""  # what went wrong with it, said whole ("pgbench on lab3 failed (exit status 1)")
     stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
-    method: MethodFacts = field(default_factory=MethodFacts)  # memory, durability, the host as it was
+    method: MethodReadings = field(default_factory=MethodReadings)  # memory, durability, the host as it was
     state_before: dict[str, Any] = field(default_factory=dict)  # what state.py did before measuring

@@ -36,7 +36,7 @@ from runs.lab.benchmark.collect import (
     progress_reader,
 )
 from runs.lab.benchmark.measure import follow_several, note_starts
-from runs.lab.benchmark.method_facts import MethodFacts, method_facts_from_record, note_window_end
+from runs.lab.benchmark.method_readings import MethodReadings, method_readings_from_record, note_window_end
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, collectors_for, read_os_metrics
 from runs.lab.benchmark.results import ClientResult
 from runs.lab.benchmark.run import (
@@ -258,7 +258,7 @@ def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup
         iostat_device=iostat_device,
         collectors=collectors,
         clients=_clients(fields["clients"], spec),
-        method=_method_facts(fields.get("method")),
+        method=_method_readings(fields.get("method")),
     )
 
 
@@ -357,14 +357,14 @@ def _client(data: object, spec: BenchmarkSpec, client: ClientSpec) -> RecordedCl
     return RecordedClient(client.name, client.database, command, fields["pgbench_version"], rtt, process)
 
 
-def _method_facts(data: object) -> MethodFacts:
+def _method_readings(data: object) -> MethodReadings:
     """The facts read before the window; unknown (not refused) when the record lacks them (an
     earlier benchlab wrote it) or they are not what as_record writes: they name nothing that is
     stopped or removed, and a fact is worth less than finishing the measurement."""
     try:
-        return method_facts_from_record(data) if data is not None else MethodFacts()
+        return method_readings_from_record(data) if data is not None else MethodReadings()
     except ValueError:
-        return MethodFacts()
+        return MethodReadings()
 
 
 def _snapshot(data: object) -> PgStatsSnapshot:

@@ -28,7 +28,7 @@ from runs.lab.benchmark.measure import (
     prepare_benches,
     recorded_clients,
 )
-from runs.lab.benchmark.method_facts import facts_before, note_window_end
+from runs.lab.benchmark.method_readings import facts_before, note_window_end
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, iostat_device, os_metrics, pg_stats_snapshot
 from runs.lab.benchmark.spec import RUNS_ROOT, Bench, BenchmarkSpec, Endpoint, Observer, Step, work_dir_for
 from runs.lab.benchmark.state import bring_to_state

@@ -1,6 +1,6 @@
 """What the running server says about the run's memory and durability: its databases' size,
 shared_buffers, and the settings that decide whether a commit survives a crash (read by
-runs/lab/benchmark/method_facts.py as one JSON object). Pure: tested on hand-made answers.
+runs/lab/benchmark/method_readings.py as one JSON object). Pure: tested on hand-made answers.
 
 pg_settings gives a value in its base unit ("16384" of "8kB"); a build with another page size
 says "4kB" or "32kB", so the unit is read, not assumed.

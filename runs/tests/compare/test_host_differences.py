@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 
 def with_method(governor: str | None = "performance", boost: bool | None = False, scheduler: str = "none") -> dict:
-    """A run's environment with the facts runs.lab.benchmark.method_facts records."""
+    """A run's environment with the facts runs.lab.benchmark.method_readings records."""
     host = {"governor": governor, "boost": boost, "smt": True, "thp": "madvise", "swappiness": 60, "numa_nodes": 1}
     return environment() | {"method": {"host": host, "device": {"write_cache": "write back", "scheduler": scheduler}}}
 

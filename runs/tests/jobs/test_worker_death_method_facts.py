@@ -1,5 +1,5 @@
 """A run whose worker is killed mid-measurement still stores issue 32's facts: those read before
-the measured window come back from the resume record (runs/lab/benchmark/method_facts.py), the
+the measured window come back from the resume record (runs/lab/benchmark/method_readings.py), the
 window's end is sampled by the worker that reattached."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""A run's facts for issue 32 (runs/lab/benchmark/method_facts.py): the server's answer on
+"""A run's facts for issue 32 (runs/lab/benchmark/method_readings.py): the server's answer on
 memory and durability, the contract's keys, the resume record keeping what was read before the
 window, a read that fails leaving its fact unknown, and the snippets on this machine's own
 sysfs and /proc (read-only)."""
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runs.lab.benchmark.method_facts import MethodFacts, facts_before, method_facts_from_record
+from runs.lab.benchmark.method_readings import MethodReadings, facts_before, method_readings_from_record
 from runs.lab.benchmark.resume import parse_resume_record
 from runs.lab.errors import ConnectionLost
 from runs.lab.host.activity import activity_sample
@@ -35,7 +35,7 @@ ANSWER = {
         "synchronous_commit": ["off", None],
     },
 }
-FACTS = MethodFacts(
+FACTS = MethodReadings(
     server=server_facts_from(json.dumps(ANSWER)),
     device=DeviceQueue("write back", "none"),
     host=HostTuning(None, None, False, "madvise", 60, 1),
@@ -73,7 +73,7 @@ def test_a_partial_answer_leaves_the_rest_unknown_and_a_non_answer_is_refused() 
 
 
 def test_the_environment_holds_exactly_the_contracts_keys() -> None:
-    facts = MethodFacts(FACTS.server, FACTS.device, FACTS.host, FACTS.start)
+    facts = MethodReadings(FACTS.server, FACTS.device, FACTS.host, FACTS.start)
     facts.end = ActivitySample(110.0, 1.5, 100, 2, (ProcessCpu(7, "backup", 600, 5),))
 
     assert facts.as_environment() == {
@@ -95,7 +95,7 @@ def test_the_environment_holds_exactly_the_contracts_keys() -> None:
             "busiest": [{"pid": 7, "command": "backup", "cpu_pct": 50.0}],
         },
     }
-    nothing = MethodFacts().as_environment()
+    nothing = MethodReadings().as_environment()
     assert nothing["during"] == {"load_1m_start": None, "load_1m_end": None, "cpu_count": None, "busiest": None}
     assert nothing["database_bytes"] is None and set(nothing["settings"].values()) == {None}
 
@@ -115,10 +115,10 @@ def test_a_record_without_facts_or_with_bad_ones_still_resumes_with_them_unknown
     bad = record()
     bad["method"] = FACTS.as_record() | {"database_bytes": "23 MB"}
 
-    assert parse_resume_record(older, SPEC).method == MethodFacts()
-    assert parse_resume_record(bad, SPEC).method == MethodFacts()
+    assert parse_resume_record(older, SPEC).method == MethodReadings()
+    assert parse_resume_record(bad, SPEC).method == MethodReadings()
     with pytest.raises(ValueError, match="not whole numbers"):
-        method_facts_from_record(bad["method"])
+        method_readings_from_record(bad["method"])
 
 
 class LostHost(Transport):
@@ -141,7 +141,7 @@ def test_facts_that_cannot_be_read_are_unknown_and_the_run_goes_on() -> None:
 
     facts = facts_before(LostHost(), cluster, "bench", "loop3", "/var/lib/benchlab/runs/run-1-0123456789ab")
 
-    assert facts == MethodFacts(server=ServerFacts(), device=DeviceQueue(), host=HostTuning(), start=None)
+    assert facts == MethodReadings(server=ServerFacts(), device=DeviceQueue(), host=HostTuning(), start=None)
 
 
 def _read(path: str) -> str | None:

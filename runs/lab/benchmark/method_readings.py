@@ -1,7 +1,8 @@
-"""What a run records so a reader can judge its number (issue 32's facts, stored as
-Run.environment["method"]): the memory tier's database size and shared_buffers, the settings
-that make it durable or not, the device's write cache and scheduler, the host's tuning, and
-what else the host did while it measured.
+"""What a run reads off its hosts and server so that a reader can judge its number (issue 32;
+the method checks, runs.method, interpret these readings, stored as Run.environment["method"]):
+the memory tier's database size and shared_buffers, the settings that make it durable or not,
+the device's write cache and scheduler, the host's tuning, and what else the host did while it
+measured.
 
 All but the window's end are read just before pgbench starts (stages.ready_benches) and go
 into the resume record, so a run finished by another worker (resume.py) stores them too; the
@@ -32,7 +33,7 @@ _SETTING_KEYS = ("fsync", "synchronous_commit", "full_page_writes", "checkpoint_
 
 
 @dataclass
-class MethodFacts:
+class MethodReadings:
     server: ServerFacts = field(default_factory=ServerFacts)
     device: DeviceQueue = field(default_factory=DeviceQueue)
     host: HostTuning = field(default_factory=HostTuning)
@@ -90,9 +91,9 @@ def _unless_unreadable(read: Callable[[], T], unread: T) -> T:
 
 def facts_before(
     transport: Transport, cluster: Cluster, database: str | Sequence[str], device: str | None, run_dir: str
-) -> MethodFacts:
+) -> MethodReadings:
     """Everything read before the measured window, the host's activity last (closest to it)."""
-    return MethodFacts(
+    return MethodReadings(
         server=_unless_unreadable(lambda: server_facts(transport, cluster, database), ServerFacts()),
         device=_unless_unreadable(lambda: device_queue(transport, device), DeviceQueue()),
         host=_unless_unreadable(lambda: host_tuning(transport), HostTuning()),
@@ -100,7 +101,7 @@ def facts_before(
     )
 
 
-def note_window_end(facts: MethodFacts, transport: Transport, run_dir: str) -> None:
+def note_window_end(facts: MethodReadings, transport: Transport, run_dir: str) -> None:
     """The host's activity once pgbench has exited: the other end of the window."""
     facts.end = _unless_unreadable(lambda: activity_sample(transport, run_dir), None)
 
@@ -113,8 +114,8 @@ def _scalars(data: object, keys: Sequence[str], what: str) -> dict[str, Any]:
     return data
 
 
-def method_facts_from_record(data: object) -> MethodFacts:
-    """MethodFacts as as_record() wrote them into the resume record; ValueError if they are not."""
+def method_readings_from_record(data: object) -> MethodReadings:
+    """MethodReadings as as_record() wrote them into the resume record; ValueError if they are not."""
     keys = {*_SERVER_KEYS, "device", "host", "start"}
     if not isinstance(data, dict) or set(data) != keys:
         raise ValueError(f"the method facts are not an object of {', '.join(sorted(keys))}")
@@ -125,7 +126,7 @@ def method_facts_from_record(data: object) -> MethodFacts:
     device = _scalars(data["device"], ("write_cache", "scheduler"), "the device's queue")
     host = _scalars(data["host"], list(HostTuning.__dataclass_fields__), "the host's tuning")
     start = data["start"]
-    return MethodFacts(
+    return MethodReadings(
         server=ServerFacts(sizes[0], sizes[1], dict(settings)),
         device=DeviceQueue(**device),
         host=HostTuning(**host),
