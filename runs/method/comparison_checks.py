@@ -23,6 +23,7 @@ STORAGE_FIELDS = frozenset({"device_id", "filesystem", "mount_options", "mkfs_op
 class GroupFacts:
     label: str
     runs: Sequence[MethodFacts]  # the group's runs that ran
+    unsteady: int = 0  # of them, runs whose tps drifted or dipped with checkpoints (Run.steady False)
 
 
 def comparison_checks(groups: Sequence[GroupFacts], grouping_varies: frozenset[str]) -> list[Check]:
@@ -36,6 +37,7 @@ def comparison_checks(groups: Sequence[GroupFacts], grouping_varies: frozenset[s
         check_checkpoints(ran),
         check_state(ran),
         check_length(ran),
+        check_stability(ran),
     ]
 
 
@@ -131,6 +133,20 @@ def check_length(groups: Sequence[GroupFacts]) -> Check:
     return Check(
         "length", title, Status.PASSED, f"every write run measured {CHECKPOINT_CYCLES} checkpoint cycles or more"
     )
+
+
+def check_stability(groups: Sequence[GroupFacts]) -> Check:
+    title = "Stability"
+    unsteady = [f"{group.unsteady} of {len(group.runs)} in {group.label}" for group in groups if group.unsteady]
+    if unsteady:
+        return Check(
+            "stability",
+            title,
+            Status.WARNING,
+            f"runs whose tps drifted or dipped with checkpoints: {'; '.join(unsteady)}",
+            "measure longer, until tps settles, or leave those runs out",
+        )
+    return Check("stability", title, Status.PASSED, "no run's tps drifted or dipped with checkpoints")
 
 
 def _mean_checkpoints(counts: Sequence[Mapping | None]) -> tuple[float, float]:

@@ -51,7 +51,14 @@ def comparison_method(groups: Sequence[Group], grouping_varies: Iterable[str]) -
     ran = [run for group in groups for run in group.runs if run.results_stored_at is not None]
     records = {row["pk"]: row for row in Run.objects.filter(pk__in=[run.pk for run in ran]).values("pk", **RECORDS)}
     facts = {run.pk: recorded_facts(RunSpec.from_run(run), *_environment_of(records[run.pk])) for run in ran}
-    found = [GroupFacts(group.label, [facts[run.pk] for run in group.runs if run.pk in facts]) for group in groups]
+    found = [
+        GroupFacts(
+            group.label,
+            [facts[run.pk] for run in group.runs if run.pk in facts],
+            unsteady=sum(1 for run in group.runs if run.pk in facts and run.steady is False),
+        )
+        for group in groups
+    ]
     return comparison_checks(found, frozenset(grouping_varies))
 
 

@@ -42,6 +42,7 @@ def test_like_groups_pass_every_check() -> None:
         "checkpoints": Status.PASSED,
         "state": Status.PASSED,
         "length": Status.PASSED,
+        "stability": Status.PASSED,
     }
     assert found["checkpoints"].reason == (
         "the same checkpoints in every group (a run's mean: ssd 2 timed + 0 requested, hdd 2 timed + 0 requested)"
@@ -111,3 +112,11 @@ def test_one_group_is_no_comparison() -> None:
     found = checks({"ssd": [run()], "hdd": []})
 
     assert [(key, check.status) for key, check in found.items()] == [("comparison", Status.NOT_APPLICABLE)]
+
+
+def test_groups_with_unsteady_runs_are_named() -> None:
+    groups = [GroupFacts("ssd", [run(), run()], unsteady=1), GroupFacts("hdd", [run()])]
+
+    found = {check.key: check for check in comparison_checks(groups, DEVICE)}
+
+    assert found["stability"].reason == "runs whose tps drifted or dipped with checkpoints: 1 of 2 in ssd"
