@@ -5,6 +5,7 @@ durable), and accepting a warning with a reason: kept, audited, shown; refused w
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
@@ -39,8 +40,10 @@ def recorded_run(host_name: str = "lab1", **fields: Any) -> Run:
             "during": {"load_1m_start": 0.1, "load_1m_end": 0.9, "cpu_count": 2, "busiest": []},
         },
     }
-    defaults = {"scale": 10, "clients": 4, "duration_s": 30, "mount_options": "barrier=0", "environment": environment,
-                "tps": 1003.0, "steady_tps_mean": 1010.0, "results_stored_at": timezone.now()}  # fmt: skip
+    otto = User.objects.filter(username="otto").first()  # the operator who queued it, where a test has one
+    defaults = {"queued_by": otto, "scale": 10, "clients": 4, "duration_s": 30, "mount_options": "barrier=0",
+                "environment": environment, "tps": 1003.0, "steady_tps_mean": 1010.0,
+                "results_stored_at": timezone.now()}  # fmt: skip
     run = make_run(host, make_device(host), make_pg_install(host), **(defaults | fields))
     RunSample.objects.bulk_create(
         RunSample(run=run, second=s, tps=1000.0 + 10 * (s % 3), latency_ms=4.0) for s in range(1, 31)
@@ -105,14 +108,17 @@ def test_accepting_is_refused_without_a_reason_or_an_open_warning(
 
 
 @pytest.mark.django_db
-def test_a_viewer_may_not_accept_a_warning(client_for: ClientFactory) -> None:
-    run = recorded_run()
+def test_a_viewer_or_another_operator_may_not_accept_a_warning(client_for: ClientFactory) -> None:
+    run = recorded_run(queued_by=make_user("oskar", "operator"))
 
-    response = client_for("vera").post(reverse("run-method-accept", args=[run.pk]), {"check": "memory", "reason": "x"})
+    by_viewer = client_for("vera").post(reverse("run-method-accept", args=[run.pk]), {"check": "memory", "reason": "x"})
+    by_otto = client_for("otto").post(reverse("run-method-accept", args=[run.pk]), {"check": "memory", "reason": "x"})
+    by_admin = client_for("ada").post(reverse("run-method-accept", args=[run.pk]), {"check": "memory", "reason": "x"})
 
-    assert response.status_code == 403
+    assert (by_viewer.status_code, by_otto.status_code, by_admin.status_code) == (403, 403, 302)
+    assert "Only oskar, who queued this run, or an admin can accept a warning of it." in by_otto.content.decode()
     run.refresh_from_db()
-    assert run.method_overrides == {}
+    assert set(run.method_overrides) == {"memory"} and run.method_overrides["memory"]["by"] == "ada"
 
 
 @BROWSER
