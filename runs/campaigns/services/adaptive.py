@@ -35,6 +35,7 @@ def campaign_advance(*, campaign_id: int) -> int:
         if campaign.seed is not None:
             random.Random(f"{campaign.seed}:{repetition}").shuffle(repeating)  # noqa: S311 - an order
         specs = [RunSpec.from_json(configuration.spec) for configuration in repeating]
+        accepted = _accepted_when_first_queued(runs)
         again = [
             Run(
                 **spec.run_fields(),
@@ -42,8 +43,19 @@ def campaign_advance(*, campaign_id: int) -> int:
                 configuration=configuration,
                 repetition=repetition,
                 queued_by=campaign.created_by,
+                method_overrides=accepted.get(configuration.pk, {}),
             )
             for spec, configuration in zip(specs, repeating, strict=True)
         ]
         runs_enqueue(runs=again, client_host_ids=[spec.client_host_ids for spec in specs])
     return len(again)
+
+
+def _accepted_when_first_queued(runs: list[Run]) -> dict[int, dict[str, dict[str, str]]]:
+    """Each configuration's method warnings as its first round accepted them (the reason given when
+    the campaign was queued): a later round runs the same spec, so it meets the same warnings."""
+    accepted: dict[int, dict[str, dict[str, str]]] = {}
+    for run in sorted(runs, key=lambda run: (run.repetition or 0, run.pk)):
+        if run.configuration_id is not None:
+            accepted.setdefault(run.configuration_id, run.method_overrides)
+    return accepted

@@ -2,6 +2,7 @@
 durable), and accepting a warning with a reason: kept, audited, shown; refused with a message
 (and nothing changed) without a reason or for a warning the run does not have."""
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -9,11 +10,13 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
+from runs.campaigns.services.adaptive import campaign_advance
+from runs.campaigns.services.campaigns import campaign_create
 from runs.compare.services.shares import share_create
 from runs.method.selectors import hosts_as_last_measured, method_columns
 from runs.models import AuditAction, AuditEvent, Run, RunSample, ShareKind
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
-from runs.tests.campaigns.test_campaigns import campaign_form, lab1
+from runs.tests.campaigns.test_campaigns import campaign_form, devices_and_options, finish_round, lab1, plan_on
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 from runs.tests.web.test_api import api_client, run_body
@@ -313,3 +316,21 @@ def test_a_campaign_queued_with_a_reason_keeps_it_on_every_run_for_its_warnings(
     assert len(runs) == 12
     assert all(run.method_overrides["length"]["reason"] == "a smoke test" for run in runs)  # 5-second runs
     assert all(run.method_overrides["length"]["by"] == "otto" for run in runs)
+
+
+@pytest.mark.django_db
+def test_an_adaptive_campaigns_later_round_keeps_the_reason_its_configuration_was_queued_with() -> None:
+    host = lab1()
+    otto = make_user("otto", "operator")
+    plan = plan_on(host, devices_and_options(host)[:1], repetitions=2, target_ci_pct=2.0, max_repetitions=4)
+    accepted = campaign_create(plan=replace(plan, method_reason="a smoke test"), by=otto)
+    silent = campaign_create(plan=plan, by=otto)
+
+    for campaign in (accepted, silent):
+        finish_round(campaign, {0: [100.0, 110.0], 1: [50.0, 60.0]})
+        assert campaign_advance(campaign_id=campaign.pk) == 2
+
+    later = Run.objects.filter(campaign=accepted, repetition=3)
+    assert later.count() == 2 and all(run.method_overrides["length"]["reason"] == "a smoke test" for run in later)
+    assert all(run.method_overrides["length"]["by"] == "otto" for run in later)  # who accepted it, not the round
+    assert [run.method_overrides for run in Run.objects.filter(campaign=silent, repetition=3)] == [{}, {}]
