@@ -33,7 +33,7 @@ def short_run(server: Host, client: Host | None, user: User) -> Run:
     return Run(
         server_host=server, device=server.devices.get(name="ram"),
         pg_install=server.pg_installs.get(bin_dir=PG_BIN), filesystem="ext4", scale=1, clients=1, threads=1,
-        duration_s=1, warmup_s=0, log_sampling_rate=None, queued_by=user,
+        duration_s=1, warmup_s=0, log_sampling_rate=None, queued_by=user, settle_s=0,
     )  # fmt: skip
 
 
