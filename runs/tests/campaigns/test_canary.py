@@ -159,3 +159,13 @@ def test_the_api_queues_a_campaign_with_a_canary(users: dict) -> None:
     assert campaign.fio_canary and len(canaries(campaign, BaselineRole.CANARY_BEFORE)) == 2
     bad = api_client(users["otto"]).post("/api/campaigns/", body(host, fio_canary="sometimes"), format="json")
     assert bad.status_code == 400 and "fio_canary" in bad.json()
+
+
+def test_a_canary_is_not_taken_for_the_device_s_baseline(users: dict) -> None:
+    from runs.baselines.selectors import baselines_for_devices, device_chart, latest_done
+
+    campaign = measured_campaign(users["otto"])
+    hdd = campaign.baselines.get(role=BaselineRole.CANARY_AFTER, device__name="hdd").device
+    # Three jobs of a few seconds: the device's history lists them, its figures and claims do not use them.
+    assert latest_done(hdd) is None and device_chart(hdd)["points"] == []
+    assert [row.baseline for row in baselines_for_devices([hdd.pk])] == [None]
