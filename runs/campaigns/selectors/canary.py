@@ -4,7 +4,7 @@ after the campaign compared (runs.method.canary) and the Method check over them.
 from dataclasses import dataclass
 from typing import Any
 
-from runs.method.canary import MARGIN_PCT, DeviceCanary, canary_check, compare_canary
+from runs.method.canary import DeviceCanary, canary_check, compare_canary
 from runs.method.outcome import Check
 from runs.models import BaselineRole, Campaign, DeviceBaseline, Run, RunState
 
@@ -13,7 +13,6 @@ from runs.models import BaselineRole, Campaign, DeviceBaseline, Run, RunState
 class CampaignCanaries:
     devices: list[DeviceCanary]
     check: Check
-    margin_pct: float = MARGIN_PCT
 
 
 def campaign_canaries(campaign: Campaign) -> CampaignCanaries:
@@ -35,7 +34,6 @@ def campaign_canaries(campaign: Campaign) -> CampaignCanaries:
 def canaries_json(canaries: CampaignCanaries) -> dict[str, Any]:
     """The API's view: each device's canaries and figures, and the check."""
     return {
-        "margin_pct": canaries.margin_pct,
         "status": canaries.check.status.value,
         "reason": canaries.check.reason,
         "devices": [
@@ -44,6 +42,7 @@ def canaries_json(canaries: CampaignCanaries) -> dict[str, Any]:
                 "device_id": device.device_id,
                 "status": device.status,
                 "why": device.why,
+                "margin_factor": device.factor,  # after / before beyond it either way is a change
                 "before": _end_json(device.before),
                 "after": _end_json(device.after),
                 "figures": [

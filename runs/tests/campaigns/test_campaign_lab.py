@@ -176,6 +176,8 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database(
     assert before.state == after.state == "done", (before.error, after.error)
     assert before.finished_at <= runs[0].started_at and after.started_at >= runs[-1].finished_at  # type: ignore[operator]
     (device,) = campaign_canaries(campaign).devices
-    assert device.status == CanaryStatus.UNCHANGED, [f.describe() for f in device.figures]  # MARGIN_NOTE's noise
+    assert device.status == CanaryStatus.UNCHANGED, [
+        f.describe() for f in device.figures
+    ]  # runs.method.canary's margin
     iops = next(f for f in device.figures if f.job == "rand-read-qd1" and f.figure == "iops")
     assert iops.before and iops.after and iops.before > 1000  # a RAM disk's, not holes read for nothing

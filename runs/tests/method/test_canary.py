@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from runs.method.canary import MARGIN_PCT, CanaryStatus, DeviceCanary, canary_check, compare_canary
+from runs.method.canary import FAST_FACTOR, SLOW_FACTOR, CanaryStatus, DeviceCanary, canary_check, compare_canary
 from runs.method.outcome import Status
 from runs.models import BaselineRole, BaselineState, DeviceBaseline
 
@@ -32,9 +32,19 @@ def device(before: DeviceBaseline | None, after: DeviceBaseline | None) -> Devic
     return compare_canary("lab1:hdd", 7, before, after)
 
 
-def test_the_margin_lies_between_the_hand_made_changes_below() -> None:
-    # The cases below change a figure by 10 % (noise) and by 35 % (a change): the margin between.
-    assert 10 < MARGIN_PCT < 35
+def test_a_slow_device_s_margin_is_a_quarter_either_way_and_a_fast_one_s_a_factor_of_three() -> None:
+    # The HDD-like canary reads at 5.4 ms (slow): x1.25 either way. 185 * 1.25 = 231.25, 185 / 1.25 = 148:
+    # 231 and 148.5 are within, 232 and 147 beyond.
+    assert SLOW_FACTOR == 1.25 and FAST_FACTOR == 3.0
+    at_the_edge = [device(canary(BaselineRole.CANARY_BEFORE), canary(BaselineRole.CANARY_AFTER, iops, 5.4))
+                   for iops in (231.0, 148.5, 232.0, 147.0)]  # fmt: skip
+    assert [d.factor for d in at_the_edge] == [1.25] * 4 and at_the_edge[0].margin == "×1.25 either way (−20 % / +25 %)"
+    assert [d.status for d in at_the_edge] == ["unchanged", "unchanged", "changed", "changed"]
+    # A RAM disk's canary reads at 0.02 ms (fast): x3. 50 000 -> 20 000 is within, 16 000 is not.
+    fast = [device(canary(BaselineRole.CANARY_BEFORE, 50000.0, 0.02), canary(BaselineRole.CANARY_AFTER, iops, 0.02))
+            for iops in (20000.0, 149000.0, 16000.0, 151000.0)]  # fmt: skip
+    assert [d.factor for d in fast] == [3.0] * 4
+    assert [d.status for d in fast] == ["unchanged", "unchanged", "changed", "changed"]
 
 
 def test_the_same_device_within_the_margin_is_unchanged_and_the_check_passes() -> None:
@@ -43,14 +53,14 @@ def test_the_same_device_within_the_margin_is_unchanged_and_the_check_passes() -
     assert unchanged.status == CanaryStatus.UNCHANGED and unchanged.changes == []
     iops = next(f for f in unchanged.figures if f.job == "rand-read-qd1" and f.figure == "iops")
     assert iops.change_pct == pytest.approx(10.0) and iops.change_text == "+10 %" and not iops.changed
-    # 3 jobs of one direction each, 4 figures each; p99 is shown by the baseline pages, not compared.
-    assert len(unchanged.figures) == 12 and {f.figure for f in unchanged.figures} == {
-        "iops", "bw_mb_s", "lat_mean_ms", "lat_p50_ms"}  # fmt: skip
+    # 3 jobs of one direction each, 3 figures each; fio's percentiles (bins) are not compared.
+    assert len(unchanged.figures) == 9 and {f.figure for f in unchanged.figures} == {"iops", "bw_mb_s", "lat_mean_ms"}
 
     check = canary_check([unchanged], asked=True, cancelled=False)
     assert check.status == Status.PASSED and check.key == "canary"
-    assert check.reason.startswith("1 device unchanged: every figure within ±")
-    assert "(the largest change: rand-read-qd1 " in check.reason and check.reason.endswith("(+10 %))")
+    assert check.reason.startswith("1 device unchanged: every figure after within ×1.25 either way (−20 % / +25 %)")
+    # The largest as a ratio: 1 / 0.9 = x1.11 for the latency beats x1.10 for the IOPS.
+    assert check.reason.endswith("(the largest change: rand-read-qd1 mean latency 5.4 → 4.86 ms (−10 %))")
 
 
 def test_a_device_whose_random_reads_slowed_beyond_the_margin_is_changed_and_warns() -> None:
@@ -58,13 +68,14 @@ def test_a_device_whose_random_reads_slowed_beyond_the_margin_is_changed_and_war
     changed = device(canary(BaselineRole.CANARY_BEFORE), canary(BaselineRole.CANARY_AFTER, 120.25, 8.1))
     assert changed.status == CanaryStatus.CHANGED
     assert {(f.job, f.figure) for f in changed.changes} == {
-        ("rand-read-qd1", "iops"), ("rand-read-qd1", "bw_mb_s"), ("rand-read-qd1", "lat_mean_ms"),
-        ("rand-read-qd1", "lat_p50_ms")}  # fmt: skip
+        ("rand-read-qd1", "iops"), ("rand-read-qd1", "bw_mb_s"), ("rand-read-qd1", "lat_mean_ms")}  # fmt: skip
     assert all(f.worse for f in changed.changes)
 
     check = canary_check([changed], asked=True, cancelled=False)
     assert check.status == Status.WARNING and check.warns
-    assert "lab1:hdd: rand-read-qd1 IOPS 185 → 120 IOPS (−35 %)" in check.reason
+    assert (
+        "lab1:hdd (beyond ×1.25 either way (−20 % / +25 %)): rand-read-qd1 IOPS 185 → 120 IOPS (−35 %)" in check.reason
+    )
     assert "rand-read-qd1 mean latency 5.4 → 8.1 ms (+50 %)" in check.reason and check.advice
 
 
