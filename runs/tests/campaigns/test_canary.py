@@ -140,6 +140,10 @@ def test_the_campaign_page_and_api_flag_the_device_that_changed(users: dict, cli
     method = page.split('id="method-canary"')[1].split("</tr>")[0]
     assert ">warning<" in method and "rand-read-qd1 IOPS 185 → 111 IOPS (−40 %)" in method
 
+    after = campaign.baselines.get(role=BaselineRole.CANARY_AFTER, device=hdd)
+    baseline_page = client_for("vera").get(reverse("baseline-detail", args=[after.pk])).content.decode()
+    assert f"campaign {campaign.pk}</a>, its canary after the campaign" in baseline_page
+
     detail = api_client(users["vera"]).get(f"/api/campaigns/{campaign.pk}/").json()
     assert detail["fio_canary"] is True and detail["canary"]["status"] == "warning"
     by_device = {row["device_id"]: row for row in detail["canary"]["devices"]}
