@@ -33,7 +33,7 @@ CHECK_TITLE = "fio canary"
 
 # (figure of a direction's results, label, unit, higher is better)
 FIGURES: tuple[tuple[str, str, str, bool], ...] = (
-    ("iops", "IOPS", "IOPS", True),
+    ("iops", "IOPS", "", True),
     ("bw_mb_s", "bandwidth", "MB/s", True),
     ("lat_mean_ms", "mean latency", "ms", False),
 )
@@ -91,10 +91,19 @@ class FigureChange:
         sign = "+" if change >= 0 else "−"
         return f"{sign}{abs(change):.0f} %" if abs(change) >= 10 else f"{sign}{abs(change):.1f} %"
 
+    @property
+    def before_text(self) -> str:
+        return _number(self.before)
+
+    @property
+    def after_text(self) -> str:
+        return _number(self.after)
+
     def describe(self) -> str:
-        """ "rand-read-qd1 IOPS 185 → 250 IOPS (+35 %)"."""
+        """ "rand-read-qd1 IOPS 185 → 250 (+35 %)", "rand-read-qd1 mean latency 5.4 → 4.1 ms (-24 %)"."""
         moved = f" ({self.change_text})" if self.change_pct is not None else ""
-        return f"{self.job} {self.label} {_number(self.before)} → {_number(self.after)} {self.unit}{moved}"
+        unit = f" {self.unit}" if self.unit else ""
+        return f"{self.job} {self.label} {_number(self.before)} → {_number(self.after)}{unit}{moved}"
 
 
 class CanaryStatus:

@@ -75,6 +75,6 @@ def test_the_campaign_page_shows_each_device_s_canary_and_flags_the_one_that_cha
     assert sorted(statuses) == ["changed", "unchanged"]
     assert flagged_rows == 3  # the HDD's random reads: IOPS, bandwidth and mean latency
     assert verdict.split()[0] == "warning" and "lab1:hdd (beyond ×1.25" in verdict
-    assert "rand-read-qd1 IOPS 185 → 111 IOPS (−40 %)" in verdict
+    assert "rand-read-qd1 IOPS 185 → 111 (−40 %)" in verdict
     assert "fio canary" in check and "warning" in check and "To change:" in check
     assert not violations, violations

@@ -73,9 +73,7 @@ def test_a_device_whose_random_reads_slowed_beyond_the_margin_is_changed_and_war
 
     check = canary_check([changed], asked=True, cancelled=False)
     assert check.status == Status.WARNING and check.warns
-    assert (
-        "lab1:hdd (beyond ×1.25 either way (−20 % / +25 %)): rand-read-qd1 IOPS 185 → 120 IOPS (−35 %)" in check.reason
-    )
+    assert "lab1:hdd (beyond ×1.25 either way (−20 % / +25 %)): rand-read-qd1 IOPS 185 → 120 (−35 %)" in check.reason
     assert "rand-read-qd1 mean latency 5.4 → 8.1 ms (+50 %)" in check.reason and check.advice
 
 
