@@ -16,6 +16,7 @@ from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import Cell, MatrixError, variables_from_json
+from runs.campaigns.selectors.canary import campaign_canaries, canaries_json
 from runs.campaigns.selectors.overview import campaign_overview
 from runs.campaigns.selectors.results import (
     Progress,
@@ -53,6 +54,11 @@ class CampaignCreateSerializer(serializers.Serializer):
     fresh_database = serializers.BooleanField(default=False)
     fio_baseline = serializers.BooleanField(
         default=False, help_text="Measure each device of the campaign with fio (a baseline) before its runs."
+    )
+    fio_canary = serializers.BooleanField(
+        default=False,
+        help_text="A short fio canary on each device before and after the campaign; a device that changed "
+        "between the two is flagged (the detail's canary and method).",
     )
     target_ci_pct = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0.1, max_value=50)
     max_repetitions = serializers.IntegerField(
@@ -92,6 +98,7 @@ class CampaignCreateSerializer(serializers.Serializer):
             seed=data["seed"],
             fresh_database=data["fresh_database"],
             fio_baseline=data["fio_baseline"],
+            fio_canary=data["fio_canary"],
             target_ci_pct=data["target_ci_pct"],
             max_repetitions=data["max_repetitions"],
         )
@@ -156,6 +163,7 @@ def campaign_json(campaign: Campaign, baseline: int | None = None, with_details:
         }
         for table in overview.tables
     }
+    data["canary"] = canaries_json(campaign_canaries(campaign)) if campaign.fio_canary else None
     return data
 
 
@@ -172,6 +180,7 @@ def _campaign_heading(campaign: Campaign, progress: Progress) -> dict[str, Any]:
         "seed": campaign.seed,
         "fresh_database": campaign.fresh_database,
         "fio_baseline": campaign.fio_baseline,
+        "fio_canary": campaign.fio_canary,
         "target_ci_pct": campaign.target_ci_pct,
         "max_repetitions": campaign.max_repetitions,
         "progress": {

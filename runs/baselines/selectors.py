@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from runs.models import CLAIMS, FIGURES, BaselineState, Device, DeviceBaseline, Run
+from runs.models import CLAIMS, FIGURES, BaselineRole, BaselineState, Device, DeviceBaseline, Run
 
 CHART_FIGURES = ("seq_read_mb_s", "seq_write_mb_s", "rand_read_iops_qd1", "rand_read_iops_qd32",
                  "rand_write_iops_qd1", "rand_write_iops_qd32", "read_lat_p50_ms", "read_lat_p99_ms")  # fmt: skip
@@ -23,7 +23,9 @@ def device_baselines(device: Device) -> QuerySet[DeviceBaseline]:
 def device_chart(device: Device) -> dict[str, Any]:
     """The main figures of the device's done baselines over time, oldest first, for Chart.js:
     {"points": [{"id", "at", "mode", figure: value, …}], "figures": [{"key", "label", "unit"}]}."""
-    done = device_baselines(device).filter(state=BaselineState.DONE).order_by("finished_at", "id")
+    # A campaign's canaries are a few seconds of three jobs (role): history, not the device's figures.
+    done = device_baselines(device).filter(state=BaselineState.DONE, role=BaselineRole.BASELINE)
+    done = done.order_by("finished_at", "id")
     points = []
     for baseline in done:
         measured = baseline.figures
@@ -65,7 +67,9 @@ def claims_vs_measured(device: Device, latest: DeviceBaseline | None) -> list[Cl
 
 def latest_done(device: Device) -> DeviceBaseline | None:
     return (
-        DeviceBaseline.objects.filter(device=device, state=BaselineState.DONE).order_by("-finished_at", "-id").first()
+        DeviceBaseline.objects.filter(device=device, state=BaselineState.DONE, role=BaselineRole.BASELINE)
+        .order_by("-finished_at", "-id")
+        .first()
     )
 
 
@@ -91,7 +95,8 @@ def baselines_for_devices(device_ids: Iterable[int]) -> list[DeviceBaselineRow]:
     ids = list(dict.fromkeys(device_ids))
     devices = Device.objects.select_related("host").in_bulk(ids)
     latest: dict[int, DeviceBaseline] = {}
-    done = DeviceBaseline.objects.filter(device_id__in=ids, state=BaselineState.DONE).defer("fio_json", "log")
+    done = DeviceBaseline.objects.filter(device_id__in=ids, state=BaselineState.DONE, role=BaselineRole.BASELINE)
+    done = done.defer("fio_json", "log")
     for baseline in done.order_by("device_id", "-finished_at", "-id").distinct("device_id"):
         latest[baseline.device_id] = baseline
     return [DeviceBaselineRow(devices[pk], latest.get(pk)) for pk in ids if pk in devices]

@@ -36,6 +36,7 @@ def plan_from_forms(
         seed=campaign["seed"],
         fresh_database=campaign["fresh_database"],
         fio_baseline=campaign.get("fio_baseline", False),
+        fio_canary=campaign.get("fio_canary", False),
         target_ci_pct=campaign["target_ci_pct"],
         max_repetitions=campaign["max_repetitions"],
         preset=preset if preset in PRESETS else "",

@@ -36,6 +36,7 @@ class CampaignForm(forms.ModelForm):
             "seed",
             "fresh_database",
             "fio_baseline",
+            "fio_canary",
         ]
         widgets = {"description": forms.Textarea(attrs={"rows": 2}), "order": forms.RadioSelect}
         help_texts = {"seed": "For the shuffled order: empty picks one (and records it)."}

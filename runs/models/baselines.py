@@ -38,6 +38,15 @@ class BaselineState(models.TextChoices):
     CANCELLED = "cancelled", "cancelled"
 
 
+class BaselineRole(models.TextChoices):
+    """What a baseline is for. A campaign's canaries (Campaign.fio_canary) are short baselines
+    of each of its devices, one before its runs and one after, compared by runs.method.canary."""
+
+    BASELINE = "baseline", "baseline"
+    CANARY_BEFORE = "canary-before", "canary before the campaign"
+    CANARY_AFTER = "canary-after", "canary after the campaign"
+
+
 ENDED_BASELINE_STATES = [BaselineState.DONE, BaselineState.FAILED, BaselineState.CANCELLED]
 
 
@@ -81,6 +90,8 @@ class DeviceBaseline(models.Model):
     campaign = models.ForeignKey(
         "runs.Campaign", on_delete=models.SET_NULL, null=True, blank=True, related_name="baselines"
     )
+
+    role = models.CharField(max_length=20, choices=BaselineRole.choices, default=BaselineRole.BASELINE)
 
     # --- what was asked (runs.lab.fio.plan.FioSettings, one column per setting) ---
     size_bytes = models.BigIntegerField(help_text="The region of the device (or the file's size) fio uses.")

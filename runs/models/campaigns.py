@@ -41,6 +41,14 @@ class Campaign(models.Model):
         default=False,
         help_text="Measure each device of the campaign with fio (raw device baseline) before its runs.",
     )
+    # Not fio_baseline run twice: that is 6 jobs of 32 s per device, made to compare devices;
+    # a canary is a few seconds of QD1 random I/O, made to notice that a device changed.
+    fio_canary = models.BooleanField(
+        "fio canary before and after",
+        default=False,
+        help_text="A short fio run on each device before and after the campaign (about 10 s each): "
+        "a device whose figures changed between the two is flagged on the campaign.",
+    )
     # Adaptive repetition: after the first `repetitions` rounds, configurations whose 95 %
     # confidence interval of the mean steady-state tps is wider than ±target_ci_pct % of the
     # mean get another round, until it is not or max_repetitions is reached.

@@ -18,6 +18,7 @@ from runs.campaigns.plans import plan_from_forms
 from runs.campaigns.preset_hosts import HostChoice, PresetRefused, host_choice, host_options, swept_hosts
 from runs.campaigns.preset_sizing import branch_contention
 from runs.campaigns.presets import PRESETS, page_size_initial, preset_initial
+from runs.campaigns.selectors.canary import campaign_canaries
 from runs.campaigns.selectors.overview import campaign_overview
 from runs.campaigns.selectors.results import campaign_list, plan_wall_estimate
 from runs.campaigns.services.campaigns import (
@@ -201,6 +202,8 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
     matrix = [
         (row.configuration, [row.attempts.get(r, []) for r in repetitions], row.unfinished) for row in overview.matrix
     ]
+    method = compared_method(confounds.comparison) if confounds.comparison else []
+    canaries = campaign_canaries(campaign) if campaign.fio_canary else None
     return {
         "campaign": campaign,
         "progress": overview.progress,
@@ -212,7 +215,8 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
             (table, [(row, *confounds.marker(row.configuration.index)) for row in table.rows]) for table in tables
         ],
         "warnings": confounds.warnings,
-        "method": compared_method(confounds.comparison) if confounds.comparison else [],
+        "method": [*method, canaries.check] if canaries else method,
+        "canaries": canaries,
         "results_table": results_table(confounds.comparison) if confounds.comparison else None,
         "results_csv": reverse("compare-export-csv") + "?" + urlencode({"campaign": campaign.pk, "what": "table"}),
         "report_url": reverse("compare-report") + "?" + urlencode({"campaign": campaign.pk}),

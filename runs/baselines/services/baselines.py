@@ -20,7 +20,7 @@ from runs.common.services.audit import audit_record
 from runs.jobs.dispatch import queue_on_commit
 from runs.lab.errors import InvalidOption
 from runs.lab.fio.plan import FioSettings
-from runs.models import AuditAction, BaselineState, Device, DeviceBaseline
+from runs.models import AuditAction, BaselineRole, BaselineState, Device, DeviceBaseline
 
 log = logging.getLogger(__name__)
 SETTING_FIELDS = tuple(field.name for field in dataclass_fields(FioSettings))  # size_bytes, runtime_s, …
@@ -81,6 +81,7 @@ def baseline_queue(
     by: Any,
     request: HttpRequest | None = None,
     campaign: Any = None,
+    role: BaselineRole = BaselineRole.BASELINE,
 ) -> DeviceBaseline:
     """Queue fio on `device` for `by`. Bad settings or a device fio may not measure raise
     ValidationError, field by field ("device" for the device), and nothing is created."""
@@ -96,6 +97,7 @@ def baseline_queue(
             device=device,
             host_id=device.host_id,
             campaign=campaign,
+            role=role,
             queued_by=by,
             size_bytes=settings.size_bytes,
             runtime_s=settings.runtime_s,
@@ -108,7 +110,7 @@ def baseline_queue(
             target=baseline,
             actor=by,
             request=request,
-            message=f"fio baseline queued on {device}: {baseline.summary}",
+            message=f"fio {role.label} queued on {device}: {baseline.summary}",
         )
         queue_on_commit(baseline, BaselineState.QUEUED)
     return baseline

@@ -21,6 +21,7 @@ from runs.bench.services.runs import runs_enqueue
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import Cell, Variable, expand, run_order, variables_as_json
+from runs.campaigns.services.canary import CanaryRefused, canaries_queue_before
 from runs.common.roles import owner_refusal
 from runs.common.services.audit import audit_record
 from runs.jobs.cancel import JobRefused, job_cancel
@@ -78,6 +79,7 @@ class CampaignPlan:
     target_ci_pct: float | None = None  # adaptive repetition (campaigns.services.adaptive)
     max_repetitions: int | None = None
     fio_baseline: bool = False  # a fio baseline of each device before its runs
+    fio_canary: bool = False  # a short fio canary of each device before and after (campaigns.services.canary)
     method_reason: str = ""  # accepts the method warnings of the runs queued now (runs.method)
 
     @property
@@ -127,6 +129,7 @@ def campaign_create(
             target_ci_pct=plan.target_ci_pct,
             max_repetitions=plan.max_repetitions,
             fio_baseline=plan.fio_baseline,
+            fio_canary=plan.fio_canary,
             rejected=[{"label": cell.label, "reasons": cell.reasons()} for cell in cells if not cell.valid],
             created_by=user,
         )
@@ -139,6 +142,11 @@ def campaign_create(
         order = run_order(len(valid), plan.repetitions, campaign.seed)
         if plan.fio_baseline:
             _queue_baselines(campaign, [cell.spec.device_id for cell in valid], user, request)
+        if plan.fio_canary:  # after the baselines: it measures the device as the runs find it
+            try:
+                canaries_queue_before(campaign, [cell.spec.device_id for cell in valid], user, request)
+            except CanaryRefused as exc:
+                raise CampaignRefused(str(exc)) from None
         reason = plan.method_reason
         accepted = [accepted_when_queued(spec_method(cell.spec), reason, by) if reason else {} for cell in valid]
         runs = [

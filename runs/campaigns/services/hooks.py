@@ -18,6 +18,15 @@ def advance_campaign_of(run: Run) -> None:
         campaign_advance(campaign_id=run.campaign_id)
 
 
+def canaries_after_campaign_of(run: Run) -> None:
+    """The fio canaries after the campaign once nothing more of it will run (registered after
+    advance_campaign_of: an adaptive campaign's next round is queued first, and then waited for)."""
+    from runs.campaigns.services.canary import campaign_canaries_after
+
+    if run.campaign_id is not None:
+        campaign_canaries_after(campaign_id=run.campaign_id)
+
+
 def go_on_with_studies(build: PgBuild) -> None:
     """A study waiting for this build may be queued now, or given up (campaigns.services.after_builds)."""
     from runs.campaigns.services.after_builds import studies_after_build_ended
@@ -27,4 +36,5 @@ def go_on_with_studies(build: PgBuild) -> None:
 
 def register() -> None:
     on_job_end(RUN, advance_campaign_of)
+    on_job_end(RUN, canaries_after_campaign_of)
     on_job_end(BUILD, go_on_with_studies)

@@ -52,3 +52,29 @@ def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_
     assert seen["otto"]["configuration cancels"] == 4
     assert seen["otto"]["new seeds box"] and not seen["olga"]["new seeds box"]
     assert not violations, violations
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_campaign_page_shows_each_device_s_canary_and_flags_the_one_that_changed(page_server: str) -> None:
+    from runs.tests.campaigns.test_canary import measured_campaign
+
+    campaign = measured_campaign(make_user("otto", "operator", password=PASSWORD))
+    ARTIFACTS.mkdir(exist_ok=True)
+    with chromium(height=1400) as (context, violations):
+        page = context.new_page()
+        log_in(page, page_server, "otto")
+        page.goto(f"{page_server}/campaigns/{campaign.pk}/")
+        statuses = page.locator("#campaign-canary .canary-status").all_text_contents()
+        flagged_rows = page.locator("#campaign-canary tr.canary-changed").count()
+        verdict = page.text_content("#canary-verdict") or ""
+        check = page.text_content("#method-canary") or ""
+        page.locator("#campaign-canary").screenshot(path=str(ARTIFACTS / "campaign-canary.png"))
+        page.locator("#method").screenshot(path=str(ARTIFACTS / "campaign-canary-method.png"))
+        page.close()
+
+    assert sorted(statuses) == ["changed", "unchanged"]
+    assert flagged_rows == 3  # the HDD's random reads: IOPS, bandwidth and mean latency
+    assert verdict.split()[0] == "warning" and "lab1:hdd (beyond ×1.25" in verdict
+    assert "rand-read-qd1 IOPS 185 → 111 (−40 %)" in verdict
+    assert "fio canary" in check and "warning" in check and "To change:" in check
+    assert not violations, violations

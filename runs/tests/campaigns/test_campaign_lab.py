@@ -18,11 +18,13 @@ from django.core.management import call_command
 
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import Variable
+from runs.campaigns.selectors.canary import campaign_canaries
 from runs.campaigns.selectors.results import campaign_runs, campaign_statistics
 from runs.campaigns.services.campaigns import CampaignPlan, campaign_create
 from runs.compare.stats import ALPHA
 from runs.management.commands.lab_register import lab_host_name
-from runs.models import AuditAction, AuditEvent, Campaign, Device, Host, Run, RunState
+from runs.method.canary import CanaryStatus
+from runs.models import AuditAction, AuditEvent, BaselineRole, Campaign, Device, Host, Run, RunState
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.campaigns.test_campaigns import place
 from runs.tests.factories import make_user
@@ -140,14 +142,21 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database(
         pg_install_id=host.pg_installs.get(bin_dir=PG_BIN).pk, scale=1, clients=2, threads=1, duration_s=2,
         warmup_s=0, log_sampling_rate=None,
     )  # fmt: skip
+    # With a fio canary (about 10 s before and 10 s after, on the RAM disk): its lab test.
     plan = CampaignPlan(
         name="clients", description="", base=base, variables=[Variable("clients", ("1", "2"))], repetitions=2,
+        fio_canary=True,
     )  # fmt: skip
     campaign = campaign_create(plan=plan, by=make_user("otto", "operator"))
 
     deadline = time.monotonic() + 300
     while Run.objects.filter(campaign=campaign).exclude(state__in=["done", "failed", "cancelled"]).exists():
         assert time.monotonic() < deadline, "the campaign did not finish within 5 minutes"
+        time.sleep(1)
+    while campaign.baselines.exclude(state__in=["done", "failed", "cancelled"]).exists() or not (
+        campaign.baselines.filter(role=BaselineRole.CANARY_AFTER).exists()
+    ):
+        assert time.monotonic() < deadline, "the canary after the campaign did not end within 5 minutes"
         time.sleep(1)
 
     runs = list(Run.objects.filter(campaign=campaign).order_by("pk"))
@@ -162,3 +171,15 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database(
     with closing(virtual_lab.connect("lab1")) as lab1:
         mounts = lab1.run(["findmnt", "-rn", "-o", "TARGET"]).stdout
     assert not [r.pk for r in runs if r.run_key in mounts]
+    # The canary ran raw on the RAM disk before the first run and after the last, the same job twice.
+    before, after = (
+        campaign.baselines.get(role=role) for role in (BaselineRole.CANARY_BEFORE, BaselineRole.CANARY_AFTER)
+    )
+    assert before.state == after.state == "done", (before.error, after.error)
+    assert before.finished_at <= runs[0].started_at and after.started_at >= runs[-1].finished_at  # type: ignore[operator]
+    (device,) = campaign_canaries(campaign).devices
+    assert device.status == CanaryStatus.UNCHANGED, [
+        f.describe() for f in device.figures
+    ]  # runs.method.canary's margin
+    iops = next(f for f in device.figures if f.job == "rand-read-qd1" and f.figure == "iops")
+    assert iops.before and iops.after and iops.before > 1000  # a RAM disk's, not holes read for nothing
