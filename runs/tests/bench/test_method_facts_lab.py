@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runs.inventory.services.connect import host_connect
+from runs.lab.host.run_user import process_alive
 from runs.lab.transport.process import cancel, start_detached
 from runs.models import Host, RunState
 from runs.tests.bench.test_run_execution import lab_inventory, new_run
@@ -35,13 +36,20 @@ def test_a_run_on_the_ram_disk_records_memory_durability_and_the_host_as_it_was(
     lab1 = lab_inventory["lab1"]
     transport = host_connect(lab1)
     scratch = transport.run(["mktemp", "-d"]).stdout.strip()
-    burner = start_detached(transport, ["timeout", "120", "sh", "-c", "exec yes > /dev/null"], scratch, "burner")
+    # --foreground: timeout stays in the burner's process group, which cancel() signals (without it,
+    # timeout makes a group of its own and `yes` outlived the test, burning a core under later ones).
+    burn = f"echo $$ > {scratch}/yes.pid; exec yes > /dev/null"
+    burner = start_detached(transport, ["timeout", "--foreground", "120", "sh", "-c", burn], scratch, "burner")
     try:
         run = wait_until_finished(new_run(lab1, make_user("otto", "operator"), duration_s=6, warmup_s=0))
     finally:
         cancel(transport, burner, 2.0)
+        yes_pid = transport.run(["cat", f"{scratch}/yes.pid"], check=False).stdout.strip()
+        burner_left = bool(yes_pid) and process_alive(transport, int(yes_pid), as_root=True)
         transport.run(["rm", "-rf", "--", scratch])
         transport.close()
+
+    assert yes_pid and not burner_left, f"the CPU burner (PID {yes_pid}) outlived its cancel"
 
     assert run.state == RunState.DONE, (run.error, run.failed_output)
     method = run.environment["method"]
