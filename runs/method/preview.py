@@ -7,7 +7,7 @@ which lists every configuration with its scale and clients.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 from django.utils.timesince import timesince
@@ -59,7 +59,13 @@ class HostAsRead:
         """ "probed 3 minutes ago", "by its run 12, 2 hours ago", or "never probed nor run"."""
         if not self.source or self.at is None:
             return "never probed nor run"
-        ago = f"{timesince(self.at, depth=1)} ago" if self.at <= timezone.now() else f"at {self.at:%Y-%m-%d %H:%M} UTC"
+        age = timezone.now() - self.at
+        if abs(age) < timedelta(minutes=1):  # a clock a little ahead of this one's too
+            ago = "less than a minute ago"
+        elif age < timedelta(0):
+            ago = f"at {self.at:%Y-%m-%d %H:%M} UTC"
+        else:
+            ago = f"{timesince(self.at, depth=1)} ago"
         return f"probed {ago}" if self.source == PROBE else f"by its run {self.run_id}, {ago}"
 
     @property

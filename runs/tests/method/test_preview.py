@@ -76,3 +76,13 @@ def test_a_host_never_probed_nor_run_is_on_the_checklist_as_not_known() -> None:
         )
     ]
     assert hosts[1].when == "never probed nor run"
+
+
+def test_when_a_host_was_read_is_said_in_words_and_a_clock_ahead_is_not_hidden() -> None:
+    now = timezone.now()
+    ahead = now + timedelta(hours=2)
+
+    assert HostAsRead("lab1", PROBE, now - timedelta(seconds=20)).when == "probed less than a minute ago"
+    assert HostAsRead("lab1", PROBE, now + timedelta(seconds=20)).when == "probed less than a minute ago"
+    assert HostAsRead("lab1", RUN, now - timedelta(days=3, hours=5), 12).when == "by its run 12, 3\xa0days ago"
+    assert HostAsRead("lab1", PROBE, ahead).when == f"probed at {ahead:%Y-%m-%d %H:%M} UTC"
