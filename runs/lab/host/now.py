@@ -2,12 +2,12 @@
 else it is doing, read as a run reads them (tuning.py, activity.py), outside any run.
 
 What else it does needs two samples of /proc some time apart (activity.py says why): a probe
-takes one before and one after its own reads, so it costs no extra time when those take the
-window already; a check on its own waits the window between them.
+takes one before and one after its own reads and adds no wait; a check on its own waits a
+second between them.
 
 benchlab's own work is left out as in a run: the run user's processes (a run in progress on the
-host: the load average still shows it), and the sampling shell. The SSH session serving the
-reads is not: it idles between commands, far below a busy process's share.
+host: the load average still shows it), the sampling shell, and the SSH session serving the
+reads with whatever benchlab runs over it.
 """
 
 import time

@@ -54,6 +54,8 @@ def test_a_small_run_on_the_ram_disk_fits_in_ram_and_barrier_0_is_not_durable_an
     thp = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
     assert now["host"]["thp"] is not None and f"[{now['host']['thp']}]" in thp
     assert now["during"]["cpu_count"] == os.cpu_count() and now["during"]["load_1m_start"] is not None
-    # The host's own process table: benchlab's SSH session serving the probe is not a busy process.
+    # The host's own process table, where benchlab's SSH session serving the probe (4-12 % of a CPU over
+    # the probe's reads, measured before it was left out) is benchlab's own, not another process.
     busiest = now["during"]["busiest"]
-    assert isinstance(busiest, list) and not [p for p in busiest if p["cpu_pct"] >= BUSY_PROCESS_PCT], busiest
+    assert isinstance(busiest, list) and "sshd" not in {p["command"] for p in busiest}, busiest
+    assert not [p for p in busiest if p["cpu_pct"] >= BUSY_PROCESS_PCT], busiest
