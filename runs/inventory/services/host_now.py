@@ -11,6 +11,7 @@ does not answer within a page's connect timeout is named with the reason.
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from runs.inventory.services.connect import host_connect
@@ -30,7 +31,7 @@ def _read(host: Host) -> HostNow | str:
             return host_now(connection)
         finally:
             connection.close()
-    except LabError as exc:
+    except (LabError, ValidationError, ValueError, OSError) as exc:  # also an inventory entry that cannot connect
         return str(exc) or type(exc).__name__
 
 

@@ -53,6 +53,7 @@ def test_checking_the_hosts_now_replaces_an_old_reading_and_names_a_host_that_do
         rows = [" ".join((row.text_content() or "").split()) for row in page.locator("#host-checklist li").all()]
         warned_after = page.text_content("#method-warnings") or ""
         page.locator("#host-checklist").screenshot(path=str(ARTIFACTS / "campaign-host-checklist-after.png"))
+        page.locator("#method-warnings").screenshot(path=str(ARTIFACTS / "campaign-host-checklist-warnings.png"))
         page.screenshot(path=str(ARTIFACTS / "campaign-host-checklist-page.png"), full_page=True)
 
     assert f"{lab1.name}: CPU frequency governor powersave (probed 3 hours ago)" in before, before
