@@ -18,6 +18,7 @@ from runs.tests.campaigns.test_campaigns import campaign_form, lab1
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
 from runs.tests.keys import generate_key
+from runs.tests.method.test_method_panel import recorded_run
 
 pytestmark = pytest.mark.django_db
 QUIET = {"load_1m_start": 0.1, "load_1m_end": 0.2, "cpu_count": 2, "busiest": []}
@@ -150,3 +151,15 @@ def test_a_viewer_may_not_check_the_hosts(client_for: ClientFactory) -> None:
     response = client_for("vera").post(reverse("campaign-new"), campaign_form(host, action="check-hosts"))
 
     assert response.status_code == 403 and "now" not in Host.objects.get(pk=host.pk).facts
+
+
+def test_the_run_pages_method_panel_names_a_busy_client_host(client_for: ClientFactory) -> None:
+    lab2 = make_host(name="lab2", address="10.200.0.12")
+    run = recorded_run(client_hosts=[lab2])
+    busy = {"load_1m_start": 0.2, "cpu_count": 2, "busiest": [{"pid": 42, "command": "yes", "cpu_pct": 99.5}]}
+    run.environment["method"]["during_clients"] = {"lab2": busy}
+    run.save(update_fields=["environment"])
+
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    assert "client host lab2: yes (PID 42) took 100 % CPU" in page

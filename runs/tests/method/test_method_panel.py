@@ -299,15 +299,3 @@ def test_a_campaign_queued_with_a_reason_keeps_it_on_every_run_for_its_warnings(
     assert all(run.method_overrides["length"]["reason"] == "a smoke test" for run in runs)  # 5-second runs
     assert all(run.method_overrides["length"]["by"] == "otto" for run in runs)
 
-
-@pytest.mark.django_db
-def test_the_run_pages_method_panel_names_a_busy_client_host(client_for: ClientFactory) -> None:
-    lab2 = make_host(name="lab2", address="10.200.0.12")
-    run = recorded_run(client_hosts=[lab2])
-    busy = {"load_1m_start": 0.2, "cpu_count": 2, "busiest": [{"pid": 42, "command": "yes", "cpu_pct": 99.5}]}
-    run.environment["method"]["during_clients"] = {"lab2": busy}
-    run.save(update_fields=["environment"])
-
-    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
-
-    assert "client host lab2: yes (PID 42) took 100 % CPU" in page
