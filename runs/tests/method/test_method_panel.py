@@ -298,4 +298,3 @@ def test_a_campaign_queued_with_a_reason_keeps_it_on_every_run_for_its_warnings(
     assert len(runs) == 12
     assert all(run.method_overrides["length"]["reason"] == "a smoke test" for run in runs)  # 5-second runs
     assert all(run.method_overrides["length"]["by"] == "otto" for run in runs)
-
