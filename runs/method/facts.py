@@ -53,6 +53,7 @@ class MethodFacts:
     device: Mapping[str, Any] = field(default_factory=dict)
     host: Mapping[str, Any] = field(default_factory=dict)
     during: Mapping[str, Any] = field(default_factory=dict)
+    during_clients: Mapping[str, Any] = field(default_factory=dict)  # client host name -> as `during`
 
     @property
     def writes(self) -> bool | None:
@@ -105,6 +106,7 @@ def recorded_facts(spec: RunSpec, environment: Mapping[str, Any], metrics: Mappi
         device=_mapping(method.get("device")),
         host=_mapping(method.get("host")),
         during=_mapping(method.get("during")),
+        during_clients=_mapping(method.get("during_clients")),
     )
 
 

@@ -158,18 +158,28 @@ def check_host(facts: MethodFacts) -> Check:
     title = "The host as it was"
     if not facts.measured:
         return Check("host", title, Status.NOT_APPLICABLE, "read from the host when the run measures")
-    if not facts.host and not facts.during:
+    if not facts.host and not facts.during and not facts.during_clients:
         return Check("host", title, Status.NOT_RECORDED, "the run recorded no CPU settings or load")
-    found = against_stable_numbers(facts.host, facts.during)
+    found = tuning_against(facts.host) + _busy_hosts(facts)
     if found:
         return Check(
             "host",
             title,
             Status.WARNING,
             "; ".join(found),
-            "set the performance governor, turn boost off and run on an otherwise idle host",
+            "set the performance governor, turn boost off and run on otherwise idle hosts",
         )
-    return Check("host", title, Status.PASSED, "no powersave governor, no boost, nothing else busy")
+    clients = " on the server or its client hosts" if facts.during_clients else ""
+    return Check("host", title, Status.PASSED, f"no powersave governor, no boost, nothing else busy{clients}")
+
+
+def _busy_hosts(facts: MethodFacts) -> list[str]:
+    """What else kept the server and each client host busy around the window, the clients named."""
+    clients = sorted(facts.during_clients.items())
+    return busy_during(facts.during) + [
+        f"client host {name}: {said}" for name, during in clients if isinstance(during, Mapping)
+        for said in busy_during(during)
+    ]  # fmt: skip
 
 
 def check_stability(facts: MethodFacts, samples: Samples) -> Check:
@@ -180,7 +190,12 @@ def check_stability(facts: MethodFacts, samples: Samples) -> Check:
         return Check("stability", title, Status.NOT_RECORDED, f"{len(samples)} per-second samples: too few to tell")
     found = [*_drift(samples), *_checkpoint_swing(facts, samples)]
     if found:
-        return Check("stability", title, Status.WARNING, "; ".join(found), "measure longer, until tps settles")
+        # Noise with a visible cause: what else was busy is said here too, not only under the host's check.
+        busy = _busy_hosts(facts)
+        meanwhile = f" (meanwhile {'; '.join(busy)})" if busy else ""
+        return Check(
+            "stability", title, Status.WARNING, "; ".join(found) + meanwhile, "measure longer, until tps settles"
+        )
     return Check("stability", title, Status.PASSED, "tps holds steady over the window")
 
 
@@ -210,17 +225,29 @@ def _with_acceptance(check: Check, accepted: Mapping[str, Mapping[str, str]]) ->
     return replace(check, accepted=str(entry["reason"]), accepted_by=str(entry.get("by", "")))
 
 
-def against_stable_numbers(host: Mapping, during: Mapping) -> list[str]:
+def against_stable_numbers(host: Mapping, during: Mapping, load_when: str = "before the window") -> list[str]:
     """What on a host is set against stable numbers (the Phoronix Test Suite's list): a governor that
     lowers the clock, boost, a load or another busy process."""
+    return tuning_against(host) + busy_during(during, load_when)
+
+
+def tuning_against(host: Mapping) -> list[str]:
+    """A governor that lowers the clock, or boost."""
     found = []
     if host.get("governor") in ("powersave", "ondemand", "conservative", "schedutil", "mixed"):
         found.append(f"CPU frequency governor {host['governor']}")
     if host.get("boost") is True:
         found.append("CPU boost (turbo) on: the clock follows temperature")
+    return found
+
+
+def busy_during(during: Mapping, load_when: str = "before the window") -> list[str]:
+    """A load average above half the CPUs at the first sample, or another process that took a fifth of
+    a CPU between the two."""
+    found = []
     cpus, load = during.get("cpu_count") or 0, during.get("load_1m_start")
     if cpus and isinstance(load, int | float) and load > BUSY_LOAD_SHARE * cpus:
-        found.append(f"load average {load:g} on {cpus} CPUs before the window")
+        found.append(f"load average {load:g} on {cpus} CPUs {load_when}")
     busy = [p for p in during.get("busiest") or () if (p.get("cpu_pct") or 0) >= BUSY_PROCESS_PCT]
     found += [f"{p.get('command', '?')} (PID {p.get('pid', '?')}) took {p['cpu_pct']:.0f} % CPU" for p in busy]
     return found

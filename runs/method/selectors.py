@@ -3,6 +3,8 @@ filter on (Run.memory_tier, Run.durable), which are written with its results."""
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models.fields.json import KT
@@ -13,8 +15,8 @@ from runs.compare.selectors.comparison import ComparisonResult
 from runs.method.comparison_checks import GroupFacts, comparison_checks
 from runs.method.facts import MethodFacts, recorded_facts, spec_facts
 from runs.method.outcome import Check, Status
-from runs.method.preview import PreviewWarning, preview_warnings
-from runs.method.run_checks import Samples, against_stable_numbers, check_stability, run_checks
+from runs.method.preview import PROBE, RUN, HostAsRead, PreviewWarning, preview_warnings
+from runs.method.run_checks import Samples, against_stable_numbers, busy_during, check_stability, run_checks
 from runs.method.tiers import memory_tier, not_durable_because
 from runs.models import Host, Run, RunSample
 
@@ -62,35 +64,76 @@ def comparison_method(groups: Sequence[Group], grouping_varies: Iterable[str]) -
     return comparison_checks(found, frozenset(grouping_varies))
 
 
-def campaign_preview_method(specs: Mapping[int, RunSpec]) -> list[PreviewWarning]:
-    """The campaign preview's method warnings for its runnable configurations (number -> spec)."""
-    hosts = {spec.server_host_id for spec in specs.values()}
-    memory = dict(Host.objects.filter(pk__in=hosts).values_list("pk", "memory_bytes"))
-    return preview_warnings(specs, memory, hosts_as_last_measured(hosts))
+def campaign_preview_method(specs: Mapping[int, RunSpec]) -> tuple[list[PreviewWarning], list[HostAsRead]]:
+    """The campaign preview's method warnings for its runnable configurations (number -> spec), and
+    its checklist: each of their server and client hosts as last read."""
+    servers = {spec.server_host_id for spec in specs.values()}
+    hosts = list(dict.fromkeys(pk for spec in specs.values() for pk in (spec.server_host_id, *spec.client_host_ids)))
+    memory = dict(Host.objects.filter(pk__in=servers).values_list("pk", "memory_bytes"))
+    read = hosts_as_last_read(hosts)
+    return preview_warnings(specs, memory, read), list(read.values())
 
 
-def hosts_as_last_measured(host_ids: Iterable[int]) -> dict[int, str]:
-    """For each server whose last run with host facts found it set against stable numbers: what,
-    and by which run ("lab1: CPU frequency governor powersave (its run 12 found it)")."""
-    said = {}
-    for host_id in host_ids:
-        last = (
-            Run.objects.filter(server_host_id=host_id, environment__method__host__isnull=False)
-            .order_by("-finished_at", "-pk")
-            .values(
-                "pk",
-                "server_host__name",
-                host=KT("environment__method__host"),
-                during=KT("environment__method__during"),
-            )
-            .first()
+def hosts_as_last_read(host_ids: Sequence[int]) -> dict[int, HostAsRead]:
+    """Each host as read last, by its probe (Host.facts["now"]) or by its last run that recorded it
+    (as the server: its tuning and load; as a client host: its load), whichever is newer."""
+    hosts = Host.objects.filter(pk__in=host_ids).values("pk", "name", now=KT("facts__now"))
+    read = {row["pk"]: _newest(row["name"], _probed(row["now"]), _by_a_run(row["pk"], row["name"])) for row in hosts}
+    return {pk: read[pk] for pk in host_ids if pk in read}
+
+
+def _newest(name: str, *readings: HostAsRead | None) -> HostAsRead:
+    found = [reading for reading in readings if reading is not None and reading.at is not None]
+    return replace(max(found, key=_read_at), name=name) if found else HostAsRead(name, "")
+
+
+def _read_at(reading: HostAsRead) -> datetime:
+    return reading.at or datetime.min.replace(tzinfo=UTC)
+
+
+def _probed(text: str | None) -> HostAsRead | None:
+    try:
+        now = json.loads(text) if text else None
+        at = datetime.fromisoformat(now["read_at"]) if isinstance(now, dict) else None
+    except (KeyError, TypeError, ValueError):  # not a reading as host_now wrote it
+        return None
+    if at is None or at.tzinfo is None or not isinstance(now, dict):
+        return None
+    found = against_stable_numbers(_as_mapping(now.get("host")), _as_mapping(now.get("during")), "when read")
+    return HostAsRead("", PROBE, at, found=tuple(found))
+
+
+def _by_a_run(host_id: int, name: str) -> HostAsRead | None:
+    """The host's last run that read it: as its server or as one of its client hosts."""
+    # When its results were stored: the run's reading is as old as its window's end, near enough.
+    served = (
+        Run.objects.filter(server_host_id=host_id, environment__method__host__isnull=False)
+        .exclude(results_stored_at=None)
+        .order_by("-results_stored_at", "-pk")
+        .values(
+            "pk", "results_stored_at", host=KT("environment__method__host"), during=KT("environment__method__during")
         )
-        if last is None:
-            continue
-        found = against_stable_numbers(json.loads(last["host"] or "{}"), json.loads(last["during"] or "{}"))
-        if found:
-            said[host_id] = f"{last['server_host__name']}: {'; '.join(found)} (its run {last['pk']} found it)"
-    return said
+        .first()
+    )
+    drove = (
+        Run.objects.filter(run_clients__host_id=host_id, environment__method__during_clients__has_key=name)
+        .exclude(results_stored_at=None)
+        .order_by("-results_stored_at", "-pk")
+        .values("pk", "results_stored_at", drove=KT("environment__method__during_clients"))
+        .first()
+    )
+    readings = []
+    if served is not None:
+        found = against_stable_numbers(json.loads(served["host"] or "{}"), json.loads(served["during"] or "{}"))
+        readings.append(HostAsRead("", RUN, served["results_stored_at"], served["pk"], tuple(found)))
+    if drove is not None:
+        during = _as_mapping(json.loads(drove["drove"] or "{}").get(name))
+        readings.append(HostAsRead("", RUN, drove["results_stored_at"], drove["pk"], tuple(busy_during(during))))
+    return max(readings, key=_read_at) if readings else None
+
+
+def _as_mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def method_columns(run: Run) -> dict[str, Any]:

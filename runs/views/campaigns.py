@@ -36,6 +36,7 @@ from runs.compare.results_table import results_table
 from runs.forms.campaigns import CampaignForm, MatrixForm
 from runs.forms.method import MethodReasonForm
 from runs.forms.runs import RunForm
+from runs.inventory.services.host_now import hosts_read_now
 from runs.jobs import live
 from runs.jobs.cancel import JobRefused
 from runs.method.selectors import campaign_preview_method, compared_method
@@ -155,6 +156,13 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
             return redirect("campaign-detail", campaign_id=campaign.pk)
     valid = [cell for cell in cells if cell.valid]
     specs = [cell.spec for cell in valid]
+    if request.POST.get("action") == "check-hosts":  # read live, then the preview as it is now
+        hosts = [pk for spec in specs for pk in (spec.server_host_id, *spec.client_host_ids)]
+        context["hosts_unread"] = hosts_read_now(host_ids=hosts)
+        context["hosts_checked"] = True
+    method_warnings, host_checklist = campaign_preview_method(
+        {n: cell.spec for n, cell in enumerate(cells, start=1) if cell.valid}
+    )
     context |= {
         "cells": cells,
         "valid_count": len(valid),
@@ -168,9 +176,8 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         "refusal": refusal,
         "preset": plan.preset,
         "contended": branch_contention(cells),
-        "method_warnings": campaign_preview_method(
-            {n: cell.spec for n, cell in enumerate(cells, start=1) if cell.valid}
-        ),
+        "method_warnings": method_warnings,
+        "host_checklist": host_checklist,
     }
     return render(request, "runs/campaign_form.html", context, status=400 if refusal else 200)
 

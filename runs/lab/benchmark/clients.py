@@ -59,6 +59,11 @@ class ClientBench:
         return shlex.join(self.command)
 
 
+def client_hosts(measuring: Sequence[ClientBench]) -> list[tuple[str, Transport]]:
+    """The client hosts pgbench runs on, by name (a bench with no name is the server itself)."""
+    return [(bench.name, bench.endpoint.transport) for bench in measuring if bench.name]
+
+
 class ClientFailed(LabError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(f"pgbench on {name} {message}")

@@ -2,7 +2,7 @@
 the method checks, runs.method, interpret these readings, stored as Run.environment["method"]):
 the memory tier's database size and shared_buffers, the settings that make it durable or not,
 the device's write cache and scheduler, the host's tuning, and what else the host did while it
-measured.
+measured: the server host's, and each client host's (pgbench's own host when it is not the server).
 
 All but the window's end are read just before pgbench starts (stages.ready_benches) and go
 into the resume record, so a run finished by another worker (resume.py) stores them too; the
@@ -15,13 +15,14 @@ what was expected) is None, and the run goes on measuring.
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from runs.lab.benchmark.metrics import database_list_sql
 from runs.lab.errors import LabError
 from runs.lab.host.activity import activity_sample
 from runs.lab.host.tuning import device_queue, host_tuning
-from runs.lab.parse.activity import ActivitySample, activity_sample_from_json, busiest
+from runs.lab.parse.activity import ActivitySample, activity_sample_from_json, during_json
 from runs.lab.parse.server_settings import SETTINGS, ServerFacts, server_facts_from
 from runs.lab.parse.tuning import DeviceQueue, HostTuning
 from runs.lab.postgres.cluster import Cluster, psql
@@ -30,6 +31,7 @@ from runs.lab.transport.interface import Transport
 T = TypeVar("T")
 _SERVER_KEYS = ("database_bytes", "shared_buffers_bytes", "settings")
 _SETTING_KEYS = ("fsync", "synchronous_commit", "full_page_writes", "checkpoint_timeout_s", "max_wal_size_bytes")
+Clients = Sequence[tuple[str, Transport]]  # each client host's name (the inventory's) and connection
 
 
 @dataclass
@@ -39,19 +41,17 @@ class MethodReadings:
     host: HostTuning = field(default_factory=HostTuning)
     start: ActivitySample | None = None  # the host at the measured window's start
     end: ActivitySample | None = None  # and at its end
+    # Each client host's, by name (none when pgbench runs on the server); None: not read.
+    clients_start: dict[str, ActivitySample | None] = field(default_factory=dict)
+    clients_end: dict[str, ActivitySample | None] = field(default_factory=dict)
 
     def as_environment(self) -> dict[str, Any]:
         """Run.environment["method"]'s keys this module fills (other parts of issue 32 add theirs)."""
-        start, end = self.start, self.end
-        counted = busiest(start, end) if start is not None and end is not None else None
-        either = start or end
         return {
             **self._before(),
-            "during": {
-                "load_1m_start": start.load_1m if start else None,
-                "load_1m_end": end.load_1m if end else None,
-                "cpu_count": either.cpu_count if either else None,
-                "busiest": counted,
+            "during": during_json(self.start, self.end),
+            "during_clients": {
+                name: during_json(start, self.clients_end.get(name)) for name, start in self.clients_start.items()
             },
         }
 
@@ -67,7 +67,13 @@ class MethodReadings:
 
     def as_record(self) -> dict[str, Any]:
         """What the resume record keeps: everything read before the window."""
-        return {**self._before(), "start": self.start.as_json() if self.start else None}
+        return {
+            **self._before(),
+            "start": self.start.as_json() if self.start else None,
+            "clients_start": {
+                name: sample.as_json() if sample else None for name, sample in self.clients_start.items()
+            },
+        }
 
 
 def server_facts(transport: Transport, cluster: Cluster, database: str | Sequence[str]) -> ServerFacts:
@@ -90,20 +96,32 @@ def _unless_unreadable(read: Callable[[], T], unread: T) -> T:
 
 
 def facts_before(
-    transport: Transport, cluster: Cluster, database: str | Sequence[str], device: str | None, run_dir: str
+    transport: Transport,
+    cluster: Cluster,
+    database: str | Sequence[str],
+    device: str | None,
+    run_dir: str,
+    clients: Clients = (),
 ) -> MethodReadings:
-    """Everything read before the measured window, the host's activity last (closest to it)."""
+    """Everything read before the measured window, the hosts' activity last (closest to it)."""
     return MethodReadings(
         server=_unless_unreadable(lambda: server_facts(transport, cluster, database), ServerFacts()),
         device=_unless_unreadable(lambda: device_queue(transport, device), DeviceQueue()),
         host=_unless_unreadable(lambda: host_tuning(transport), HostTuning()),
+        clients_start=_activities(clients, run_dir),
         start=_unless_unreadable(lambda: activity_sample(transport, run_dir), None),
     )
 
 
-def note_window_end(facts: MethodReadings, transport: Transport, run_dir: str) -> None:
-    """The host's activity once pgbench has exited: the other end of the window."""
+def note_window_end(facts: MethodReadings, transport: Transport, run_dir: str, clients: Clients = ()) -> None:
+    """The hosts' activity once pgbench has exited: the other end of the window."""
     facts.end = _unless_unreadable(lambda: activity_sample(transport, run_dir), None)
+    facts.clients_end = _activities(clients, run_dir)
+
+
+def _activities(clients: Clients, run_dir: str) -> dict[str, ActivitySample | None]:
+    """Each client host's sample (its pgbench runs as the run's user there: left out as on the server)."""
+    return {name: _unless_unreadable(partial(activity_sample, client, run_dir), None) for name, client in clients}
 
 
 def _scalars(data: object, keys: Sequence[str], what: str) -> dict[str, Any]:
@@ -115,10 +133,11 @@ def _scalars(data: object, keys: Sequence[str], what: str) -> dict[str, Any]:
 
 
 def method_readings_from_record(data: object) -> MethodReadings:
-    """MethodReadings as as_record() wrote them into the resume record; ValueError if they are not."""
+    """MethodReadings as as_record() wrote them into the resume record; ValueError if they are not.
+    A record written before client hosts were sampled has no clients_start: then none were."""
     keys = {*_SERVER_KEYS, "device", "host", "start"}
-    if not isinstance(data, dict) or set(data) != keys:
-        raise ValueError(f"the method facts are not an object of {', '.join(sorted(keys))}")
+    if not isinstance(data, dict) or set(data) - {"clients_start"} != keys:
+        raise ValueError(f"the method facts are not an object of {', '.join(sorted(keys))} (and clients_start)")
     sizes = (data["database_bytes"], data["shared_buffers_bytes"])
     if not all(size is None or (isinstance(size, int) and not isinstance(size, bool)) for size in sizes):
         raise ValueError("the database's size and shared_buffers are not whole numbers")
@@ -131,4 +150,11 @@ def method_readings_from_record(data: object) -> MethodReadings:
         device=DeviceQueue(**device),
         host=HostTuning(**host),
         start=activity_sample_from_json(start) if start is not None else None,
+        clients_start=_client_samples(data.get("clients_start", {})),
     )
+
+
+def _client_samples(data: object) -> dict[str, ActivitySample | None]:
+    if not isinstance(data, dict) or not all(isinstance(name, str) for name in data):
+        raise ValueError("the client hosts' samples are not an object by host name")
+    return {name: activity_sample_from_json(sample) if sample is not None else None for name, sample in data.items()}

@@ -23,7 +23,7 @@ from typing import Any
 
 from runs.lab.benchmark.abandon import stop_collector
 from runs.lab.benchmark.checkpoints import CheckpointWatch
-from runs.lab.benchmark.clients import ClientBench, collect_several, started_epoch
+from runs.lab.benchmark.clients import ClientBench, client_hosts, collect_several, started_epoch
 from runs.lab.benchmark.collect import (
     RESUME_RECORD,
     RESUME_RECORD_VERSION,
@@ -151,7 +151,8 @@ def _resume(
     with watch:
         follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.transport, process, 60)
-    note_window_end(result.method, transport, run_dir)
+    clients = [(client.name, bench.transport) for client in spec.clients]  # one client host, or the server
+    note_window_end(result.method, transport, run_dir, clients)
     result.os = _os_metrics(transport, run_dir, record)
 
     observer.step(Step.COLLECTING)
@@ -186,7 +187,7 @@ def _resume_several(
     with watch:
         follow_several(measuring, processes, spec, observer, result, timeout)
     transport, run_dir = server.transport, run_dir_for(spec.run_key)
-    note_window_end(result.method, transport, run_dir)
+    note_window_end(result.method, transport, run_dir, client_hosts(measuring))
     result.os = _os_metrics(transport, run_dir, record)
 
     observer.step(Step.COLLECTING)

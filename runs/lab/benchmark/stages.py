@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 
 from runs.lab.benchmark.checkpoints import CheckpointWatch
-from runs.lab.benchmark.clients import ClientBench, collect_several, joined_commands
+from runs.lab.benchmark.clients import ClientBench, client_hosts, collect_several, joined_commands
 from runs.lab.benchmark.collect import (
     BenchmarkResult,
     Measured,
@@ -172,7 +172,8 @@ def ready_benches(run: Stages, result: BenchmarkResult) -> None:
     run.watch.doing, run.watch.scale = "measuring", None
     run.before = pg_stats_snapshot(run.transport, run.cluster, run.spec.databases)
     run.device = iostat_device(run.transport, run.storage.device_node, run.storage.mountpoint)
-    result.method = facts_before(run.transport, run.cluster, run.spec.databases, run.device, run.run_dir)
+    result.method = facts_before(run.transport, run.cluster, run.spec.databases, run.device, run.run_dir,
+                                 client_hosts(run.measuring))  # fmt: skip
     run.seconds["before pgbench"] = time.monotonic() - started
 
 
@@ -194,7 +195,8 @@ def measure(run: Stages, result: BenchmarkResult) -> OsMetrics:
         else:
             record = partial(_record_several, run, result)
             run.processes = measure_several(run.measuring, run.spec, run.observer, run.cleanup, result, timeout, record)
-        note_window_end(result.method, run.transport, run.run_dir)  # before the collectors stop: still named
+        # Before the collectors stop: still named, so left out of the server's busiest processes.
+        note_window_end(result.method, run.transport, run.run_dir, client_hosts(run.measuring))
     if result.exit_status != 0:  # the storage may be why: then the run fails saying so
         failing = next((m for m in run.measuring if m.result.exit_status not in (0, None)), run.measuring[0])
         process = run.processes[run.measuring.index(failing)]

@@ -1,4 +1,5 @@
-"""What a lab host is: hardware, OS, disks, filesystems it can make, PostgreSQL installs, tools.
+"""What a lab host is: hardware, OS, disks, filesystems it can make, PostgreSQL installs, tools;
+and how it is tuned and how busy it is (now.py), for the checklist before a campaign.
 
 Every command here is fixed text (no user input); the answers go into the inventory as the
 host's discovered facts.
@@ -8,6 +9,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
+from runs.lab.host.now import host_now_around
 from runs.lab.host.run_user import ensure_run_user, run_as_run_user
 from runs.lab.parse.sections import split_sections
 from runs.lab.pgbuild.options import BUILDS_ROOT
@@ -45,6 +47,7 @@ class HostFacts:
     pg_installs: list[PgInstallFacts] = field(default_factory=list)
     pgbench_version: str = ""
     tools: dict[str, bool] = field(default_factory=dict)
+    now: dict[str, object] | None = None  # tuning and activity as the probe found them (now.py)
 
     def as_json(self) -> dict[str, object]:
         return asdict(self)
@@ -134,10 +137,18 @@ def probe_host(transport: Transport) -> HostFacts:
     programs the probe finds run only as that user."""
     ensure_run_user(transport)
     facts = HostFacts()
-    _system(transport, facts)
-    _disks(transport, facts)
-    _pg_installs(transport, facts)
-    _tools(transport, facts)
+
+    def what_it_is() -> None:
+        _system(transport, facts)
+        _disks(transport, facts)
+        _pg_installs(transport, facts)
+        _tools(transport, facts)
+
+    # The other reads are its activity's window, with no wait added: a few tenths of a second on the
+    # virtual lab (30 clock ticks or so, enough to tell a process taking a fifth of a CPU), more on
+    # a host with many disks and installs. "Check the hosts now" takes a full WINDOW_S.
+    now, _ = host_now_around(transport, what_it_is, window_s=0)
+    facts.now = now.as_json()
     return facts
 
 

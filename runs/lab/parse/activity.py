@@ -175,3 +175,15 @@ def activity_sample_from_json(data: object) -> ActivitySample:
         cpu_count=int(cpus) if cpus is not None else None,
         others=tuple(processes),
     )
+
+
+def during_json(start: ActivitySample | None, end: ActivitySample | None) -> dict[str, Any]:
+    """What a host did between two samples, as Run.environment["method"]["during"] and a probe's
+    reading keep it: the load average at each end, the CPUs, the busiest other processes."""
+    either = start or end
+    return {
+        "load_1m_start": start.load_1m if start else None,
+        "load_1m_end": end.load_1m if end else None,
+        "cpu_count": either.cpu_count if either else None,
+        "busiest": busiest(start, end) if start is not None and end is not None else None,
+    }

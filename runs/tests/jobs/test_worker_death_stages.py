@@ -136,6 +136,10 @@ def test_a_run_on_two_client_hosts_whose_worker_is_killed_mid_measurement_is_rea
     assert run.summary["clients"] == 4 and run.start_skew_ms is not None
     outputs = {f"pgbench.{lab2.name}.stdout.txt", f"pgbench.{lab3.name}.stderr.txt"}
     assert {a.name for a in run.artifacts.all()} >= outputs
+    # Each client host's window: its start from the dead worker's resume record, its end sampled by the other.
+    during = run.environment["method"]["during_clients"]
+    assert set(during) == {lab2.name, lab3.name}, during
+    assert all(d["load_1m_start"] is not None and isinstance(d["busiest"], list) for d in during.values()), during
     for host in (lab1, lab2, lab3):
         assert left_on_host(host, run) == CLEAN, host.name
     assert (

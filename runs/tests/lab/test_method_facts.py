@@ -10,7 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from runs.lab.benchmark.method_readings import MethodReadings, facts_before, method_readings_from_record
+from runs.lab.benchmark.method_readings import (
+    MethodReadings,
+    facts_before,
+    method_readings_from_record,
+    note_window_end,
+)
 from runs.lab.benchmark.resume import parse_resume_record
 from runs.lab.errors import ConnectionLost
 from runs.lab.host.activity import activity_sample
@@ -94,6 +99,7 @@ def test_the_environment_holds_exactly_the_contracts_keys() -> None:
             "cpu_count": 2,
             "busiest": [{"pid": 7, "command": "backup", "cpu_pct": 50.0}],
         },
+        "during_clients": {},  # pgbench ran on the server
     }
     nothing = MethodReadings().as_environment()
     assert nothing["during"] == {"load_1m_start": None, "load_1m_end": None, "cpu_count": None, "busiest": None}
@@ -107,6 +113,44 @@ def test_the_facts_read_before_the_window_survive_the_resume_record() -> None:
     read = parse_resume_record(written, SPEC)
 
     assert read.method == FACTS and read.as_json() == written
+
+
+def test_each_client_hosts_window_is_recorded_by_name_and_its_start_survives_the_resume_record() -> None:
+    # lab2: yes started during the window; lab3 was not read at the start (a lost connection).
+    lab2_start = ActivitySample(50.0, 1.75, 100, 2, (ProcessCpu(3, "sshd", 10, 1),))
+    lab2_end = ActivitySample(60.0, 2.0, 100, 2, (ProcessCpu(3, "sshd", 12, 1), ProcessCpu(9, "yes", 800, 5200)))
+    facts = MethodReadings(FACTS.server, FACTS.device, FACTS.host, FACTS.start,
+                           clients_start={"lab2": lab2_start, "lab3": None})  # fmt: skip
+    written = record()
+    written["method"] = json.loads(json.dumps(facts.as_record()))
+
+    read = parse_resume_record(written, SPEC).method
+    read.clients_end = {"lab2": lab2_end, "lab3": ActivitySample(60.0, 0.1, 100, 2)}
+
+    assert read.clients_start == facts.clients_start
+    assert read.as_environment()["during_clients"] == {
+        # yes started 52 s after boot, inside the window: its 800 ticks in 10 s at 100 a second are 80 %;
+        # sshd's 2 more ticks 0.2 %.
+        "lab2": {
+            "load_1m_start": 1.75,
+            "load_1m_end": 2.0,
+            "cpu_count": 2,
+            "busiest": [{"pid": 9, "command": "yes", "cpu_pct": 80.0}, {"pid": 3, "command": "sshd", "cpu_pct": 0.2}],
+        },
+        "lab3": {"load_1m_start": None, "load_1m_end": 0.1, "cpu_count": 2, "busiest": None},
+    }
+
+
+def test_a_record_written_before_client_hosts_were_sampled_resumes_with_none() -> None:
+    older = record()
+    older["method"] = FACTS.as_record()
+    del older["method"]["clients_start"]
+    bad = record()
+    bad["method"] = FACTS.as_record() | {"clients_start": [["lab2", None]]}
+
+    assert parse_resume_record(older, SPEC).method == FACTS
+    with pytest.raises(ValueError, match="not an object by host name"):
+        method_readings_from_record(bad["method"])
 
 
 def test_a_record_without_facts_or_with_bad_ones_still_resumes_with_them_unknown() -> None:
@@ -139,9 +183,13 @@ class LostHost(Transport):
 def test_facts_that_cannot_be_read_are_unknown_and_the_run_goes_on() -> None:
     cluster = Cluster(bin_dir="/usr/lib/postgresql/15/bin", base_dir="/mnt/benchlab/x/postgres", port=54321)
 
-    facts = facts_before(LostHost(), cluster, "bench", "loop3", "/var/lib/benchlab/runs/run-1-0123456789ab")
+    run_dir = "/var/lib/benchlab/runs/run-1-0123456789ab"
+    facts = facts_before(LostHost(), cluster, "bench", "loop3", run_dir, [("lab2", LostHost())])
+    note_window_end(facts, LostHost(), run_dir, [("lab2", LostHost())])
 
-    assert facts == MethodReadings(server=ServerFacts(), device=DeviceQueue(), host=HostTuning(), start=None)
+    assert facts == MethodReadings(server=ServerFacts(), device=DeviceQueue(), host=HostTuning(), start=None,
+                                   clients_start={"lab2": None}, clients_end={"lab2": None})  # fmt: skip
+    assert facts.as_environment()["during_clients"]["lab2"]["busiest"] is None
 
 
 def _read(path: str) -> str | None:

@@ -120,6 +120,12 @@ def test_two_client_hosts_measure_together_each_on_its_own_database(
         second = round(total.elapsed_s)
         assert total.tps == pytest.approx(by_second["lab2"][second] + by_second["lab3"][second])
     assert recorder.started_on.count("lab2") == 1 and recorder.started_on.count("lab3") == 1
+    # What else each client host did around the window; its pgbench (the run user's) is not among "others".
+    during = result.method.as_environment()["during_clients"]
+    assert set(during) == {"lab2", "lab3"}, during
+    for name, host in during.items():
+        assert host["load_1m_start"] is not None and host["load_1m_end"] is not None and host["cpu_count"], name
+        assert isinstance(host["busiest"], list) and "pgbench" not in {p["command"] for p in host["busiest"]}, host
 
 
 def test_two_client_hosts_may_share_one_database_and_the_server_trusts_exactly_them(

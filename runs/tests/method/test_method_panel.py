@@ -13,7 +13,7 @@ from django.utils import timezone
 from runs.campaigns.services.adaptive import campaign_advance
 from runs.campaigns.services.campaigns import campaign_create
 from runs.compare.services.shares import share_create
-from runs.method.selectors import hosts_as_last_measured, method_columns
+from runs.method.selectors import method_columns
 from runs.models import AuditAction, AuditEvent, Run, RunSample, ShareKind
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.campaigns.test_campaigns import campaign_form, devices_and_options, finish_round, lab1, plan_on
@@ -287,21 +287,6 @@ def test_the_api_queues_a_run_with_a_reason_for_its_warnings_and_refuses_one_too
     run = Run.objects.get()
     assert set(run.method_overrides) == {"contention", "length"}  # the host's RAM is not probed: no tier
     assert run.method_overrides["contention"]["reason"] == "smoke test"
-
-
-@pytest.mark.django_db
-def test_the_checklist_reads_each_hosts_last_run_with_host_facts() -> None:
-    old = recorded_run()
-    old.environment["method"]["host"] = {"governor": "powersave", "boost": True}
-    old.save(update_fields=["environment"])
-    quiet = recorded_run("lab2")
-
-    said = hosts_as_last_measured([old.server_host_id, quiet.server_host_id])
-
-    assert said == {
-        old.server_host_id: f"lab1: CPU frequency governor powersave; CPU boost (turbo) on: the clock follows "
-        f"temperature (its run {old.pk} found it)"
-    }
 
 
 @pytest.mark.django_db

@@ -1,6 +1,11 @@
-"""A campaign preview's method warnings, once per check with the configurations' numbers. Pure."""
+"""A campaign preview's method warnings, once per check with the configurations' numbers, and its
+hosts as last read. Pure."""
 
-from runs.method.preview import preview_warnings
+from datetime import timedelta
+
+from django.utils import timezone
+
+from runs.method.preview import PROBE, RUN, HostAsRead, preview_warnings
 from runs.tests.method.test_run_checks import GIB, spec
 
 
@@ -41,11 +46,43 @@ def test_a_host_set_against_stable_numbers_is_on_the_checklist_with_its_configur
     specs = {
         1: spec(server_host_id=1, duration_s=600, scale=3200),
         2: spec(server_host_id=2, duration_s=600, scale=3200),
+        3: spec(server_host_id=1, client_host_ids=(3,), duration_s=600, scale=3200),
     }
-    said = {2: "lab2: CPU frequency governor powersave (its run 7 found it)"}
+    now = timezone.now()
+    hosts = {
+        1: HostAsRead("lab1", RUN, now - timedelta(hours=2), 7, ()),  # read, nothing found: no warning
+        2: HostAsRead("lab2", PROBE, now - timedelta(minutes=3), found=("CPU frequency governor powersave",)),
+        3: HostAsRead("lab3", RUN, now - timedelta(hours=2, minutes=5), 7, ("yes (PID 9) took 99 % CPU",)),
+    }
 
-    warnings = preview_warnings(specs, {1: 24 * GIB, 2: 24 * GIB}, said)
+    warnings = preview_warnings(specs, {1: 24 * GIB, 2: 24 * GIB}, hosts)
 
-    assert [(w.title, w.configurations, w.reason) for w in warnings] == [
-        ("The host as last measured", "#2", "lab2: CPU frequency governor powersave (its run 7 found it)")
+    assert [(w.key, w.title, w.configurations, w.reason) for w in warnings] == [
+        ("host-2", "The host as last read", "#2", "lab2: CPU frequency governor powersave (probed 3\xa0minutes ago)"),
+        ("host-3", "The host as last read", "#3", "lab3: yes (PID 9) took 99 % CPU (by its run 7, 2\xa0hours ago)"),
+    ]  # a client host warns for the configurations it drives
+
+
+def test_a_host_never_probed_nor_run_is_on_the_checklist_as_not_known() -> None:
+    hosts = {1: HostAsRead("lab1", "")}
+
+    warnings = preview_warnings({1: spec(duration_s=600, scale=3200)}, {1: 24 * GIB}, hosts)
+
+    assert [(w.key, w.reason, w.advice) for w in warnings] == [
+        (
+            "host-1",
+            "lab1: never probed nor run: its CPU settings and load are not known",
+            "press “Check the hosts now” to read it before queueing",
+        )
     ]
+    assert hosts[1].when == "never probed nor run"
+
+
+def test_when_a_host_was_read_is_said_in_words_and_a_clock_ahead_is_not_hidden() -> None:
+    now = timezone.now()
+    ahead = now + timedelta(hours=2)
+
+    assert HostAsRead("lab1", PROBE, now - timedelta(seconds=20)).when == "probed less than a minute ago"
+    assert HostAsRead("lab1", PROBE, now + timedelta(seconds=20)).when == "probed less than a minute ago"
+    assert HostAsRead("lab1", RUN, now - timedelta(days=3, hours=5), 12).when == "by its run 12, 3\xa0days ago"
+    assert HostAsRead("lab1", PROBE, ahead).when == f"probed at {ahead:%Y-%m-%d %H:%M} UTC"

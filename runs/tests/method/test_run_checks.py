@@ -261,6 +261,35 @@ def test_a_quiet_host_with_the_performance_governor_passes() -> None:
     assert check_host(facts).status == Status.PASSED
 
 
+def test_a_busy_client_host_is_named_and_a_quiet_one_is_not() -> None:
+    quiet = {"load_1m_start": 0.1, "cpu_count": 2, "busiest": [{"pid": 5, "command": "cron", "cpu_pct": 19.9}]}
+    busy = {"load_1m_start": 1.5, "cpu_count": 2, "busiest": [{"pid": 77, "command": "yes", "cpu_pct": 99.0}]}
+    facts = ran(method(host={"governor": "performance"}, during=quiet, during_clients={"lab3": busy, "lab2": quiet}))
+
+    check = check_host(facts)
+
+    assert check.status == Status.WARNING
+    # 1.5 > half of 2 CPUs; 19.9 % is under a fifth of a CPU.
+    assert check.reason == (
+        "client host lab3: load average 1.5 on 2 CPUs before the window; client host lab3: yes (PID 77) took 99 % CPU"
+    )
+
+
+def test_quiet_client_hosts_pass_and_say_so() -> None:
+    quiet = {"load_1m_start": 0.1, "cpu_count": 2, "busiest": []}
+    facts = ran(method(during=quiet, during_clients={"lab2": quiet}))
+
+    check = check_host(facts)
+
+    assert (check.status, check.reason) == (
+        Status.PASSED,
+        "no powersave governor, no boost, nothing else busy on the server or its client hosts",
+    )
+    assert (
+        check_host(ran(method(during_clients={"lab2": quiet}))).status == Status.PASSED
+    )  # recorded: not "not recorded"
+
+
 # --- stability ---
 
 
@@ -270,6 +299,17 @@ def test_a_steady_fall_of_tps_is_flagged() -> None:
     check = check_stability(ran(), falling)
 
     assert (check.status, check.reason) == (Status.WARNING, "tps fell steadily by 34% over the window")
+
+
+def test_an_unsteady_run_names_what_else_was_busy() -> None:
+    falling = [(float(s), 1000.0 - 10 * s) for s in range(30)]
+    busy = {"load_1m_start": 0.2, "cpu_count": 2, "busiest": [{"pid": 77, "command": "yes", "cpu_pct": 99.0}]}
+
+    check = check_stability(ran(method(during_clients={"lab2": busy})), falling)
+
+    assert check.reason == (
+        "tps fell steadily by 34% over the window (meanwhile client host lab2: yes (PID 77) took 99 % CPU)"
+    )
 
 
 def test_noise_without_a_trend_passes() -> None:
