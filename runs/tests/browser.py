@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django.conf import settings
 from playwright.sync_api import BrowserContext, ConsoleMessage, Page, Response, sync_playwright
+from playwright.sync_api import Error as PlaywrightError
 
 from runs.lab.transport.waiting import wait_until as wait_until_true
 from runs.tests.web_server import uvicorn
@@ -57,8 +58,19 @@ def _keep_violation(text: str, violations: list[str]) -> None:
 def wait_until(page: Page, expression: str, timeout_ms: int) -> None:
     """Poll a JavaScript expression until it is true. (Playwright's wait_for_function compiles
     its predicate with eval, which the pages' Content-Security-Policy rightly refuses.)"""
-    if not wait_until_true(lambda: bool(page.evaluate(expression)), timeout_ms / 1000, 0.2):
+    if not wait_until_true(lambda: _true_now(page, expression), timeout_ms / 1000, 0.2):
         raise AssertionError(f"not true within {timeout_ms} ms: {expression}")
+
+
+def _true_now(page: Page, expression: str) -> bool:
+    """The expression's value; not yet while the page is navigating (a job's page reloads itself
+    when the job ends, and an evaluate caught in between has no page to run in)."""
+    try:
+        return bool(page.evaluate(expression))
+    except PlaywrightError as error:
+        if "Execution context was destroyed" in error.message:
+            return False
+        raise
 
 
 def log_in(page: Page, server: str, username: str, password: str = PASSWORD) -> None:
