@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.bench.spec_checks import Inventory, spec_errors
-from runs.bench.spec_labels import EMPTY_VALUES
-from runs.bench.specs import RunSpec
-from runs.models import MAX_CONFIGURATIONS, CacheState, DataState, PartitionMethod
+from runs.bench.spec_labels import EMPTY_VALUES, spec_value
+from runs.bench.specs import INIT_FIELDS, RunSpec
+from runs.models import MAX_CONFIGURATIONS, CacheState, DataState, PartitionMethod, Run
 
 NONE_SHOWN = "(none)"
 # The most combinations a campaign's variables may make: each is expanded and checked (about
@@ -351,6 +351,8 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
         return f"{change[variable]} {variable.removesuffix('_state')}"
     if variable == "settle_s":
         return f"settle ≤ {change['settle_s']} s"
+    if variable in INIT_FIELDS or variable == "latency_limit_ms":
+        return spec_value(Run(**change), variable, with_label=True)  # "4 partitions", "unlogged tables"
     ((name, value),) = change.items()
     text = "" if value is None else str(value).replace("\n", "; ")
     return text or EMPTY_VALUES.get(name, NONE_SHOWN)  # in runs.bench.spec_labels' words, as everywhere

@@ -13,6 +13,7 @@ from runs.bench.spec_labels import spec_value
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import MatrixError, Variable, check_variables, expand
 from runs.campaigns.services.campaigns import CampaignPlan, CampaignRefused, campaign_create
+from runs.forms.campaigns import MatrixForm
 from runs.lab.pgbench.commands import Connection, init_command, run_command
 from runs.models import Campaign, Host, Run
 from runs.tests.conftest import ClientFactory
@@ -129,3 +130,19 @@ def test_a_campaign_refuses_a_value_naming_the_variable_and_writes_nothing(users
     cells = expand(base_spec(host), [Variable("fillfactor", (5,))], Inventory.load())
     assert cells[0].reasons() == ["fillfactor: fillfactor must be between 10 and 100; got 5."]
     assert not Campaign.objects.exists() and not Run.objects.exists()
+
+
+def test_the_campaign_page_sweeps_them_and_refuses_a_bad_value_naming_it() -> None:
+    host = lab1()
+    page = MatrixForm(data={"partitions": "0, 4", "unlogged_tables": ["no", "yes"], "latency_limit_ms": "(none), 5"})
+    bad = MatrixForm(data={"partitions": "four"})
+
+    assert page.is_valid(), page.errors
+    cells = expand(base_spec(host), page.variables(), Inventory.load())
+    assert cells[0].label == "no latency limit · not partitioned · logged tables"
+    assert cells[-1].label == "latency limit 5 ms · 4 partitions · unlogged tables"
+    assert len(cells) == 8 and all(cell.valid for cell in cells)
+    assert not bad.is_valid()
+    assert bad.errors["__all__"] == [
+        "partitions: 'four' is not a whole number; give partitions as a whole number, 10 or \"10\""
+    ]
