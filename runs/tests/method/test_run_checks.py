@@ -215,6 +215,7 @@ def test_unlogged_tables_are_not_durable() -> None:
 
     assert check.status == Status.WARNING
     assert check.reason == "not durable: the tables are unlogged (pgbench -i --unlogged-tables): a crash empties them"
+    assert check.advice == "load logged tables, or compare it only with runs that are not durable either, and say so"
 
 
 def test_the_mount_options_as_mounted_win_over_the_request() -> None:
