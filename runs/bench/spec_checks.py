@@ -10,15 +10,31 @@ touches a lab machine.
 """
 
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
-from runs.bench.specs import CLIENT_FIELD, FORM_FIELDS, MODEL_FIELDS, NUMBER_FIELDS, RunSpec, range_problem
+from runs.bench.specs import (
+    CLIENT_FIELD,
+    FORM_FIELDS,
+    MODEL_FIELDS,
+    NUMBER_FIELDS,
+    RunSpec,
+    init_options,
+    range_problem,
+)
 from runs.common.units import binary_size
 from runs.lab.errors import InvalidOption
-from runs.lab.options import RunOptions, hba_address, parse_mkfs_options, parse_mount_options, parse_settings
+from runs.lab.options import (
+    RunOptions,
+    check_init_steps,
+    hba_address,
+    parse_mkfs_options,
+    parse_mount_options,
+    parse_settings,
+)
 from runs.lab.pgbench.scale_room import (
     DEFAULT_MAX_WAL_BYTES,
     FORMATTED_SHARE,
@@ -95,6 +111,7 @@ def spec_errors(spec: RunSpec, inventory: Inventory) -> dict[str, list[str]]:
         problems.lab("pg_settings", lambda: parse_settings(spec.pg_settings))
     _check_scale_fits(spec, inventory, problems)
     _check_workload(spec, problems)
+    _check_init(spec, inventory, problems)
     return problems.by_field
 
 
@@ -271,6 +288,7 @@ def _check_workload(spec: RunSpec, problems: _Problems) -> None:
         query_mode=spec.query_mode,
         rate_tps=spec.rate_limit_tps if problems.ok("rate_limit_tps") else None,
         log_sampling_rate=spec.log_sampling_rate if problems.ok("log_sampling_rate") else None,
+        latency_limit_ms=spec.latency_limit_ms if problems.ok("latency_limit_ms") else None,
     )
     try:
         options.validate()
@@ -279,3 +297,19 @@ def _check_workload(spec: RunSpec, problems: _Problems) -> None:
         message = str(exc)
         field = "threads" if "threads" in message else "custom_script" if "script" in message else NON_FIELD_ERRORS
         problems.add(field, message)
+
+
+def _check_init(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
+    """pgbench -i's own options together (each one's range is its field's): a partition method
+    only with partitions, the steps against the foreign-keys choice, partitions only where
+    pgbench has them (13 and later)."""
+    if not problems.ok("partitions", "fillfactor", "partition_method", "init_steps", "scale"):
+        return
+    # Without its steps: what is wrong with those is said beside them, after the rest is right.
+    init = init_options(spec.replace(init_steps=""))
+    if problems.lab("partition_method", init.validate) and spec.init_steps:
+        problems.lab("init_steps", lambda: check_init_steps(spec.init_steps, spec.foreign_keys))
+    install = inventory.installs.get(spec.pg_install_id)
+    major = re.match(r"\d+", install.version) if install else None
+    if spec.partitions and install and major and int(major[0]) < 13:
+        problems.add("partitions", f"partitions need pgbench 13 or later; {install} is {install.version}.")

@@ -49,6 +49,9 @@ EMPTY_VALUES = {
     "log_sampling_rate": "no transaction log",
     "client_host_ids": "pgbench on the server",
     "random_seed": "seed picked when queued",
+    "latency_limit_ms": "no latency limit",
+    "partition_method": "default partition method",
+    "init_steps": "default init steps",
 }
 
 
@@ -95,6 +98,33 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "log_sampling_rate": (
         lambda r: f"{r.log_sampling_rate:g}" if r.log_sampling_rate else EMPTY_VALUES["log_sampling_rate"],
         lambda r: f"log sampling {r.log_sampling_rate:g}" if r.log_sampling_rate else EMPTY_VALUES["log_sampling_rate"],
+    ),
+    "latency_limit_ms": (
+        lambda r: f"{r.latency_limit_ms:g}" if r.latency_limit_ms else EMPTY_VALUES["latency_limit_ms"],
+        lambda r: (
+            f"latency limit {r.latency_limit_ms:g} ms" if r.latency_limit_ms else EMPTY_VALUES["latency_limit_ms"]
+        ),
+    ),
+    "partitions": (
+        lambda r: str(r.partitions),
+        lambda r: f"{r.partitions} partitions" if r.partitions else "not partitioned",
+    ),
+    "partition_method": (
+        lambda r: _or_empty("partition_method", r.partition_method),
+        lambda r: f"{r.partition_method} partitions" if r.partition_method else EMPTY_VALUES["partition_method"],
+    ),
+    "fillfactor": (lambda r: str(r.fillfactor), lambda r: f"fillfactor {r.fillfactor}"),
+    "unlogged_tables": (
+        lambda r: "yes" if r.unlogged_tables else "no",
+        lambda r: "unlogged tables" if r.unlogged_tables else "logged tables",
+    ),
+    "foreign_keys": (
+        lambda r: "yes" if r.foreign_keys else "no",
+        lambda r: "foreign keys" if r.foreign_keys else "no foreign keys",
+    ),
+    "init_steps": (
+        lambda r: _or_empty("init_steps", r.init_steps),
+        lambda r: f"init steps {r.init_steps}" if r.init_steps else EMPTY_VALUES["init_steps"],
     ),
     "client_host_ids": (
         lambda r: client_names(r) or EMPTY_VALUES["client_host_ids"],

@@ -26,6 +26,7 @@ from typing import Any
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from runs.lab.pgbench.options import InitOptions
 from runs.models import Run
 
 
@@ -50,6 +51,14 @@ class RunSpec:
     query_mode: str = "simple"
     rate_limit_tps: float | None = None
     log_sampling_rate: float | None = 1.0
+    # pgbench's own options: the limit it holds latency to, and how it loads the data (-i).
+    latency_limit_ms: float | None = None
+    partitions: int = 0
+    partition_method: str = ""  # "range" or "hash" with partitions; "": pgbench's default (range)
+    fillfactor: int = 100
+    unlogged_tables: bool = False
+    foreign_keys: bool = False
+    init_steps: str = ""  # -I; "": pgbench's default (dtgvp)
     client_host_ids: tuple[int, ...] = ()  # in the run's order: client 1, 2, …
     shared_database: bool = False  # all client hosts against one database, else one each
     random_seed: int | None = None  # pgbench --random-seed; None: picked when queued (bench.services.runs)
@@ -122,6 +131,15 @@ SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(
 # What each run of one configuration has of its own: repetitions differ in their seeds (each picked
 # when queued, unless given), and are still one configuration (a comparison's default group).
 PER_RUN_FIELDS = ("random_seed",)
+# pgbench -i's options beyond the scale: a database loaded with others is another database.
+INIT_FIELDS = ("partitions", "partition_method", "fillfactor", "unlogged_tables", "foreign_keys", "init_steps")
+
+
+def init_options(source: "RunSpec | Run") -> InitOptions:
+    """pgbench -i's options of a spec or a saved run (the same fields by the same names)."""
+    return InitOptions(scale=source.scale, **{name: getattr(source, name) for name in INIT_FIELDS})
+
+
 CONFIGURATION_FIELDS = tuple(name for name in SPEC_FIELDS if name not in PER_RUN_FIELDS)
 # The Run field behind each spec field (a KeyError here: the spec and the model have drifted).
 _BY_ATTNAME = {field.attname: field for field in Run._meta.concrete_fields}

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runs.bench.spec_checks import Inventory, spec_errors
-from runs.bench.spec_labels import EMPTY_VALUES
-from runs.bench.specs import RunSpec
-from runs.models import MAX_CONFIGURATIONS, CacheState, DataState
+from runs.bench.spec_labels import EMPTY_VALUES, spec_value
+from runs.bench.specs import INIT_FIELDS, RunSpec
+from runs.models import MAX_CONFIGURATIONS, CacheState, DataState, PartitionMethod, Run
 
 NONE_SHOWN = "(none)"
 # The most combinations a campaign's variables may make: each is expanded and checked (about
@@ -166,6 +166,37 @@ def _seed(value: Any) -> Change:
     return _fixed({"random_seed": _whole_number(value, "random seed", SEED_ALLOWED)})
 
 
+def _flag(name: str) -> Callable[[Any], Change]:
+    """true/false, or "yes"/"no" as the matrix page's text says them."""
+
+    def read(value: Any) -> Change:
+        text = value.strip().lower() if isinstance(value, str) else value
+        if text in (True, "yes", "true"):
+            return _fixed({name: True})
+        if text in (False, "no", "false"):
+            return _fixed({name: False})
+        raise MatrixError(f"{VARIABLE_LABELS[name]}: {value!r:.40} is not yes or no; give true or false")
+
+    return read
+
+
+def _limit_ms(name: str) -> Callable[[Any], Change]:
+    """A number of milliseconds, or null for no limit."""
+
+    def read(value: Any) -> Change:
+        if value is None or (isinstance(value, str) and value.strip() in ("", NONE_SHOWN, EMPTY_VALUES.get(name))):
+            return _fixed({name: None})
+        try:
+            number = float(value) if not isinstance(value, bool) else None
+        except ValueError:
+            number = None
+        if number is None:
+            raise MatrixError(f"{VARIABLE_LABELS[name]}: {value!r:.40} is not a number; give milliseconds, or null")
+        return _fixed({name: number})
+
+    return read
+
+
 # How each variable reads one value as given: MatrixError (naming the variable and what it takes)
 # or what the value changes in a spec. Read when the variables are checked, before any expansion.
 VARIABLES: dict[str, Callable[[Any], Change]] = {
@@ -184,6 +215,13 @@ VARIABLES: dict[str, Callable[[Any], Change]] = {
     "cache_state": _choice("cache_state", CacheState.values),
     "data_state": _choice("data_state", DataState.values),
     "settle_s": _number("settle_s"),
+    "latency_limit_ms": _limit_ms("latency_limit_ms"),
+    "partitions": _number("partitions"),
+    "partition_method": _choice("partition_method", ("", *PartitionMethod.values)),
+    "fillfactor": _number("fillfactor"),
+    "unlogged_tables": _flag("unlogged_tables"),
+    "foreign_keys": _flag("foreign_keys"),
+    "init_steps": _text("init_steps"),
 }
 VARIABLE_LABELS = {
     "device": "device",
@@ -201,6 +239,13 @@ VARIABLE_LABELS = {
     "cache_state": "cache state",
     "data_state": "data state",
     "settle_s": "settle (s)",
+    "latency_limit_ms": "latency limit (ms)",
+    "partitions": "partitions",
+    "partition_method": "partition method",
+    "fillfactor": "fillfactor",
+    "unlogged_tables": "unlogged tables",
+    "foreign_keys": "foreign keys",
+    "init_steps": "initialisation steps",
 }
 
 
@@ -306,6 +351,8 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
         return f"{change[variable]} {variable.removesuffix('_state')}"
     if variable == "settle_s":
         return f"settle ≤ {change['settle_s']} s"
+    if variable in INIT_FIELDS or variable == "latency_limit_ms":
+        return spec_value(Run(**change), variable, with_label=True)  # "4 partitions", "unlogged tables"
     ((name, value),) = change.items()
     text = "" if value is None else str(value).replace("\n", "; ")
     return text or EMPTY_VALUES.get(name, NONE_SHOWN)  # in runs.bench.spec_labels' words, as everywhere

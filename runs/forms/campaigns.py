@@ -14,6 +14,7 @@ from runs.models import (
     Device,
     Filesystem,
     Host,
+    PartitionMethod,
     PgInstall,
     QueryMode,
     RunOrder,
@@ -75,6 +76,9 @@ def _commas(text: str) -> list[str]:
     return [part.strip() for part in text.replace("\n", ",").split(",") if part.strip()]
 
 
+YES_NO = [("no", "no"), ("yes", "yes")]
+
+
 class MatrixForm(forms.Form):
     """Each field is one variable; empty: not swept (the base's value for every configuration)."""
 
@@ -131,6 +135,25 @@ class MatrixForm(forms.Form):
         help_text=f"Comma-separated, e.g. 1, 2, 3: each a configuration whose runs all use it; {NONE_SHOWN}: "
         "each run its own.",
     )
+    # pgbench's own options (runs/lab/pgbench/options.py): what -i loads, and the latency limit.
+    latency_limit_ms = forms.CharField(
+        label="latency limits (ms)",
+        required=False,
+        help_text=f"Comma-separated, e.g. 5, 50; {NONE_SHOWN} for none.",
+    )
+    partitions = forms.CharField(required=False, help_text="Comma-separated, e.g. 0, 4, 16 (0: not partitioned).")
+    partition_method = forms.MultipleChoiceField(
+        choices=PartitionMethod.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    fillfactor = forms.CharField(required=False, help_text="Comma-separated, 10 to 100, e.g. 100, 90, 70.")
+    unlogged_tables = forms.MultipleChoiceField(choices=YES_NO, required=False, widget=forms.CheckboxSelectMultiple)
+    foreign_keys = forms.MultipleChoiceField(choices=YES_NO, required=False, widget=forms.CheckboxSelectMultiple)
+    init_steps = forms.CharField(
+        label="initialisation steps",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "dtgvp\ndtGvp"}),
+        help_text=LINES_HELP,
+    )
     client_host = forms.MultipleChoiceField(
         label="client hosts",
         choices=[],
@@ -167,6 +190,13 @@ class MatrixForm(forms.Form):
             ("cache_state", list(data.get("cache_state") or [])),
             ("data_state", list(data.get("data_state") or [])),
             ("random_seed", _commas(data.get("random_seed", ""))),
+            ("latency_limit_ms", _commas(data.get("latency_limit_ms", ""))),
+            ("partitions", _commas(data.get("partitions", ""))),
+            ("partition_method", list(data.get("partition_method") or [])),
+            ("fillfactor", _commas(data.get("fillfactor", ""))),
+            ("unlogged_tables", list(data.get("unlogged_tables") or [])),
+            ("foreign_keys", list(data.get("foreign_keys") or [])),
+            ("init_steps", _lines(data.get("init_steps", ""))),
         ]
         return [Variable(name, tuple(values)) for name, values in found if values]
 

@@ -1,5 +1,5 @@
-"""Run options checked without a machine: mount and mkfs options, pgbench's options,
-PostgreSQL settings and a client's pg_hba address.
+"""Run options checked without a machine: mount and mkfs options, pgbench's options (kept in
+runs/lab/pgbench/options.py, re-exported here), PostgreSQL settings and a client's pg_hba address.
 
 Pure on purpose: the queue form, the API and campaign expansion validate a run
 specification with these (runs/bench/specs.py) on the web server, before any lab host is
@@ -15,7 +15,20 @@ import shlex
 from dataclasses import dataclass
 
 from runs.lab.errors import InvalidOption
-from runs.lab.pgbench.script import check_custom_script
+
+# pgbench's options live with pgbench (a second driver's beside them); every option a run takes
+# is still importable from here.
+from runs.lab.pgbench.options import BUILTIN_SCRIPTS as BUILTIN_SCRIPTS
+from runs.lab.pgbench.options import DEFAULT_INIT_STEPS as DEFAULT_INIT_STEPS
+from runs.lab.pgbench.options import INIT_STEPS as INIT_STEPS
+from runs.lab.pgbench.options import MAX_LATENCY_LIMIT_MS as MAX_LATENCY_LIMIT_MS
+from runs.lab.pgbench.options import MAX_PARTITIONS as MAX_PARTITIONS
+from runs.lab.pgbench.options import MIN_LATENCY_LIMIT_MS as MIN_LATENCY_LIMIT_MS
+from runs.lab.pgbench.options import PARTITION_METHODS as PARTITION_METHODS
+from runs.lab.pgbench.options import QUERY_MODES as QUERY_MODES
+from runs.lab.pgbench.options import InitOptions as InitOptions
+from runs.lab.pgbench.options import RunOptions as RunOptions
+from runs.lab.pgbench.options import check_init_steps as check_init_steps
 from runs.lab.postgres.settings import check_setting
 
 # ---- storage: mount and mkfs options --------------------------------------------------------
@@ -186,61 +199,6 @@ def parse_mkfs_options(fstype: str, text: str) -> tuple[str, ...]:
         if not _value_allowed(allowed[flag], value):
             raise InvalidOption(f"mkfs option {flag} {value!r} has a bad value for {fstype}")
     return tuple(words)
-
-
-# ---- pgbench ----------------------------------------------------------------------------------
-
-BUILTIN_SCRIPTS = ("tpcb-like", "simple-update", "select-only")
-QUERY_MODES = ("simple", "extended", "prepared")
-
-
-@dataclass(frozen=True)
-class InitOptions:
-    scale: int
-
-    def validate(self) -> None:
-        if not 1 <= self.scale <= 100_000:
-            raise InvalidOption("scale must be between 1 and 100000")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    builtin: str | None = "tpcb-like"  # or None with a custom script
-    custom_script: str | None = None  # the script's text, uploaded to the run directory
-    clients: int = 1
-    threads: int = 1
-    duration_s: int = 60  # -T; progress and aggregate logs are per second (a sample is a second)
-    query_mode: str = "simple"
-    rate_tps: float | None = None  # -R
-    # A fraction of transactions to log one by one (-l --sampling-rate) for latency
-    # percentiles; None logs per-interval aggregates instead (pgbench cannot do both).
-    log_sampling_rate: float | None = None
-    random_seed: int | None = None  # --random-seed; None: pgbench's own default (not reproducible)
-
-    def validate(self) -> None:
-        if (self.builtin is None) == (self.custom_script is None):
-            raise InvalidOption("choose either a builtin workload or a custom script")
-        if self.builtin is not None and self.builtin not in BUILTIN_SCRIPTS:
-            raise InvalidOption(f"unknown builtin workload {self.builtin!r}")
-        if self.custom_script is not None:
-            if not self.custom_script.strip():
-                raise InvalidOption("the custom script is empty")
-            # \shell and \setshell run commands on the host: only harmless meta-commands pass.
-            check_custom_script(self.custom_script)
-        if self.clients < 1 or self.threads < 1:
-            raise InvalidOption("clients and threads must be at least 1")
-        if self.threads > self.clients:
-            raise InvalidOption("threads cannot exceed clients")
-        if self.duration_s < 1:
-            raise InvalidOption("duration must be at least 1 s")
-        if self.query_mode not in QUERY_MODES:
-            raise InvalidOption(f"query mode must be one of {', '.join(QUERY_MODES)}")
-        if self.rate_tps is not None and self.rate_tps <= 0:
-            raise InvalidOption("the rate limit must be positive")
-        if self.log_sampling_rate is not None and not 0 < self.log_sampling_rate <= 1:
-            raise InvalidOption("the log sampling rate must be above 0 and at most 1")
-        if self.random_seed is not None and not 0 <= self.random_seed < 2**64:
-            raise InvalidOption("the random seed must be a whole number from 0 to 2^64 - 1")
 
 
 CACHE_STATES = ("warm", "cold")

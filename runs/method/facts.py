@@ -54,6 +54,7 @@ class MethodFacts:
     host: Mapping[str, Any] = field(default_factory=dict)
     during: Mapping[str, Any] = field(default_factory=dict)
     during_clients: Mapping[str, Any] = field(default_factory=dict)  # client host name -> as `during`
+    unlogged_tables: bool = False  # pgbench -i --unlogged-tables: the tables write no WAL
 
     @property
     def writes(self) -> bool | None:
@@ -82,6 +83,7 @@ def spec_facts(spec: RunSpec, memory_bytes: int | None) -> MethodFacts:
         memory_bytes=memory_bytes,
         state=_declared_state(spec),
         random_seed=spec.random_seed,
+        unlogged_tables=spec.unlogged_tables,
     )
 
 

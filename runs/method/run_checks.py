@@ -115,6 +115,7 @@ def check_durability(facts: MethodFacts) -> Check:
         off = [name for name in DURABILITY_SETTINGS if facts.settings.get(name) == "off"]
         changes = [f"turn {' and '.join(off)} on"] if off else []
         changes += [f"mount without {option}" for option in facts.mount_options if option in NO_BARRIER_OPTIONS]
+        changes += ["load logged tables"] if facts.unlogged_tables else []
         return Check(
             "durability",
             "Durability",

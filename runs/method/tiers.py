@@ -53,4 +53,6 @@ def not_durable_because(facts: MethodFacts) -> list[str]:
     reasons += [f"mounted with {option}" for option in no_flush]
     if no_flush and facts.device.get("write_cache") == "write back":
         reasons.append("the device's write cache is volatile (write back) and nothing flushes it")
+    if facts.unlogged_tables:
+        reasons.append("the tables are unlogged (pgbench -i --unlogged-tables): a crash empties them")
     return reasons

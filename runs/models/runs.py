@@ -13,6 +13,7 @@ from django.contrib.postgres.fields import ArrayField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from runs.lab.pgbench.options import MAX_LATENCY_LIMIT_MS, MAX_PARTITIONS, MIN_LATENCY_LIMIT_MS, PARTITION_METHODS
 from runs.models.inventory import Device, Host, PgInstall
 from runs.models.job_keys import host_job_key
 
@@ -78,6 +79,11 @@ class DataState(models.TextChoices):
     FROZEN = "frozen", "loaded, then VACUUM FREEZE + CHECKPOINT"
 
 
+class PartitionMethod(models.TextChoices):
+    RANGE = PARTITION_METHODS[0], PARTITION_METHODS[0]
+    HASH = PARTITION_METHODS[1], PARTITION_METHODS[1]
+
+
 # pgbench reads --random-seed as an unsigned 64-bit number; a quadrillion seeds are plenty, and the
 # limit reads whole in the form's message (1e+15) and exactly in a browser's number field.
 MAX_SEED = 10**15
@@ -109,6 +115,50 @@ class Run(models.Model):
     )
     query_mode = models.CharField(max_length=10, choices=QueryMode.choices, default=QueryMode.SIMPLE)
     rate_limit_tps = models.FloatField("rate limit (tps)", null=True, blank=True, validators=[MinValueValidator(0.1)])
+    # pgbench's own options for the data it loads (pgbench -i) and the latency it holds to: the
+    # defaults are pgbench's, so a run that sets none has the command it always had.
+    latency_limit_ms = models.FloatField(
+        "latency limit (ms)",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(MIN_LATENCY_LIMIT_MS), MaxValueValidator(MAX_LATENCY_LIMIT_MS)],
+        help_text="pgbench --latency-limit: transactions slower than this are counted as late; under a rate "
+        "limit, those already this late when due are skipped, not sent. Empty: no limit.",
+    )
+    partitions = models.PositiveIntegerField(
+        "partitions",
+        default=0,
+        validators=[MaxValueValidator(MAX_PARTITIONS)],
+        help_text="pgbench -i --partitions: pgbench_accounts split in this many partitions. 0: not partitioned.",
+    )
+    partition_method = models.CharField(
+        "partition method",
+        max_length=10,
+        blank=True,
+        choices=PartitionMethod.choices,
+        help_text="pgbench -i --partition-method, with partitions only. Empty: pgbench's default (range).",
+    )
+    fillfactor = models.PositiveIntegerField(
+        "fillfactor",
+        default=100,
+        validators=[MinValueValidator(10), MaxValueValidator(100)],
+        help_text="pgbench -i -F: how full (%) the loaded tables' pages are, leaving room for HOT updates.",
+    )
+    unlogged_tables = models.BooleanField(
+        "unlogged tables", default=False, help_text="pgbench -i --unlogged-tables: the tables write no WAL."
+    )
+    foreign_keys = models.BooleanField(
+        "foreign keys",
+        default=False,
+        help_text="pgbench -i --foreign-keys: foreign keys between the tables (the init step f).",
+    )
+    init_steps = models.CharField(
+        "initialisation steps",
+        max_length=20,
+        blank=True,
+        help_text="pgbench -i -I, in order, from d t g G v p f (drop, tables, generate client- or server-side, "
+        "vacuum, primary keys, foreign keys). Empty: pgbench's default, dtgvp.",
+    )
     client_hosts = models.ManyToManyField(
         Host,
         through="runs.RunClient",

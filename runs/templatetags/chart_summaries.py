@@ -62,6 +62,17 @@ OS_COLUMNS: dict[str, dict[str, str]] = {
         "w_per_s": "writes/s",
     },
     "vmstat": {"us": "CPU user (%)", "sy": "CPU system (%)", "wa": "CPU iowait (%)"},
+    # Not the OS's, but a run's per-second series summarised alike (run_page.run_latency_series).
+    "latency": {
+        "p50_ms": "p50 (ms)",
+        "p95_ms": "p95 (ms)",
+        "p99_ms": "p99 (ms)",
+        "min_ms": "min (ms)",
+        "mean_ms": "mean (ms)",
+        "max_ms": "max (ms)",
+        "late": "late transactions",
+        "skipped": "skipped transactions",
+    },
 }
 PERCENTILE_COLUMNS = {"p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "p999": "p99.9"}
 

@@ -15,6 +15,7 @@ from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from runs.bench.selectors.run_page import LogPart
+from runs.bench.spec_labels import spec_value
 from runs.models import Run, RunState
 
 register = template.Library()
@@ -41,6 +42,18 @@ def workload_summary(run: Run) -> str:
     ]
     if run.rate_limit_tps:
         parts.append(f"at most {run.rate_limit_tps:g} tps")
+    # pgbench's own options, each named only when it is not pgbench's default (spec_labels' words).
+    for name, default in (
+        ("latency_limit_ms", None),
+        ("partitions", 0),
+        ("partition_method", ""),
+        ("fillfactor", 100),
+        ("unlogged_tables", False),
+        ("foreign_keys", False),
+        ("init_steps", ""),
+    ):
+        if getattr(run, name) != default:
+            parts.append(spec_value(run, name, with_label=True))
     return " · ".join(parts)
 
 

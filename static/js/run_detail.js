@@ -213,6 +213,14 @@
   seriesChart("vmstat-chart", data.vmstat, { pct: ["CPU time (%)", "%"] }, {
     us: ["user", "pct"], sy: ["system", "pct"], wa: ["iowait", "pct"],
   });
+  // Latency second by second: percentiles from the per-transaction log, or (aggregate log only)
+  // each interval's min, mean and max; late and skipped transactions on their own axis.
+  const latencyAxes = { ms: ["latency (ms)", "ms"], n: ["transactions", "transactions"] };
+  seriesChart("latency-chart", data.latency || {}, latencyAxes, data.latency_kind === "percentiles" ? {
+    p50_ms: ["p50", "ms"], p95_ms: ["p95", "ms"], p99_ms: ["p99", "ms"], late: ["late", "n"], skipped: ["skipped", "n"],
+  } : {
+    min_ms: ["min", "ms"], mean_ms: ["mean", "ms"], max_ms: ["max", "ms"], skipped: ["skipped", "n"],
+  });
 
   // A finished run's log opens at its newest lines, as the live one showed them.
   const storedLog = document.getElementById("run-log");

@@ -67,6 +67,9 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         # Several client hosts: each one's seconds beside the run's (their total).
         "client_names": [client.host.name for client in clients],
         "clients": run_client_series(clients),
+        # Latency second by second: percentiles from the per-transaction logs, else what the
+        # aggregate log has (each interval's min, mean and max); "kind" says which.
+        **run_latency_series(run),
         # Marked on the charts: when each checkpoint of the measured window began, and its kind.
         "checkpoints": run_checkpoint_events(run),
         **{
@@ -74,6 +77,39 @@ def run_chart_data(run: Run) -> dict[str, Any]:
             for source, columns in drawn.items()
         },
     }
+
+
+PERCENTILE_SERIES = ("p50_ms", "p95_ms", "p99_ms", "late", "skipped")
+INTERVAL_SERIES = ("min_ms", "mean_ms", "max_ms", "skipped")
+
+
+def run_latency_series(run: Run) -> dict[str, Any]:
+    """The run's per-second latency as arrays indexed by second - 1 (None: nothing that second),
+    from what its results stored (Run.metrics; no query)."""
+    metrics = run.metrics or {}
+    seconds = metrics.get("latency_seconds") or []
+    if seconds:
+        length = max(second["second"] for second in seconds)
+        columns: dict[str, list[float | None]] = {name: [None] * length for name in PERCENTILE_SERIES}
+        for second in seconds:
+            for name in PERCENTILE_SERIES:
+                columns[name][second["second"] - 1] = second[name]
+        return {"latency_kind": "percentiles", "latency": columns}
+    intervals = metrics.get("aggregate") or []
+    if intervals:
+        means = [_interval_ms(i["latency_sum_us"], i["latency_count"]) for i in intervals]
+        columns = {
+            "min_ms": [i["latency_min_us"] / 1000 if i["latency_count"] else None for i in intervals],
+            "mean_ms": means,
+            "max_ms": [i["latency_max_us"] / 1000 if i["latency_count"] else None for i in intervals],
+            "skipped": [i.get("skipped") for i in intervals],
+        }
+        return {"latency_kind": "intervals", "latency": columns}
+    return {"latency_kind": "", "latency": {}}
+
+
+def _interval_ms(total_us: float, count: int) -> float | None:
+    return total_us / count / 1000 if count else None
 
 
 def run_checkpoint_events(run: Run) -> list[dict[str, Any]]:

@@ -2,9 +2,10 @@
 
 from django.conf import settings
 
+from runs.bench.specs import init_options
 from runs.lab.benchmark.run import BenchmarkSpec, ClientSpec
 from runs.lab.options import StateBefore, parse_mkfs_options, parse_mount_options
-from runs.lab.pgbench.commands import InitOptions, RunOptions
+from runs.lab.pgbench.commands import RunOptions
 from runs.lab.postgres.cluster import parse_settings
 from runs.lab.storage.checks import DeviceIdentity
 from runs.lab.storage.prepare import FilesystemSpec
@@ -52,7 +53,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
         ),
         pg_bin_dir=run.pg_install.bin_dir,
         pg_settings=parse_settings(run.pg_settings),
-        init=InitOptions(scale=run.scale),
+        init=init_options(run),
         run=RunOptions(
             builtin=None if custom else run.workload,
             custom_script=run.custom_script if custom else None,
@@ -62,6 +63,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
             query_mode=run.query_mode,
             rate_tps=run.rate_limit_tps,
             log_sampling_rate=run.log_sampling_rate,
+            latency_limit_ms=run.latency_limit_ms,
             random_seed=run.random_seed,
         ),
         state=StateBefore(

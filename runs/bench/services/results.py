@@ -159,6 +159,7 @@ def _set_os_and_postgres_figures(run: Run, result: BenchmarkResult) -> None:
         "buffers_written": stats.buffers_written if stats else None,
         "aggregate": [dataclasses.asdict(i) for i in result.aggregate],
         "latency": dataclasses.asdict(latency) if latency else None,
+        "latency_seconds": [dataclasses.asdict(second) for second in result.latency_seconds],
     }
 
 

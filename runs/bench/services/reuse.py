@@ -2,7 +2,8 @@
 
 Making the filesystem and loading the database (`pgbench -i`) can take longer than the
 measurement. When the next run in line on a host belongs to the same campaign and shares the
-setup (device, filesystem, mkfs and mount options, PostgreSQL install, scale), a run leaves
+setup (device, filesystem, mkfs and mount options, PostgreSQL install, scale and pgbench -i's
+options), a run leaves
 its mount and its stopped cluster in place (the lab layer's KeptSetup), recorded on the
 device, and that next run starts the cluster instead of making everything again. A campaign
 that asks for a fresh database per run never keeps anything, nor does a run whose data state is
@@ -18,13 +19,14 @@ from typing import Any
 
 from django.db.models import Q
 
+from runs.bench.specs import INIT_FIELDS
 from runs.lab.benchmark.run import KeptSetup, discard_kept_setup
 from runs.lab.errors import LabError
 from runs.lab.transport.interface import Transport
 from runs.models import DataState, Device, Run, RunState
 
 log = logging.getLogger(__name__)
-SETUP_FIELDS = ("device_id", "filesystem", "mkfs_options", "mount_options", "pg_install_id", "scale")
+SETUP_FIELDS = ("device_id", "filesystem", "mkfs_options", "mount_options", "pg_install_id", "scale", *INIT_FIELDS)
 
 
 def setup_signature(run: Run) -> list[Any]:

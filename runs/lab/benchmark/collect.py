@@ -24,6 +24,7 @@ from runs.lab.parse.pgbench_logs import merge_aggregate_intervals, parse_aggrega
 from runs.lab.parse.pgbench_summary import parse_summary
 from runs.lab.pgbench.commands import LOG_PREFIX
 from runs.lab.pgbench.latency import transaction_latency_percentiles
+from runs.lab.pgbench.latency_seconds import latency_seconds
 from runs.lab.postgres.cluster import Cluster, server_page_sizes
 from runs.lab.storage.prepare import PreparedStorage
 from runs.lab.transport.interface import Transport
@@ -203,4 +204,7 @@ def collect_results(result: BenchmarkResult, measured: Measured) -> None:
     else:
         result.latency = transaction_latency_percentiles(
             bench, process.run_dir, process.path("started"), measured.warmup_s, measured.options.log_sampling_rate
+        )
+        result.latency_seconds = latency_seconds(
+            bench, process.run_dir, process.path("started"), measured.options.latency_limit_ms
         )

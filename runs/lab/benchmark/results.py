@@ -11,6 +11,7 @@ from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
 from runs.lab.parse.pgbench_summary import PgbenchSummary
 from runs.lab.pgbench.latency import LatencyHistogram, LatencyPercentiles
+from runs.lab.pgbench.latency_seconds import LatencySecond
 from runs.lab.storage.kept import KeptSetup
 from runs.lab.storage.prepare import PreparedStorage
 
@@ -51,6 +52,8 @@ class BenchmarkResult:
     summary: PgbenchSummary | None = None
     aggregate: list[AggregateInterval] = field(default_factory=list)
     latency: LatencyPercentiles | None = None  # with per-transaction logs only
+    # Each second's percentiles, skipped and late (per-transaction logs, pgbench on one host).
+    latency_seconds: list[LatencySecond] = field(default_factory=list)
     os: OsMetrics = field(default_factory=OsMetrics)
     pg_stats: PgStatsDelta | None = None
     checkpoints: Checkpoints | None = None  # counted and logged in the measured window

@@ -38,7 +38,8 @@ def create_database_command(bin_dir: str, connection: Connection, owner: str) ->
 
 def init_command(bin_dir: str, connection: Connection, options: InitOptions) -> list[str]:
     options.validate()
-    return [f"{bin_dir}/pgbench", "-i", "-s", str(options.scale), *connection.args(), connection.database]
+    argv = [f"{bin_dir}/pgbench", "-i", "-s", str(options.scale), *options.args()]
+    return [*argv, *connection.args(), connection.database]
 
 
 def run_command(
@@ -57,6 +58,8 @@ def run_command(
     argv += ["-T", str(options.duration_s)]
     if options.rate_tps is not None:
         argv += ["-R", f"{options.rate_tps:g}"]
+    if options.latency_limit_ms is not None:
+        argv.append(f"--latency-limit={options.latency_limit_ms:g}")
     argv.append("--progress=1")
     if options.random_seed is not None:
         argv.append(f"--random-seed={options.random_seed}")

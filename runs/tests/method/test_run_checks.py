@@ -210,6 +210,14 @@ def test_barrier_0_on_a_write_back_cache_is_not_durable() -> None:
     )
 
 
+def test_unlogged_tables_are_not_durable() -> None:
+    check = check_durability(ran(unlogged_tables=True))
+
+    assert check.status == Status.WARNING
+    assert check.reason == "not durable: the tables are unlogged (pgbench -i --unlogged-tables): a crash empties them"
+    assert check.advice == "load logged tables, or compare it only with runs that are not durable either, and say so"
+
+
 def test_the_mount_options_as_mounted_win_over_the_request() -> None:
     facts = ran({"filesystem": {"mount_options": "rw,relatime"}}, mount_options="nobarrier")
 

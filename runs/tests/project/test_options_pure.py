@@ -36,6 +36,7 @@ PURE_LAB_MODULES = {
     "runs.lab.errors",
     "runs.lab.postgres.settings",
     "runs.lab.postgres.setting_values",
+    "runs.lab.pgbench.options",
     "runs.lab.pgbench.script",
     "runs.lab.pgbench.lexer",
     "runs.lab.storage.device_paths",
