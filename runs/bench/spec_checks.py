@@ -43,7 +43,8 @@ from runs.lab.pgbench.scale_room import (
     scale_need,
     tmpfs_room,
 )
-from runs.models import MAX_CLIENT_HOSTS, Device, Filesystem, Host, PgInstall, Workload
+from runs.lab.sysbench.options import SYSBENCH_TESTS
+from runs.models import MAX_CLIENT_HOSTS, Device, Driver, Filesystem, Host, PgInstall, Workload
 from runs.models.run_clients import client_pgbench_install
 
 
@@ -270,7 +271,14 @@ def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[
 
 
 def _check_workload(spec: RunSpec, problems: _Problems) -> None:
-    if not problems.ok("workload", "custom_script"):
+    if not problems.ok("driver", "workload", "custom_script"):
+        return
+    if spec.driver != Driver.PGBENCH:
+        # Until the sysbench driver runs end to end (issue 33), only its fields exist.
+        problems.add("driver", f"the {spec.driver} driver cannot run yet: choose pgbench")
+        return
+    if spec.workload in SYSBENCH_TESTS:
+        problems.add("workload", f"{spec.workload} is a sysbench test: choose driver sysbench or a pgbench workload")
         return
     custom = spec.workload == Workload.CUSTOM
     if custom and not spec.custom_script.strip():

@@ -80,10 +80,16 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
         lambda r: _or_empty("mount_options", r.mount_options),
     ),
     "pg_settings": (lambda r: _or_empty("pg_settings", _settings(r)), lambda r: _or_empty("pg_settings", _settings(r))),
+    "driver": (lambda r: r.driver, lambda r: f"driver {r.driver}"),
     "workload": (lambda r: r.workload, lambda r: r.workload),
     "custom_script": (
         lambda r: f"{_lines(r.custom_script)} lines" if r.custom_script else EMPTY_VALUES["custom_script"],
         lambda r: f"script of {_lines(r.custom_script)} lines" if r.custom_script else EMPTY_VALUES["custom_script"],
+    ),
+    "sysbench_tables": (lambda r: str(r.sysbench_tables), lambda r: f"{r.sysbench_tables} sysbench tables"),
+    "sysbench_table_size": (
+        lambda r: f"{r.sysbench_table_size:,} rows",
+        lambda r: f"{r.sysbench_table_size:,} rows a table",
     ),
     "scale": (lambda r: str(r.scale), lambda r: f"scale {r.scale}"),
     "clients": (lambda r: str(r.clients), lambda r: f"{r.clients} clients"),

@@ -41,8 +41,11 @@ class RunSpec:
     mkfs_options: str = ""
     mount_options: str = ""
     pg_settings: str = ""
+    driver: str = "pgbench"  # or "sysbench": then the workload is one of its OLTP tests
     workload: str = "tpcb-like"
     custom_script: str = ""
+    sysbench_tables: int = 1
+    sysbench_table_size: int = 10_000
     scale: int = 10
     clients: int = 4
     threads: int = 2

@@ -14,6 +14,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from runs.lab.pgbench.options import MAX_LATENCY_LIMIT_MS, MAX_PARTITIONS, MIN_LATENCY_LIMIT_MS, PARTITION_METHODS
+from runs.lab.sysbench.options import MAX_TABLE_SIZE, MAX_TABLES
 from runs.models.inventory import Device, Host, PgInstall
 from runs.models.job_keys import host_job_key
 
@@ -52,11 +53,23 @@ class Filesystem(models.TextChoices):
     DIRECTORY = "directory", "directory (no mkfs)"
 
 
+class Driver(models.TextChoices):
+    PGBENCH = "pgbench", "pgbench"
+    SYSBENCH = "sysbench", "sysbench"
+
+
 class Workload(models.TextChoices):
+    # pgbench's (the driver pgbench) ...
     TPCB_LIKE = "tpcb-like", "TPC-B like (read/write)"
     SIMPLE_UPDATE = "simple-update", "simple update (-N)"
     SELECT_ONLY = "select-only", "select only (-S)"
     CUSTOM = "custom", "custom script"
+    # ... and sysbench's OLTP tests (the driver sysbench), named as sysbench names them.
+    OLTP_READ_ONLY = "oltp_read_only", "sysbench oltp_read_only"
+    OLTP_READ_WRITE = "oltp_read_write", "sysbench oltp_read_write"
+    OLTP_WRITE_ONLY = "oltp_write_only", "sysbench oltp_write_only"
+    OLTP_POINT_SELECT = "oltp_point_select", "sysbench oltp_point_select"
+    OLTP_INSERT = "oltp_insert", "sysbench oltp_insert"
 
 
 class QueryMode(models.TextChoices):
@@ -99,8 +112,27 @@ class Run(models.Model):
     mount_options = models.CharField(max_length=300, blank=True)
     pg_install = models.ForeignKey(PgInstall, on_delete=models.PROTECT, related_name="runs")
     pg_settings = models.TextField("PostgreSQL settings", blank=True, help_text="key = value lines")
+    driver = models.CharField(
+        "driver",
+        max_length=10,
+        choices=Driver.choices,
+        default=Driver.PGBENCH,
+        help_text="The program that loads and measures: pgbench, or sysbench's OLTP tests.",
+    )
     workload = models.CharField(max_length=20, choices=Workload.choices, default=Workload.TPCB_LIKE)
     custom_script = models.TextField(blank=True)
+    sysbench_tables = models.PositiveIntegerField(
+        "sysbench tables",
+        default=1,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TABLES)],
+        help_text="sysbench --tables: how many sbtest tables it creates and spreads its queries over.",
+    )
+    sysbench_table_size = models.PositiveIntegerField(
+        "sysbench table size (rows)",
+        default=10_000,
+        validators=[MinValueValidator(1), MaxValueValidator(MAX_TABLE_SIZE)],
+        help_text="sysbench --table-size: rows in each table (about 230 bytes a row with its index).",
+    )
     scale = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1), MaxValueValidator(100_000)])
     clients = models.PositiveIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(10_000)])
     threads = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(1_000)])
