@@ -5,30 +5,65 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0028_run_pgbench_storage_options'),
+        ("runs", "0028_run_pgbench_storage_options"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='driver',
-            field=models.CharField(choices=[('pgbench', 'pgbench'), ('sysbench', 'sysbench')], default='pgbench', help_text="The program that loads and measures: pgbench, or sysbench's OLTP tests.", max_length=10, verbose_name='driver'),
+            model_name="run",
+            name="driver",
+            field=models.CharField(
+                choices=[("pgbench", "pgbench"), ("sysbench", "sysbench")],
+                default="pgbench",
+                help_text="The program that loads and measures: pgbench, or sysbench's OLTP tests.",
+                max_length=10,
+                verbose_name="driver",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='sysbench_table_size',
-            field=models.PositiveIntegerField(default=10000, help_text='sysbench --table-size: rows in each table (about 230 bytes a row with its index).', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000000000)], verbose_name='sysbench table size (rows)'),
+            model_name="run",
+            name="sysbench_table_size",
+            field=models.PositiveIntegerField(
+                default=10000,
+                help_text="sysbench --table-size: rows in each table (about 230 bytes a row with its index).",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000000000),
+                ],
+                verbose_name="sysbench table size (rows)",
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='sysbench_tables',
-            field=models.PositiveIntegerField(default=1, help_text='sysbench --tables: how many sbtest tables it creates and spreads its queries over.', validators=[django.core.validators.MinValueValidator(1), django.core.validators.MaxValueValidator(1000)], verbose_name='sysbench tables'),
+            model_name="run",
+            name="sysbench_tables",
+            field=models.PositiveIntegerField(
+                default=1,
+                help_text="sysbench --tables: how many sbtest tables it creates and spreads its queries over.",
+                validators=[
+                    django.core.validators.MinValueValidator(1),
+                    django.core.validators.MaxValueValidator(1000),
+                ],
+                verbose_name="sysbench tables",
+            ),
         ),
         migrations.AlterField(
-            model_name='run',
-            name='workload',
-            field=models.CharField(choices=[('tpcb-like', 'TPC-B like (read/write)'), ('simple-update', 'simple update (-N)'), ('select-only', 'select only (-S)'), ('custom', 'custom script'), ('oltp_read_only', 'sysbench oltp_read_only'), ('oltp_read_write', 'sysbench oltp_read_write'), ('oltp_write_only', 'sysbench oltp_write_only'), ('oltp_point_select', 'sysbench oltp_point_select'), ('oltp_insert', 'sysbench oltp_insert')], default='tpcb-like', max_length=20),
+            model_name="run",
+            name="workload",
+            field=models.CharField(
+                choices=[
+                    ("tpcb-like", "TPC-B like (read/write)"),
+                    ("simple-update", "simple update (-N)"),
+                    ("select-only", "select only (-S)"),
+                    ("custom", "custom script"),
+                    ("oltp_read_only", "sysbench oltp_read_only"),
+                    ("oltp_read_write", "sysbench oltp_read_write"),
+                    ("oltp_write_only", "sysbench oltp_write_only"),
+                    ("oltp_point_select", "sysbench oltp_point_select"),
+                    ("oltp_insert", "sysbench oltp_insert"),
+                ],
+                default="tpcb-like",
+                max_length=20,
+            ),
         ),
     ]
