@@ -36,6 +36,7 @@ from runs.models.runs import (
     RunSample,
     RunState,
     RunTransition,
+    RunWarmupSample,
     Workload,
 )
 from runs.models.shares import ShareKind, ShareLink
@@ -85,6 +86,7 @@ __all__ = [
     "RunSample",
     "RunState",
     "RunTransition",
+    "RunWarmupSample",
     "ShareKind",
     "ShareLink",
     "StudyAfterBuilds",
