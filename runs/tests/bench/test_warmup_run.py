@@ -21,8 +21,10 @@ from runs.lab.benchmark.warmup import warmup_options
 from runs.lab.options import RunOptions
 from runs.lab.pgbench.commands import Connection, run_command
 from runs.models import Campaign, CampaignConfiguration, Host, Run, RunState
+from runs.tests.bench.test_pgbench_options_queueing import base_spec as queueing_spec
+from runs.tests.bench.test_pgbench_options_queueing import form, lab1
 from runs.tests.conftest import ClientFactory
-from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
+from runs.tests.factories import make_host, make_run, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -34,23 +36,8 @@ REFUSED = [
 ]  # fmt: skip
 
 
-def lab1() -> Host:
-    host = make_host(name="lab1")
-    make_device(host, wipe_allowed=True, capacity_bytes=2**30)
-    make_pg_install(host)
-    return host
-
-
-def form(host: Host, **changes: object) -> dict[str, object]:
-    return run_form_fields(host, host.devices.get(), host.pg_installs.get(), **changes)
-
-
 def base_spec(host: Host, **changes: object) -> RunSpec:
-    spec = RunSpec(
-        server_host_id=host.pk, device_id=host.devices.get().pk, filesystem="ext4",
-        pg_install_id=host.pg_installs.get().pk, scale=1, clients=2, threads=1, duration_s=5,
-    )  # fmt: skip
-    return spec.replace(**changes)
+    return queueing_spec(host).replace(**changes)
 
 
 @pytest.mark.parametrize("changes, field, message", REFUSED)
