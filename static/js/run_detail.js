@@ -116,7 +116,7 @@
     pointRadius: (context) => (context.dataset.data.length < 2 ? 3 : 0),
   });
   const xAxis = (last) => ({
-    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle("seconds since pgbench started"),
+    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle(data.warmup_run ? "seconds since the measurement's pgbench started" : "seconds since pgbench started"),
     ticks: { precision: 0, includeBounds: false }, // no crowded label for the last odd second
   });
   // Tooltips anywhere along x (the shared options' interaction: index, not intersecting).

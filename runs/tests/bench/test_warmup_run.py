@@ -20,7 +20,7 @@ from runs.forms.campaigns import MatrixForm
 from runs.lab.benchmark.warmup import warmup_options
 from runs.lab.options import RunOptions
 from runs.lab.pgbench.commands import Connection, run_command
-from runs.models import Campaign, CampaignConfiguration, Host, Run, RunState
+from runs.models import Campaign, CampaignConfiguration, Host, Run, RunState, RunWarmupSample
 from runs.tests.bench.test_pgbench_options_queueing import base_spec as queueing_spec
 from runs.tests.bench.test_pgbench_options_queueing import form, lab1
 from runs.tests.conftest import ClientFactory
@@ -160,3 +160,19 @@ def test_the_campaign_shows_tps_latency_cache_cpu_and_util_side_by_side() -> Non
     assert [label for label, _ in [(c.label, m) for c, m in table.rows]] == ["scale 40", "scale 3200"]
     assert table.rows[0][1] == pytest.approx([1100.0, 18.333333, 92.0, 60.0, 40.0, 99.0])
     assert table.rows[1][1] == pytest.approx([300.0, 66.666667, 60.0, 90.0, 70.0, 99.0])
+
+
+def test_a_finished_runs_page_says_what_its_warm_up_run_did_apart_from_its_results(client_for: ClientFactory) -> None:
+    host = lab1()
+    run = make_run(host, host.devices.get(), host.pg_installs.get(), clients=20, warmup_run_s=8, warmup_run_clients=10,
+                   environment={"warmup_run": {"tps": 501.25, "latency_avg_ms": 19.9}})  # fmt: skip
+    RunWarmupSample.objects.bulk_create(RunWarmupSample(run=run, second=s, tps=500.0, latency_ms=20.0) for s in (1, 2))
+
+    page = client_for("vera").get(reverse("run-detail", args=[run.pk])).content.decode()
+
+    caption = " ".join(page.split('id="warmup-run-caption">', 1)[1].split("</figcaption>", 1)[0].split())
+    assert caption == (
+        "Warm-up run, 10 clients, 8 seconds, in the same cluster right before the measurement below: 2 seconds "
+        "reported; pgbench's summary 501.3 tps, 19.900 ms mean latency. Not in the results or the statistics."
+    ), caption
+    assert "8 s warm-up run at 10 clients, then 5 s" in page
