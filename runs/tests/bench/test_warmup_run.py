@@ -138,9 +138,9 @@ def test_cpu_busy_and_iowait_are_vmstats_means() -> None:
     assert cpu_busy_pct(Run(os_means={})) is None and cpu_iowait_pct(Run(os_means={"vmstat": {"wa": None}})) is None
 
 
-def test_the_campaign_shows_tps_latency_cache_cpu_and_util_side_by_side() -> None:
+def test_the_campaign_shows_tps_latency_cache_cpu_and_util_side_by_side(client_for: ClientFactory) -> None:
     host = lab1()
-    campaign = Campaign.objects.create(name="seed 004", base_spec={}, created_by=make_user("otto", "operator"))
+    campaign = Campaign.objects.create(name="seed 004", base_spec={}, created_by=make_user("olga", "operator"))
     fits, exceeds = (
         CampaignConfiguration.objects.create(campaign=campaign, index=i, label=label, spec={})
         for i, label in enumerate(["scale 40", "scale 3200"])
@@ -160,6 +160,10 @@ def test_the_campaign_shows_tps_latency_cache_cpu_and_util_side_by_side() -> Non
     assert [label for label, _ in [(c.label, m) for c, m in table.rows]] == ["scale 40", "scale 3200"]
     assert table.rows[0][1] == pytest.approx([1100.0, 18.333333, 92.0, 60.0, 40.0, 99.0])
     assert table.rows[1][1] == pytest.approx([300.0, 66.666667, 60.0, 90.0, 70.0, 99.0])
+    page = client_for("vera").get(reverse("campaign-detail", args=[campaign.pk])).content.decode()
+    shown = " ".join(page.split('id="side-by-side-table">', 1)[1].split("</table>", 1)[0].split())
+    assert "<th>CPU busy (100 - vmstat idle, mean) (%)</th><th>CPU iowait (vmstat wa, mean) (%)</th>" in shown
+    assert "<tr><td>scale 3200</td><td>300.00</td><td>66.67</td><td>60.00</td><td>90.00</td><td>70.00</td>" in shown
 
 
 def test_a_finished_runs_page_says_what_its_warm_up_run_did_apart_from_its_results(client_for: ClientFactory) -> None:
