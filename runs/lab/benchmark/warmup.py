@@ -20,7 +20,7 @@ from runs.lab.benchmark.clients import started_epoch
 from runs.lab.benchmark.measure import prepare_benches
 from runs.lab.benchmark.results import BenchmarkResult, WarmupRun
 from runs.lab.benchmark.spec import Step, work_dir_for
-from runs.lab.benchmark.stages import Stages
+from runs.lab.benchmark.stages import Stages, timed
 from runs.lab.errors import LabError
 from runs.lab.host.run_user import RUN_USER, run_as_run_user
 from runs.lab.options import RunOptions
@@ -45,8 +45,8 @@ def warmup_options(run: RunOptions, seconds: int, clients: int | None) -> RunOpt
 
 def warm_up(run: Stages, result: BenchmarkResult) -> None:
     """The warm-up run, followed to its end; nothing when the run asks for none. LabError if it
-    failed (StorageFailed if the device is why); a cancel stops it and the measurement's step then
-    stops the run."""
+    failed (StorageFailed if the device is why). A cancel stops its pgbench (the observer was told
+    it started), which then exits non-zero: the run ends cancelled, before anything is measured."""
     spec = run.spec
     if not spec.warmup_run_s:
         return
@@ -77,7 +77,8 @@ def warm_up(run: Stages, result: BenchmarkResult) -> None:
     stream = WARMUP_STREAM if on_server else f"{WARMUP_STREAM}@{bench.name}"
     follower = Follower(bench.endpoint.connect, process, "stderr", lambda text: run.observer.line(stream, text),
                         max_reconnect_s=spec.unreachable_limit_s)  # fmt: skip
-    follower.follow(spec.warmup_run_s + 120)
+    with timed(run.seconds, "warm-up run"):  # BenchmarkResult.stages: where the run's time went
+        follower.follow(spec.warmup_run_s + 120)
     warmup.exit_status = wait_for_exit(transport, process, 60)
     warmup.started_epoch = started_epoch(transport, process)
     stdout = run_as_run_user(transport, ["cat", "--", process.path("stdout")], check=False).stdout
