@@ -75,5 +75,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
         run_key=run.run_key,
         clients=client_specs(run),
         warmup_s=run.warmup_s,
+        warmup_run_s=run.warmup_run_s,
+        warmup_run_clients=run.warmup_run_clients,
         unreachable_limit_s=settings.BENCHLAB_HOST_UNREACHABLE_S,
     )

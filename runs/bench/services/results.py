@@ -213,6 +213,8 @@ def _environment(
         "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
         "clients": clients_environment,
         "start_skew_ms": result.start_skew_ms,
+        # The separate warm-up run before the measurement (its seconds: RunWarmupSample), never in the results.
+        "warmup_run": dataclasses.asdict(result.warmup_run) if result.warmup_run else None,
         "init_command": result.init_command,
         "reuse": observer.reuse,
         "stages": _stage_times(result),

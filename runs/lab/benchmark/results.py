@@ -35,6 +35,19 @@ class ClientResult:
 
 
 @dataclass
+class WarmupRun:
+    """What the separate warm-up run did (warmup.py): kept beside the results, never in them."""
+
+    command: str
+    clients: int
+    duration_s: int
+    exit_status: int | None = None
+    started_epoch: float | None = None  # by its host's clock
+    tps: float | None = None  # pgbench's own summary
+    latency_avg_ms: float | None = None
+
+
+@dataclass
 class BenchmarkResult:
     storage: PreparedStorage
     pg_version: str = ""
@@ -71,3 +84,4 @@ class BenchmarkResult:
     stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
     method: MethodReadings = field(default_factory=MethodReadings)  # memory, durability, the host as it was
     state_before: dict[str, Any] = field(default_factory=dict)  # what state.py did before measuring
+    warmup_run: WarmupRun | None = None  # the separate warm-up before the measurement, if any

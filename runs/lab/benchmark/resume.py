@@ -49,6 +49,7 @@ from runs.lab.benchmark.run import (
     run_dir_for,
     work_dir_for,
 )
+from runs.lab.benchmark.warmup import WARMUP_NAME
 from runs.lab.errors import LabError
 from runs.lab.host.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
 from runs.lab.pgbench.follow import Follower
@@ -211,6 +212,7 @@ def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: Ke
     path = f"{run_dir}/{RESUME_RECORD}"
     found = transport.run(["cat", "--", path], check=False)
     if found.exit_status != 0:
+        warmup_started(transport, spec)
         raise LabError(f"the run's record of its measurement is gone from {transport.label}: {path} is not there")
     try:
         record = parse_resume_record(json.loads(found.stdout), spec, taken_over)
@@ -222,6 +224,18 @@ def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: Ke
         if directory != own:
             raise LabError(f"the run's record {path} on {transport.label} names {directory}, not the run's {own}")
     return record
+
+
+def warmup_started(transport: Transport, spec: BenchmarkSpec) -> None:
+    """LabError if the run has no record because its worker died in the separate warm-up run: the
+    measurement never started, and is not started by another worker (the warm-up it followed is
+    the seed's first half; half a warm-up, or a second one, would be another experiment)."""
+    started = f"{work_dir_for(run_dir_for(spec.run_key))}/{WARMUP_NAME}.started"
+    if spec.warmup_run_s and run_as_run_user(transport, ["test", "-e", started], check=False).exit_status == 0:
+        raise LabError(
+            f"the measurement never started (its worker died in the warm-up run on {transport.label}): nothing was "
+            "measured, and a warm-up cut short is not run again; queue the run again"
+        )
 
 
 def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup | None = None) -> ResumeRecord:

@@ -3,6 +3,7 @@
 The stages are in stages.py; this module runs them in order:
 storage (check, mkfs, mount) → throw-away cluster (initdb, settings, start) → `pgbench -i`
 → the state before measuring (state.py: cold or warm, frozen data, CHECKPOINT, settle)
+→ a separate warm-up run, if asked for (warmup.py: its own clients and seconds, same cluster)
 → detached `pgbench` followed line by line, with iostat/vmstat and PostgreSQL statistics
 around it → results → cleanup, which runs on every path because each stage is a context
 manager. An observer hears about steps and progress as they happen.
@@ -43,6 +44,7 @@ from runs.lab.benchmark.spec import Step as Step
 from runs.lab.benchmark.spec import run_dir_for as run_dir_for
 from runs.lab.benchmark.spec import work_dir_for as work_dir_for
 from runs.lab.benchmark.stages import Stages
+from runs.lab.benchmark.warmup import warm_up
 from runs.lab.storage.kept import Handover, handed_over
 from runs.lab.storage.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
 from runs.lab.storage.kept import discard_kept_setup as discard_kept_setup
@@ -99,6 +101,7 @@ def _run_stages(run: Stages, handover: Handover | None, keep: bool) -> Benchmark
     result = stages.prepare_storage(run, handover)
     stages.start_cluster_and_load(run, result)
     stages.state_before_measuring(run, result)
+    warm_up(run, result)  # the separate warm-up run, if any (warmup.py)
     stages.ready_benches(run, result)
     metrics = stages.measure(run, result)
     stages.collect(run, result, metrics)
