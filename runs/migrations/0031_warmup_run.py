@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0028_run_pgbench_storage_options"),
+        ("runs", "0029_run_driver_sysbench"),
     ]
 
     operations = [
