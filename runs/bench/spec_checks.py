@@ -273,9 +273,9 @@ def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[
 def _check_workload(spec: RunSpec, problems: _Problems) -> None:
     if not problems.ok("driver", "workload", "custom_script"):
         return
-    if spec.driver != Driver.PGBENCH:
-        # Until the sysbench driver runs end to end (issue 33), only its fields exist.
-        problems.add("driver", f"the {spec.driver} driver cannot run yet: choose pgbench")
+    if spec.driver == Driver.SYSBENCH:
+        if spec.workload not in SYSBENCH_TESTS:
+            problems.add("workload", f"driver sysbench runs one of {', '.join(SYSBENCH_TESTS)}, not {spec.workload}")
         return
     if spec.workload in SYSBENCH_TESTS:
         problems.add("workload", f"{spec.workload} is a sysbench test: choose driver sysbench or a pgbench workload")

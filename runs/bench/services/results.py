@@ -14,7 +14,9 @@ from runs.bench.services.observer import RunObserver
 from runs.bench.services.os_series import os_series_store
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
+from runs.lab.benchmark.results import SysbenchReport
 from runs.lab.benchmark.run import BenchmarkResult
+from runs.lab.parse.sysbench import SysbenchSummary
 from runs.method.selectors import method_columns
 from runs.models import DataState, OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
@@ -75,7 +77,7 @@ def store_results(
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
-    _store_artifacts(run, _artifacts(result))
+    _store_artifacts(run, _artifacts(result, run.driver))
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
 
 
@@ -138,6 +140,11 @@ def _set_pgbench_figures(run: Run, result: BenchmarkResult) -> None:
     run.skipped_transactions = summary.skipped if summary else None
     steady = with_database_retry(lambda: _steady_state(run), f"run {run.pk}: reading its samples")
     run.steady_tps_mean, run.steady_tps_stddev = steady
+    if result.sysbench is not None:  # sysbench's figures where pgbench's summary would be
+        report = result.sysbench.summary
+        run.tps = report.tps if report else None
+        run.latency_avg_ms = report.latency_avg_ms if report else None
+        run.failed_transactions = report.errors if report else None
     latency = result.latency
     run.latency_p50_ms = latency.p50_ms if latency else None
     run.latency_p95_ms = latency.p95_ms if latency else None
@@ -161,6 +168,34 @@ def _set_os_and_postgres_figures(run: Run, result: BenchmarkResult) -> None:
         "latency": dataclasses.asdict(latency) if latency else None,
         "latency_seconds": [dataclasses.asdict(second) for second in result.latency_seconds],
     }
+    if result.sysbench is not None:
+        run.metrics["sysbench"] = sysbench_metrics(result.sysbench)
+
+
+def sysbench_metrics(report: SysbenchReport) -> dict[str, Any]:
+    """What sysbench's summary says beyond the run's columns, and its histogram: (ms, count)."""
+    summary = report.summary
+    histogram = [[value, count] for value, count in report.histogram]
+    if summary is None:
+        return {"histogram": histogram}
+    return {
+        "qps": summary.qps,
+        "reads_per_s": _rate(summary.reads, summary),
+        "writes_per_s": _rate(summary.writes, summary),
+        "other_per_s": _rate(summary.other, summary),
+        "errors_per_s": summary.errors_per_s,
+        "reconnects_per_s": summary.reconnects_per_s,
+        "transactions": summary.transactions,
+        "queries": summary.queries,
+        "latency_min_ms": summary.latency_min_ms,
+        "latency_max_ms": summary.latency_max_ms,
+        "histogram": histogram,
+    }
+
+
+def _rate(count: int, summary: SysbenchSummary) -> float | None:
+    """A count a second over sysbench's own measured time (queries / qps: after the warm-up's reset)."""
+    return round(count * summary.qps / summary.queries, 2) if summary.queries else None
 
 
 def _environment(
@@ -232,10 +267,11 @@ def _state_before(run: Run, result: BenchmarkResult) -> dict[str, Any]:
     return {"cache": run.cache_state, "data": data, "checkpoint_before": run.checkpoint_before, "settle_s": None}
 
 
-def _artifacts(result: BenchmarkResult) -> dict[str, str]:
-    """The raw outputs kept with the run, by name: with several client hosts, each one's own."""
+def _artifacts(result: BenchmarkResult, driver: str) -> dict[str, str]:
+    """The raw outputs kept with the run, by name (the driver's: pgbench.stdout.txt,
+    sysbench.stdout.txt, ...): with several client hosts, each one's own."""
     artifacts = {
-        "pgbench-init.txt": result.init_output,
+        f"{driver}-init.txt": result.init_output,
         "iostat.txt": result.os.iostat_text,
         "vmstat.txt": result.os.vmstat_text,
     }
@@ -246,7 +282,7 @@ def _artifacts(result: BenchmarkResult) -> dict[str, str]:
                 f"pgbench.{client.name}.stderr.txt": client.stderr,
             }
     else:
-        artifacts |= {"pgbench.stdout.txt": result.stdout, "pgbench.stderr.txt": result.stderr}
+        artifacts |= {f"{driver}.stdout.txt": result.stdout, f"{driver}.stderr.txt": result.stderr}
     return artifacts
 
 
