@@ -116,7 +116,7 @@ SYSBENCH_SPEC = dataclasses.replace(
 
 def sysbench_record() -> dict[str, object]:
     data = record()
-    data["pgbench"]["name"] = "sysbench"  # type: ignore[index]  # the process is named after its driver
+    data["pgbench"]["name"] = "sysbench"  # the process is named after its driver
     data["driver"] = "sysbench"
     return data
 
