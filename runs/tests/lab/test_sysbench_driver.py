@@ -5,6 +5,7 @@ the latency percentiles from its histogram, and the resume record that carries t
 import dataclasses
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -13,8 +14,8 @@ from runs.lab.benchmark.drivers import DRIVERS, Pgbench, Sysbench, driver_for
 from runs.lab.benchmark.metrics import PgStatsSnapshot
 from runs.lab.benchmark.results import BenchmarkResult
 from runs.lab.benchmark.resume import parse_resume_record
-from runs.lab.benchmark.run import BenchmarkSpec, run_dir_for, work_dir_for
-from runs.lab.errors import InvalidOption
+from runs.lab.benchmark.run import BenchmarkSpec, run_benchmark, run_dir_for, work_dir_for
+from runs.lab.errors import InvalidOption, LabError
 from runs.lab.parse.sysbench import (
     histogram_percentile,
     parse_histogram,
@@ -26,6 +27,7 @@ from runs.lab.postgres.cluster import Cluster
 from runs.lab.storage.prepare import PreparedStorage
 from runs.lab.sysbench.commands import prepare_command, run_command
 from runs.lab.sysbench.options import SysbenchOptions
+from runs.lab.transport.interface import CommandResult, Transport
 from runs.lab.transport.process import Detached
 from runs.tests.lab.test_resume_record import SPEC, record
 
@@ -160,3 +162,31 @@ def test_a_record_written_before_the_driver_was_recorded_is_pgbench_s() -> None:
     data = record()
     del data["driver"]
     assert parse_resume_record(data, SPEC).driver == "pgbench"
+
+
+class NoSysbenchHost:
+    """A host without sysbench: records what the run asks of it (run() is all the run gets to call)."""
+
+    label = "lab9"
+
+    def __init__(self) -> None:
+        self.asked: list[list[str]] = []
+
+    def run(self, argv: list[str], check: bool = True) -> CommandResult:
+        self.asked.append(argv)
+        return CommandResult(" ".join(argv), 1, "", "")
+
+
+def test_a_host_without_sysbench_fails_the_run_before_anything_else_is_done_on_it() -> None:
+    host = NoSysbenchHost()
+    with pytest.raises(LabError, match="sysbench is not installed on lab9: install Debian's package sysbench"):
+        run_benchmark(cast(Transport, host), lambda: cast(Transport, host), SYSBENCH_SPEC)
+    assert host.asked == [["sh", "-c", "command -v sysbench"]]  # no storage check, no mkfs, no mount
+
+
+def test_a_sysbench_run_with_bad_options_is_refused_before_the_host_is_asked_anything() -> None:
+    host = NoSysbenchHost()
+    bad = dataclasses.replace(SYSBENCH_SPEC, sysbench=SysbenchOptions(test="oltp_read_only", tables=0))
+    with pytest.raises(InvalidOption, match="sysbench tables must be a whole number from 1 to 1,000, not 0"):
+        run_benchmark(cast(Transport, host), lambda: cast(Transport, host), bad)
+    assert host.asked == []
