@@ -1,0 +1,38 @@
+"""A sysbench run as the service hands it to the lab and plans around it, without a lab: its
+options from the run's fields, its database's estimated size, and the load signature that
+decides which kept database it may reuse."""
+
+from runs.bench.services.lab_specs import sysbench_options
+from runs.bench.services.reuse import setup_signature
+from runs.bench.specs import RunSpec
+from runs.lab.sysbench.options import BYTES_PER_SYSBENCH_ROW, SysbenchOptions
+from runs.method.facts import spec_facts
+from runs.models import Run
+
+SYSBENCH: dict[str, str | int] = {
+    "driver": "sysbench", "workload": "oltp_read_write", "sysbench_tables": 4, "sysbench_table_size": 5000,
+}  # fmt: skip
+
+
+def test_a_sysbench_runs_options_are_its_fields_with_pgbenchs_clients_as_threads() -> None:
+    run = Run(clients=8, duration_s=30, warmup_s=5, rate_limit_tps=250.0, random_seed=11, **SYSBENCH)
+    assert sysbench_options(run) == SysbenchOptions(
+        test="oltp_read_write", tables=4, table_size=5000, threads=8, duration_s=30, warmup_s=5, rate_tps=250,
+        random_seed=11,
+    )  # fmt: skip
+
+
+def test_a_sysbench_databases_size_is_estimated_from_its_tables_and_rows() -> None:
+    spec = RunSpec(server_host_id=1, device_id=1, filesystem="ext4", pg_install_id=1, scale=100, driver="sysbench",
+                   workload="oltp_read_write", sysbench_tables=4, sysbench_table_size=5000)  # fmt: skip
+    assert spec_facts(spec, None).database_bytes == 4 * 5000 * BYTES_PER_SYSBENCH_ROW == 5_120_000
+    assert spec_facts(spec, None).writes is True  # oltp_read_write writes: the durability checks apply
+
+
+def test_a_kept_database_is_reused_only_by_the_same_driver_loading_the_same_tables() -> None:
+    sysbench = setup_signature(Run(**SYSBENCH))
+    assert setup_signature(Run(**SYSBENCH)) == sysbench
+    assert setup_signature(Run(**(SYSBENCH | {"workload": "oltp_read_only"}))) == sysbench  # same tables
+    assert setup_signature(Run(**(SYSBENCH | {"sysbench_table_size": 5001}))) != sysbench
+    assert setup_signature(Run(**(SYSBENCH | {"sysbench_tables": 3}))) != sysbench
+    assert setup_signature(Run(**(SYSBENCH | {"driver": "pgbench", "workload": "tpcb-like"}))) != sysbench
