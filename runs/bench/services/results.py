@@ -12,11 +12,10 @@ from django.utils import timezone
 from runs.bench.services.drift_facts import with_drift_facts
 from runs.bench.services.observer import RunObserver
 from runs.bench.services.os_series import os_series_store
+from runs.bench.sysbench_metrics import sysbench_metrics
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
-from runs.lab.benchmark.results import SysbenchReport
 from runs.lab.benchmark.run import BenchmarkResult
-from runs.lab.parse.sysbench import SysbenchSummary
 from runs.method.selectors import method_columns
 from runs.models import DataState, OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
@@ -170,32 +169,6 @@ def _set_os_and_postgres_figures(run: Run, result: BenchmarkResult) -> None:
     }
     if result.sysbench is not None:
         run.metrics["sysbench"] = sysbench_metrics(result.sysbench)
-
-
-def sysbench_metrics(report: SysbenchReport) -> dict[str, Any]:
-    """What sysbench's summary says beyond the run's columns, and its histogram: (ms, count)."""
-    summary = report.summary
-    histogram = [[value, count] for value, count in report.histogram]
-    if summary is None:
-        return {"histogram": histogram}
-    return {
-        "qps": summary.qps,
-        "reads_per_s": _rate(summary.reads, summary),
-        "writes_per_s": _rate(summary.writes, summary),
-        "other_per_s": _rate(summary.other, summary),
-        "errors_per_s": summary.errors_per_s,
-        "reconnects_per_s": summary.reconnects_per_s,
-        "transactions": summary.transactions,
-        "queries": summary.queries,
-        "latency_min_ms": summary.latency_min_ms,
-        "latency_max_ms": summary.latency_max_ms,
-        "histogram": histogram,
-    }
-
-
-def _rate(count: int, summary: SysbenchSummary) -> float | None:
-    """A count a second over sysbench's own measured time (queries / qps: after the warm-up's reset)."""
-    return round(count * summary.qps / summary.queries, 2) if summary.queries else None
 
 
 def _environment(

@@ -2,9 +2,14 @@
 options from the run's fields, its database's estimated size, and the load signature that
 decides which kept database it may reuse."""
 
+from pathlib import Path
+
 from runs.bench.services.lab_specs import sysbench_options
 from runs.bench.services.reuse import setup_signature
 from runs.bench.specs import RunSpec
+from runs.bench.sysbench_metrics import sysbench_metrics
+from runs.lab.benchmark.results import SysbenchReport
+from runs.lab.parse.sysbench import parse_histogram, parse_summary
 from runs.lab.sysbench.options import BYTES_PER_SYSBENCH_ROW, SysbenchOptions
 from runs.method.facts import spec_facts
 from runs.models import Run
@@ -36,3 +41,18 @@ def test_a_kept_database_is_reused_only_by_the_same_driver_loading_the_same_tabl
     assert setup_signature(Run(**(SYSBENCH | {"sysbench_table_size": 5001}))) != sysbench
     assert setup_signature(Run(**(SYSBENCH | {"sysbench_tables": 3}))) != sysbench
     assert setup_signature(Run(**(SYSBENCH | {"driver": "pgbench", "workload": "tpcb-like"}))) != sysbench
+
+
+def test_a_sysbench_runs_metrics_are_its_summary_and_histogram_under_the_keys_the_pages_read() -> None:
+    fixture = Path(__file__).resolve().parent.parent / "fixtures/sysbench/oltp_read_write_warmup_1s_time_3s.txt"
+    output = fixture.read_text()
+    metrics = sysbench_metrics(SysbenchReport(parse_summary(output), parse_histogram(output)))
+    assert set(metrics) == {"qps", "reads_per_s", "writes_per_s", "other_per_s", "errors_per_s", "reconnects_per_s",
+                            "transactions", "queries", "latency_min_ms", "latency_max_ms", "histogram"}  # fmt: skip
+    # The measured window is queries / qps = 9103 / 4511.37 = 2.018 s (after the warm-up's reset): 6384 reads in it.
+    assert (metrics["qps"], metrics["reads_per_s"], metrics["writes_per_s"], metrics["other_per_s"]) == (
+        4511.37, 3163.86, 887.11, 460.4,
+    )  # fmt: skip
+    assert (metrics["transactions"], metrics["queries"], metrics["errors_per_s"]) == (447, 9103, 5.45)
+    assert metrics["histogram"][0] == [1.272, 1] and len(metrics["histogram"]) == 141
+    assert sysbench_metrics(SysbenchReport(None, [])) == {"histogram": []}  # sysbench printed no summary
