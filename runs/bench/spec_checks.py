@@ -274,9 +274,9 @@ def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[
 def _check_workload(spec: RunSpec, problems: _Problems) -> None:
     if not problems.ok("driver", "workload", "custom_script"):
         return
-    if spec.driver != Driver.PGBENCH:
-        # Until the sysbench driver runs end to end (issue 33), only its fields exist.
-        problems.add("driver", f"the {spec.driver} driver cannot run yet: choose pgbench")
+    if spec.driver == Driver.SYSBENCH:
+        if spec.workload not in SYSBENCH_TESTS:
+            problems.add("workload", f"driver sysbench runs one of {', '.join(SYSBENCH_TESTS)}, not {spec.workload}")
         return
     if spec.workload in SYSBENCH_TESTS:
         problems.add("workload", f"{spec.workload} is a sysbench test: choose driver sysbench or a pgbench workload")
@@ -316,6 +316,9 @@ def _check_warmup_run(spec: RunSpec, problems: _Problems) -> None:
     if spec.warmup_run_clients is not None and not spec.warmup_run_s:
         problems.add("warmup_run_clients", "Warm-up run clients need a warm-up run: set warm-up run (s), or leave "
                                            "the clients empty.")  # fmt: skip
+    if spec.warmup_run_s and spec.driver != Driver.PGBENCH:
+        problems.add("warmup_run_s", f"A warm-up run is pgbench's; {spec.driver} warms up within its run: set "
+                                     "warm-up (s) instead, and warm-up run (s) to 0.")  # fmt: skip
     if spec.warmup_run_s and len(spec.client_host_ids) > 1:
         problems.add("warmup_run_s", "A warm-up run is for pgbench on the server or on one client host; with "
                                      f"{len(spec.client_host_ids)} client hosts set it to 0.")  # fmt: skip

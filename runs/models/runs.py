@@ -376,17 +376,20 @@ class RunTransition(models.Model):
 
 
 class RunSample(models.Model):
-    """One second of a run, as pgbench's progress line reported it (the live series)."""
+    """One second of a run, as pgbench's progress line (or sysbench's report line) reported it
+    (the live series)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
     second = models.PositiveIntegerField()  # elapsed seconds since pgbench started
     tps = models.FloatField()
-    latency_ms = models.FloatField()
+    latency_ms = models.FloatField(null=True)  # the second's mean; sysbench prints none (null)
     latency_stddev_ms = models.FloatField(null=True)
     failed = models.IntegerField(null=True)
     lag_ms = models.FloatField(null=True)
     skipped = models.IntegerField(null=True)
     warmup = models.BooleanField(default=False)
+    qps = models.FloatField(null=True)  # statements a second: sysbench's
+    latency_p95_ms = models.FloatField(null=True)  # the second's 95th percentile: sysbench's
 
     class Meta:
         ordering = ["run", "second"]

@@ -18,7 +18,9 @@ from django.db import connection, models
 from runs.common.db_retry import with_database_retry
 from runs.models import RunClientSample, RunSample, RunWarmupSample
 
-SAMPLE_VALUE_FIELDS = ["tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup"]
+SAMPLE_VALUE_FIELDS = [
+    "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup", "qps", "latency_p95_ms",
+]  # fmt: skip
 CLIENT_SAMPLE_VALUE_FIELDS = ["tps", "latency_ms"]
 
 

@@ -10,10 +10,19 @@ from runs.lab.benchmark.method_readings import MethodReadings
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
 from runs.lab.parse.pgbench_summary import PgbenchSummary
+from runs.lab.parse.sysbench import SysbenchSummary
 from runs.lab.pgbench.latency import LatencyHistogram, LatencyPercentiles
 from runs.lab.pgbench.latency_seconds import LatencySecond
 from runs.lab.storage.kept import KeptSetup
 from runs.lab.storage.prepare import PreparedStorage
+
+
+@dataclass(frozen=True)
+class SysbenchReport:
+    """sysbench's final summary (None: it printed none) and its latency histogram: (ms, count)."""
+
+    summary: SysbenchSummary | None
+    histogram: list[tuple[float, int]]
 
 
 @dataclass
@@ -63,6 +72,7 @@ class BenchmarkResult:
     stdout: str = ""
     stderr: str = ""
     summary: PgbenchSummary | None = None
+    sysbench: SysbenchReport | None = None  # a sysbench run's summary and histogram (drivers.py)
     aggregate: list[AggregateInterval] = field(default_factory=list)
     latency: LatencyPercentiles | None = None  # with per-transaction logs only
     # Each second's percentiles, skipped and late (per-transaction logs, pgbench on one host).

@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 
 from runs.lab.benchmark import stages
+from runs.lab.benchmark.drivers import driver_for
 from runs.lab.benchmark.results import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
 from runs.lab.benchmark.spec import RUNS_ROOT as RUNS_ROOT  # the names below are re-exported: callers
 from runs.lab.benchmark.spec import WORK_SUBDIR as WORK_SUBDIR  # know the lab layer's run by this module
@@ -78,10 +79,11 @@ def run_benchmark(
         cleanup.callback(lambda: seconds.update(cleanup=time.monotonic() - cleaning_up_from[0]))
         # Unwound last: a kept setup the run did not get to take over is discarded.
         handover = cleanup.enter_context(handed_over(transport, reuse)) if reuse is not None else None
-        # Refuse a bad specification before the run touches the host.
-        spec.init.validate()
-        spec.run.validate()
+        # Refuse a bad specification, or a host without the driver, before the run touches the host.
+        driver = driver_for(spec.driver)
+        driver.validate(spec)
         spec.state.validate()
+        driver.check_host(transport, spec)
         if len(spec.clients) != len(clients):
             raise ValueError("each client host needs both its specification and its connection")
         if (reuse is not None or keep) and len(spec.databases) > 1:

@@ -17,6 +17,7 @@ from runs.lab.options import InitOptions, RunOptions, StateBefore
 from runs.lab.parse.pgbench import ProgressSample
 from runs.lab.storage.checks import DeviceIdentity
 from runs.lab.storage.prepare import FilesystemSpec
+from runs.lab.sysbench.options import SysbenchOptions
 from runs.lab.transport.interface import Transport
 from runs.lab.transport.process import Detached
 
@@ -69,6 +70,8 @@ class BenchmarkSpec:
     warmup_run_clients: int | None = None  # its clients; None: run.clients
     unreachable_limit_s: float = 300.0  # how long a host that stopped answering is waited for
     state: StateBefore = field(default_factory=StateBefore)  # between loading and measuring (state.py)
+    driver: str = "pgbench"  # what loads and measures: a name in drivers.py's DRIVERS
+    sysbench: SysbenchOptions | None = None  # the sysbench driver's options (init and run are pgbench's)
 
     @property
     def databases(self) -> list[str]:

@@ -71,6 +71,19 @@ def test_a_warm_up_run_is_refused_with_several_client_hosts() -> None:
     assert "warmup_run_s" not in spec_errors(base_spec(host, warmup_run_s=5, warmup_run_clients=1), Inventory.load())
 
 
+def test_a_warm_up_run_is_pgbenchs_and_refused_for_sysbench() -> None:
+    host = lab1()
+    sysbench = base_spec(host, driver="sysbench", workload="oltp_read_only", threads=1, warmup_run_s=5)
+
+    errors = spec_errors(sysbench, Inventory.load())
+
+    assert errors["warmup_run_s"] == [
+        "A warm-up run is pgbench's; sysbench warms up within its run: set warm-up (s) instead, and warm-up "
+        "run (s) to 0."
+    ]
+    assert "warmup_run_s" not in spec_errors(sysbench.replace(warmup_run_s=0), Inventory.load())
+
+
 def test_a_queued_warm_up_run_reaches_the_lab_spec_and_its_command(client_for: ClientFactory) -> None:
     response = client_for("otto").post(reverse("run-new"), form(lab1(), clients=8, threads=4, warmup_run_s=30,
                                                                    warmup_run_clients=2))  # fmt: skip
