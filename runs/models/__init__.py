@@ -40,6 +40,7 @@ from runs.models.runs import (
 )
 from runs.models.shares import ShareKind, ShareLink
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
+from runs.models.workloads import WorkloadScript
 
 __all__ = [
     "ACTIVE_STATES",
@@ -91,4 +92,5 @@ __all__ = [
     "StudyWaitState",
     "TargetMode",
     "Workload",
+    "WorkloadScript",
 ]

@@ -16,6 +16,7 @@ from django.db import models
 from runs.lab.pgbench.options import MAX_LATENCY_LIMIT_MS, MAX_PARTITIONS, MIN_LATENCY_LIMIT_MS, PARTITION_METHODS
 from runs.models.inventory import Device, Host, PgInstall
 from runs.models.job_keys import host_job_key
+from runs.models.workloads import WorkloadScript
 
 MAX_SECONDS = 7 * 24 * 3600  # the longest duration, and the longest warm-up, a run may ask for
 
@@ -57,6 +58,7 @@ class Workload(models.TextChoices):
     SIMPLE_UPDATE = "simple-update", "simple update (-N)"
     SELECT_ONLY = "select-only", "select only (-S)"
     CUSTOM = "custom", "custom script"
+    LIBRARY = "library", "from the workload library"
 
 
 class QueryMode(models.TextChoices):
@@ -101,6 +103,29 @@ class Run(models.Model):
     pg_settings = models.TextField("PostgreSQL settings", blank=True, help_text="key = value lines")
     workload = models.CharField(max_length=20, choices=Workload.choices, default=Workload.TPCB_LIKE)
     custom_script = models.TextField(blank=True)
+    # A workload from the library (runs/models/workloads.py): the script's version and the values of
+    # its parameters ({} for its defaults); the text pgbench ran, with the values, is script_as_run.
+    library_script = models.ForeignKey(
+        WorkloadScript,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="runs",
+        verbose_name="library script",
+        help_text="With the workload from the workload library: which script (the newest version unless chosen).",
+    )
+    workload_params = models.JSONField(
+        "workload parameters",
+        default=dict,
+        blank=True,
+        help_text="The library script's parameters, by name; one left out takes its default.",
+    )
+    script_as_run = models.TextField(
+        "script as run",
+        blank=True,
+        editable=False,
+        help_text="The library script's text as pgbench ran it, its parameters' values set at its top.",
+    )
     scale = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1), MaxValueValidator(100_000)])
     clients = models.PositiveIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(10_000)])
     threads = models.PositiveIntegerField(default=2, validators=[MinValueValidator(1), MaxValueValidator(1_000)])
