@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from runs.bench.specs import RunSpec
-from runs.lab.pgbench.library import NAME, number_text
+from runs.lab.pgbench.library import NAME, number_from_text, number_text
 from runs.models import Workload, WorkloadScript
 
 PARAM_PREFIX = "param:"
@@ -62,23 +62,14 @@ def read_param(field: str) -> Callable[[Any], Change]:
     name = field.removeprefix(PARAM_PREFIX)
 
     def read(value: Any) -> Change:
-        number = value if isinstance(value, int | float) and not isinstance(value, bool) else _number(value)
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if isinstance(value, str):
+            number = number_from_text(value)
         if number is None:
             raise LibraryVariableError(f"{param_label(field)}: {value!r:.40} is not a number")
         return lambda base: {"workload_params": {name: number}}  # merged with the others' (matrix.expand)
 
     return read
-
-
-def _number(value: Any) -> float | int | None:
-    if not isinstance(value, str):
-        return None
-    for kind in (int, float):
-        try:
-            return kind(value.strip())
-        except ValueError:
-            continue
-    return None
 
 
 def follow_script(base: RunSpec, spec: RunSpec, swept: set[str], scripts: Mapping[int, WorkloadScript]) -> RunSpec:

@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from runs.lab.pgbench.library import Parameter, number_text
+from runs.lab.pgbench.library import Parameter, number_from_text, number_text
 from runs.models import WorkloadScript
 
 
@@ -100,14 +100,5 @@ def params_from_page(data: Mapping[str, Any], script: WorkloadScript, prefix: st
     sent = {name: data[key] for name, key in names.items() if key in data}
     if not sent:
         return None
-    return {name: _number(str(text)) for name, text in sent.items() if str(text).strip()}
-
-
-def _number(text: str) -> object:
-    text = text.strip()
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            continue
-    return text
+    typed = {name: (str(text), number_from_text(str(text))) for name, text in sent.items() if str(text).strip()}
+    return {name: text if number is None else number for name, (text, number) in typed.items()}

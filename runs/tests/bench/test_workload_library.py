@@ -188,3 +188,26 @@ def test_labels_and_what_differs_name_the_script_and_its_parameters(db: None) ->
     assert spec_value(run, "workload_params", with_label=True) == "skew 1.3"
     assert RunSpec.from_run(run).workload_params == (("skew", 1.3),)
     assert not spec_errors(RunSpec.from_run(run), Inventory.load()).get("workload_params")
+
+
+def test_the_admin_keeps_a_shipped_version_read_only_and_offers_the_next_one(client_for: Any) -> None:
+    admin = client_for("ada")
+    shipped = WorkloadScript.objects.get(name="insert-only", version=1)
+    page = admin.get(f"/admin/runs/workloadscript/{shipped.pk}/change/").content.decode()
+    offered = admin.get(f"/admin/runs/workloadscript/add/?new_version_of={shipped.pk}").content.decode()
+    params = '[{"name": "rows", "label": "rows", "minimum": 1, "maximum": 10, "default": 1, "integer": true}]'
+    added = admin.post("/admin/runs/workloadscript/add/", {
+        "name": "insert-only", "version": 2, "title": "Insert-only", "description": "d",
+        "script": "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) SELECT 1, 1, 1, 0, now() "
+                  "FROM generate_series(1, :rows);", "parameters": params})  # fmt: skip
+    refused = admin.post("/admin/runs/workloadscript/add/", {
+        "name": "mine", "version": 1, "title": "Mine", "description": "d", "script": "SELECT :x;",
+        "parameters": "[]"})  # fmt: skip
+
+    assert "Shipped with benchlab: this version cannot be edited" in page and 'name="script"' not in page
+    assert 'name="version" value="2"' in offered and "generate_series(1, :rows)" in offered
+    assert added.status_code == 302, added.content.decode()[-2000:]
+    assert WorkloadScript.objects.filter(name="insert-only", version=2, shipped=False).exists()
+    assert (
+        refused.status_code == 200 and "the script uses :x but neither sets nor declares it" in refused.content.decode()
+    )

@@ -95,6 +95,16 @@ def number_text(value: float) -> str:
     return str(int(value)) if float(value).is_integer() and abs(value) < 1e15 else f"{value:g}"
 
 
+def number_from_text(text: str) -> int | float | None:
+    """ "3" as 3, "1.5" as 1.5 (a form's or a campaign's typed value); None for anything else."""
+    for kind in (int, float):
+        try:
+            return kind(text.strip())
+        except ValueError:
+            continue
+    return None
+
+
 def parse_parameters(data: object) -> tuple[Parameter, ...]:
     """Declarations as stored (a JSON list), each sane: a pgbench variable name of its own, not one
     of pgbench's automatic ones, minimum ≤ default ≤ maximum; InvalidOption naming the first wrong."""
