@@ -17,6 +17,7 @@ from functools import cached_property
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
+from runs.bench.spec_library import library_script_text
 from runs.bench.specs import (
     CLIENT_FIELD,
     FORM_FIELDS,
@@ -280,30 +281,14 @@ def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[
     return room, f"{device} has {size}, about {binary_size(room)} of it free once formatted with {spec.filesystem}"
 
 
-def _library_script(spec: RunSpec, inventory: Inventory, problems: _Problems) -> str | None:
-    """A library workload's script as it would run (its parameters checked against their declared
-    ranges); None, with the problem said, when it cannot be made."""
-    if spec.workload != Workload.LIBRARY:
-        if spec.library_script_id is not None or spec.workload_params:
-            problems.add("workload", "A library script and its parameters go with the workload from the library.")
-        return None
-    script = inventory.scripts.get(spec.library_script_id) if spec.library_script_id is not None else None
-    if script is None:
-        if problems.ok("library_script"):
-            names = ", ".join(sorted({str(s.name) for s in inventory.scripts.values()})) or "none yet"
-            problems.add("library_script", f"A library workload needs its script: choose one of {names}.")
-        return None
-    try:
-        return script.rendered(dict(spec.workload_params))
-    except InvalidOption as exc:
-        problems.add("workload_params", f"{script}: {exc}.")
-        return None
-
-
 def _check_workload(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
     if not problems.ok("workload", "custom_script", "library_script", "workload_params"):
         return
-    library = _library_script(spec, inventory, problems)
+    library, problem = None, None
+    if spec.workload == Workload.LIBRARY or spec.library_script_id is not None or spec.workload_params:
+        library, problem = library_script_text(spec, inventory.scripts)  # the scripts read only then
+    if problem and problems.ok(problem[0]):
+        problems.add(*problem)
     if not problems.ok("workload", "library_script", "workload_params"):
         return
     custom = spec.workload in (Workload.CUSTOM, Workload.LIBRARY)
