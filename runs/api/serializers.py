@@ -9,7 +9,7 @@ from runs.bench.specs import FIELD_LABELS, MODEL_FIELDS, NUMBER_FIELDS
 from runs.forms.runs import CLIENT_HOSTS, RUN_FIELDS, RunForm
 from runs.method.selectors import run_method
 from runs.method.services.acceptance import MAX_REASON
-from runs.models import Device, Host, PgInstall, Run, RunSample
+from runs.models import Device, Host, PgInstall, Run, RunSample, Workload, WorkloadScript
 
 
 class HostSerializer(serializers.ModelSerializer):
@@ -54,6 +54,21 @@ def _choice_refusal(name: str) -> str:
     return f"{FIELD_LABELS[name]} must be one of {allowed}; got {{input}}."
 
 
+_WRITE_ONLY = ("library_script_version", "client_host", "method_reason")  # written, and no column of Run
+
+
+class LibraryScriptField(serializers.CharField):
+    """A library script by name (its version: library_script_version, the newest if left out)."""
+
+    def to_representation(self, value: WorkloadScript) -> str:
+        return value.name
+
+
+class LibraryVersionField(serializers.IntegerField):
+    def get_attribute(self, instance: Run) -> int | None:
+        return instance.library_script.version if instance.library_script else None
+
+
 class RunSerializer(serializers.ModelSerializer):
     """Runs are validated by the queue form itself, so the API and the page refuse the same things."""
 
@@ -73,18 +88,29 @@ class RunSerializer(serializers.ModelSerializer):
     )
     client_host_names = serializers.SerializerMethodField(help_text="The client hosts' names, in their order.")
 
+    library_script = LibraryScriptField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        help_text='With workload "library": the library script\'s name, e.g. "skewed-zipfian".',
+    )
+    library_script_version = LibraryVersionField(
+        required=False, allow_null=True, help_text="Its version; left out or null: the newest."
+    )
+
     # Accepts the method warnings the run's specification gets (runs.method), with this reason, kept on the run.
     method_reason = serializers.CharField(write_only=True, required=False, allow_blank=True, max_length=MAX_REASON)
 
     class Meta:
         model = Run
-        fields = ["id", *RUN_FIELDS, "client_host", "client_host_names", "method_reason", "state", "queued_by",
+        fields = ["id", *RUN_FIELDS, "library_script_version", "client_host", "client_host_names", "method_reason",
+                  "state", "queued_by",
                   "created_at", "started_at", "finished_at",
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
                   "latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "failed_transactions",
                   "skipped_transactions", "device_util_pct", "cache_hit_pct", "memory_tier", "durable"]  # fmt: skip
-        read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host", "method_reason")]
+        read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, *_WRITE_ONLY)]
         # An id is a whole number: without this, 2.5 would be read as host 2.
         extra_kwargs = (
             {name: {"pk_field": serializers.IntegerField()} for name in ("server_host", "device", "pg_install")}
@@ -104,6 +130,7 @@ class RunSerializer(serializers.ModelSerializer):
                 raise serializers.ValidationError({"client_host": "Give client_hosts (a list of ids), not both."})
             one = attrs.pop("client_host")
             attrs[CLIENT_HOSTS] = [] if one is None else [one]
+        attrs["library_script"] = library_script_id(attrs)
         # A field left out takes the model's default, as the page's form shows it; null is null.
         data = {name: _form_value(attrs[name] if name in attrs else _model_default(name)) for name in RUN_FIELDS}
         form = RunForm(data)
@@ -114,6 +141,32 @@ class RunSerializer(serializers.ModelSerializer):
         return {name: form.cleaned_data[name] for name in RUN_FIELDS} | {
             "method_reason": attrs.get("method_reason", "")
         }
+
+
+def library_script_id(attrs: dict[str, Any]) -> int | None:
+    """The id of the library script named (and versioned) in the API's input; a 400 naming what
+    the library has when there is none such, or when a script is named without the library workload."""
+    name, version = attrs.pop("library_script", None), attrs.pop("library_script_version", None)
+    if attrs.get("workload") != Workload.LIBRARY:
+        if name or version or attrs.get("workload_params"):
+            raise serializers.ValidationError(
+                {"workload": 'library_script and workload_params go with "workload": "library".'}
+            )
+        return None
+    if not name:
+        return None  # the form says a library workload needs its script, naming them
+    versions = {script.version: script.pk for script in WorkloadScript.objects.filter(name=name)}
+    if not versions:
+        names = ", ".join(sorted(set(WorkloadScript.objects.values_list("name", flat=True)))) or "none yet"
+        raise serializers.ValidationError(
+            {"library_script": f"No library script {name!r:.60}: the library has {names}."}
+        )
+    if version is None:
+        return versions[max(versions)]
+    if version not in versions:
+        have = ", ".join(str(v) for v in sorted(versions))
+        raise serializers.ValidationError({"library_script_version": f"{name} has versions {have}, not {version}."})
+    return versions[version]
 
 
 def _model_default(name: str) -> Any:

@@ -13,9 +13,11 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
+from runs.bench.spec_library import library_script_text
 from runs.bench.specs import (
     CLIENT_FIELD,
     FORM_FIELDS,
@@ -44,7 +46,7 @@ from runs.lab.pgbench.scale_room import (
     tmpfs_room,
 )
 from runs.lab.sysbench.options import SYSBENCH_TESTS
-from runs.models import MAX_CLIENT_HOSTS, Device, Driver, Filesystem, Host, PgInstall, Workload
+from runs.models import MAX_CLIENT_HOSTS, Device, Driver, Filesystem, Host, PgInstall, Workload, WorkloadScript
 from runs.models.run_clients import client_pgbench_install
 
 
@@ -67,11 +69,21 @@ class Inventory:
             installs={install.pk: install for install in PgInstall.objects.select_related("host")},
         )
 
+    @cached_property
+    def scripts(self) -> Mapping[int, WorkloadScript]:
+        """The workload library, every version: read once, and only for a spec that names one."""
+        return WorkloadScript.objects.in_bulk()
 
-_ROWS = {"server_host_id": "hosts", "device_id": "devices", "pg_install_id": "installs"}
+
+_ROWS = {
+    "server_host_id": "hosts",
+    "device_id": "devices",
+    "pg_install_id": "installs",
+    "library_script_id": "scripts",
+}
 
 
-_ROW_NAMES = {"hosts": Host, "devices": Device, "installs": PgInstall}
+_ROW_NAMES = {"hosts": Host, "devices": Device, "installs": PgInstall, "scripts": WorkloadScript}
 
 
 class _Problems:
@@ -111,7 +123,7 @@ def spec_errors(spec: RunSpec, inventory: Inventory) -> dict[str, list[str]]:
     if problems.ok("pg_settings"):
         problems.lab("pg_settings", lambda: parse_settings(spec.pg_settings))
     _check_scale_fits(spec, inventory, problems)
-    _check_workload(spec, problems)
+    _check_workload(spec, inventory, problems)
     _check_init(spec, inventory, problems)
     _check_warmup_run(spec, problems)
     return problems.by_field
@@ -271,25 +283,36 @@ def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[
     return room, f"{device} has {size}, about {binary_size(room)} of it free once formatted with {spec.filesystem}"
 
 
-def _check_workload(spec: RunSpec, problems: _Problems) -> None:
-    if not problems.ok("driver", "workload", "custom_script"):
+def _check_workload(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
+    if not problems.ok("driver", "workload", "custom_script", "library_script", "workload_params"):
         return
     if spec.driver == Driver.SYSBENCH:
         if spec.workload not in SYSBENCH_TESTS:
             problems.add("workload", f"driver sysbench runs one of {', '.join(SYSBENCH_TESTS)}, not {spec.workload}")
+        if spec.library_script_id is not None or spec.workload_params:
+            problems.add("library_script", "The workload library holds pgbench scripts; sysbench runs its own "
+                                           "tests: leave the library script and its parameters empty.")  # fmt: skip
         return
     if spec.workload in SYSBENCH_TESTS:
         problems.add("workload", f"{spec.workload} is a sysbench test: choose driver sysbench or a pgbench workload")
         return
-    custom = spec.workload == Workload.CUSTOM
-    if custom and not spec.custom_script.strip():
+        return
+    library, problem = None, None
+    if spec.workload == Workload.LIBRARY or spec.library_script_id is not None or spec.workload_params:
+        library, problem = library_script_text(spec, inventory.scripts)  # the scripts read only then
+    if problem and problems.ok(problem[0]):
+        problems.add(*problem)
+    if not problems.ok("workload", "library_script", "workload_params"):
+        return
+    custom = spec.workload in (Workload.CUSTOM, Workload.LIBRARY)
+    if spec.workload == Workload.CUSTOM and not spec.custom_script.strip():
         problems.add("custom_script", "A custom workload needs its script.")
         return
     if not problems.ok("clients", "threads", "duration_s", "query_mode"):
         return  # pgbench's rules would repeat what is wrong with them
     options = RunOptions(
         builtin=None if custom else spec.workload,
-        custom_script=spec.custom_script if custom else None,
+        custom_script=library if library is not None else spec.custom_script if custom else None,
         clients=spec.clients,
         threads=spec.threads,
         # The warm-up is part of pgbench's run; a bad one is reported, and left out here.
@@ -304,7 +327,8 @@ def _check_workload(spec: RunSpec, problems: _Problems) -> None:
     except InvalidOption as exc:
         # pgbench's messages name what they are about; the rest concern the spec as a whole.
         message = str(exc)
-        field = "threads" if "threads" in message else "custom_script" if "script" in message else NON_FIELD_ERRORS
+        script_field = "library_script" if library is not None else "custom_script"
+        field = "threads" if "threads" in message else script_field if "script" in message else NON_FIELD_ERRORS
         problems.add(field, message)
 
 

@@ -53,7 +53,16 @@ EMPTY_VALUES = {
     "partition_method": "default partition method",
     "init_steps": "default init steps",
     "warmup_run_clients": "the measurement's clients",
+    "library_script_id": "no library script",
+    "workload_params": "no parameters",
 }
+
+
+def _params(run: Run, joiner: str) -> str:
+    """ "skew 1.3, rows 3": a library workload's parameters, by name."""
+    values = run.workload_params or {}
+    return ", ".join(f"{name}{joiner}{value:g}" if isinstance(value, int | float) else f"{name}{joiner}{value}"
+                     for name, value in sorted(values.items()))  # fmt: skip
 
 
 def _or_empty(field: str, text: str) -> str:
@@ -91,6 +100,14 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "sysbench_table_size": (
         lambda r: f"{r.sysbench_table_size:,} rows",
         lambda r: f"{r.sysbench_table_size:,} rows a table",
+    ),
+    "library_script_id": (
+        lambda r: str(r.library_script) if r.library_script_id else EMPTY_VALUES["library_script_id"],
+        lambda r: str(r.library_script) if r.library_script_id else EMPTY_VALUES["library_script_id"],
+    ),
+    "workload_params": (
+        lambda r: _or_empty("workload_params", _params(r, "=")),
+        lambda r: _or_empty("workload_params", _params(r, " ")),
     ),
     "scale": (lambda r: str(r.scale), lambda r: f"scale {r.scale}"),
     "clients": (lambda r: str(r.clients), lambda r: f"{r.clients} clients"),

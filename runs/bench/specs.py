@@ -18,6 +18,7 @@ column of the run but its RunClient rows, so they are the one spec field handled
 """
 
 import dataclasses
+import json
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ class RunSpec:
     custom_script: str = ""
     sysbench_tables: int = 1
     sysbench_table_size: int = 10_000
+    library_script_id: int | None = None  # with workload "library": a WorkloadScript (one version)
+    workload_params: tuple[tuple[str, float], ...] = ()  # its parameters' values, by name (sorted pairs)
     scale: int = 10
     clients: int = 4
     threads: int = 2
@@ -78,6 +81,11 @@ class RunSpec:
         clients = tuple(self.client_host_ids or ())
         object.__setattr__(self, "client_host_ids", clients)
         object.__setattr__(self, "shared_database", bool(self.shared_database) and len(clients) >= 2)
+        # The parameters as sorted (name, value) pairs, whether given as a dict (a form, a run, JSON)
+        # or as pairs: a spec stays hashable, and equal values compare equal in any order.
+        params = self.workload_params or ()
+        pairs = params.items() if isinstance(params, Mapping) else params
+        object.__setattr__(self, "workload_params", tuple(sorted((str(k), _hashable(v)) for k, v in pairs)))
 
     @classmethod
     def from_run(cls, run: Run) -> "RunSpec":
@@ -114,7 +122,10 @@ class RunSpec:
         return cls(**values)
 
     def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self) | {"client_host_ids": list(self.client_host_ids)}
+        return dataclasses.asdict(self) | {
+            CLIENTS: list(self.client_host_ids),
+            PARAMS: dict(self.workload_params),
+        }
 
     def replace(self, **changes: Any) -> "RunSpec":
         return dataclasses.replace(self, **changes)
@@ -127,10 +138,12 @@ class RunSpec:
         """Keyword arguments for Run(**...): the spec's field names are the model's attnames.
         The client hosts are not among them: they are the run's RunClient rows, which
         bench.services.runs.runs_enqueue writes from client_host_ids."""
-        return {name: getattr(self, name) for name in SPEC_FIELDS if name != CLIENTS}
+        fields = {name: getattr(self, name) for name in SPEC_FIELDS if name != CLIENTS}
+        return fields | {PARAMS: dict(self.workload_params)}
 
 
 CLIENTS = "client_host_ids"  # the spec field that is not a column of Run (its RunClient rows)
+PARAMS = "workload_params"  # a dict on the run (a JSON column), sorted pairs in the spec
 OLD_CLIENT_FIELD = "client_host_id"  # one client host, as campaigns stored it before there were several
 SPEC_FIELDS: tuple[str, ...] = tuple(field.name for field in dataclasses.fields(RunSpec))
 # What each run of one configuration has of its own: repetitions differ in their seeds (each picked
@@ -165,10 +178,18 @@ NUMBER_FIELDS: tuple[str, ...] = tuple(
 
 def run_spec_value(run: Run, name: str) -> Any:
     """A saved run's value of one spec field, as the spec holds it: the client hosts as a tuple
-    of ids in their order (from `run_clients`, prefetched or not)."""
+    of ids in their order (from `run_clients`, prefetched or not), the parameters as sorted pairs."""
     if name == CLIENTS:
         return tuple(run_client.host_id for run_client in run.run_clients.all())
+    if name == PARAMS:
+        return RunSpec(0, 0, "", 0, workload_params=run.workload_params).workload_params  # as the spec holds them
     return getattr(run, name)
+
+
+def _hashable(value: Any) -> Any:
+    """A parameter's value as given, or, if a list or an object, its JSON text (spec_errors then
+    says it is not a number)."""
+    return value if value is None or isinstance(value, int | float | str) else json.dumps(value, default=str)
 
 
 def _row_id(value: Any) -> Any:
@@ -222,6 +243,10 @@ _HINTS = typing.get_type_hints(RunSpec)
 
 
 def _typed(name: str, value: object) -> object:
+    if name == PARAMS:
+        if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+            return dict(value)  # each value is checked against its declared range by spec_errors
+        raise ValueError(f'{name} must be an object of parameter values, {{"skew": 1.5}}, not {value!r:.60}')
     if name == CLIENTS:
         if isinstance(value, list | tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             return tuple(value)

@@ -19,6 +19,7 @@ from typing import Any
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.spec_labels import EMPTY_VALUES, spec_value
 from runs.bench.specs import INIT_FIELDS, RunSpec
+from runs.campaigns import library_variables as library
 from runs.models import MAX_CONFIGURATIONS, CacheState, DataState, PartitionMethod, Run
 
 NONE_SHOWN = "(none)"
@@ -253,23 +254,48 @@ VARIABLE_LABELS = {
 }
 
 
+def variable_reader(field: str) -> Callable[[Any], Change] | None:
+    """How a variable reads a value: the fixed ones, the library script, and "param:<name>"."""
+    if field == library.SCRIPT_VARIABLE:
+        return library.read_script
+    if library.is_param(field):
+        return library.read_param(field)
+    return VARIABLES.get(field)
+
+
+def variable_label(field: str) -> str:
+    if field == library.SCRIPT_VARIABLE:
+        return "library script"
+    return library.param_label(field) if library.is_param(field) else VARIABLE_LABELS[field]
+
+
 def check_variables(variables: Sequence[Variable]) -> list[list[Change]]:
     """Each variable's values read (MatrixError for an unknown or repeated variable, one without
     values, more combinations than a campaign may expand, or a value it cannot take)."""
     seen: set[str] = set()
     for variable in variables:
-        if variable.field not in VARIABLES:
-            raise MatrixError(f"{variable.field!r:.40} cannot be swept: choose from {', '.join(VARIABLES)}")
+        if variable_reader(variable.field) is None:
+            choices = ", ".join([*VARIABLES, library.SCRIPT_VARIABLE, library.PARAM_PREFIX + "<parameter name>"])
+            raise MatrixError(f"{variable.field!r:.40} cannot be swept: choose from {choices}")
         if variable.field in seen:
-            raise MatrixError(f"{VARIABLE_LABELS[variable.field]} is given twice: list all its values once")
+            raise MatrixError(f"{variable_label(variable.field)} is given twice: list all its values once")
         if not variable.values:
-            raise MatrixError(f"{VARIABLE_LABELS[variable.field]} has no values")
+            raise MatrixError(f"{variable_label(variable.field)} has no values")
         seen.add(variable.field)
     check_combinations(variables)
     for variable in variables:
         if len(set(map(str, variable.values))) != len(variable.values):
-            raise MatrixError(f"{VARIABLE_LABELS[variable.field]} lists a value twice")
-    return [[VARIABLES[v.field](value) for value in v.values] for v in variables]
+            raise MatrixError(f"{variable_label(variable.field)} lists a value twice")
+    try:
+        return [[_read(v.field, value) for value in v.values] for v in variables]
+    except library.LibraryVariableError as exc:
+        raise MatrixError(str(exc)) from exc
+
+
+def _read(field: str, value: Any) -> Change:
+    reader = variable_reader(field)
+    assert reader is not None  # checked above
+    return reader(value)
 
 
 def check_combinations(variables: Sequence[Variable]) -> None:
@@ -295,10 +321,11 @@ def expand(base: RunSpec, variables: Sequence[Variable], inventory: Inventory) -
     for combination in itertools.product(*changes):
         spec = base
         for change in combination:
-            spec = spec.replace(**change)
+            spec = spec.replace(**_merged(spec, change))
         spec = _follow_device(base, spec, variables, inventory)
+        spec = library.follow_script(base, spec, {v.field for v in variables}, inventory.scripts)
         shown = tuple(
-            (VARIABLE_LABELS[v.field], _shown(v.field, change, inventory))
+            (variable_label(v.field), _shown(v.field, change, inventory))
             for v, change in zip(variables, combination, strict=True)
         )
         errors = spec_errors(spec, inventory)
@@ -309,6 +336,13 @@ def expand(base: RunSpec, variables: Sequence[Variable], inventory: Inventory) -
             first_with[spec] = cell.label
         cells.append(cell)
     return cells
+
+
+def _merged(spec: RunSpec, change: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A change of one parameter keeps the others (several may be swept at once)."""
+    if "workload_params" not in change:
+        return change
+    return {**change, "workload_params": dict(spec.workload_params) | dict(change["workload_params"])}
 
 
 def _follow_device(base: RunSpec, spec: RunSpec, variables: Sequence[Variable], inventory: Inventory) -> RunSpec:
@@ -333,6 +367,8 @@ def _follow_device(base: RunSpec, spec: RunSpec, variables: Sequence[Variable], 
 
 
 def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> str:
+    if variable == library.SCRIPT_VARIABLE or library.is_param(variable):
+        return library.shown(variable, change, inventory.scripts)
     if variable == "device":
         device = inventory.devices.get(change["device_id"])
         return f"{device.host.name}:{device.name}" if device else f"device {change['device_id']}"

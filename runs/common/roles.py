@@ -16,11 +16,12 @@ _INVENTORY = [
     f"runs.{action}_{model}" for model in ("host", "device", "pginstall") for action in ("add", "change", "delete")
 ]
 _OVERSEE = ["runs.cancel_any_run", "runs.view_auditevent"]
+_LIBRARY = [f"runs.{action}_workloadscript" for action in ("view", "add", "change", "delete")]
 
 ROLE_PERMISSIONS: dict[str, list[str]] = {
     VIEWER: _READ,
     OPERATOR: _READ + _OPERATE,
-    ADMIN: _READ + _OPERATE + _INVENTORY + _OVERSEE,
+    ADMIN: _READ + _OPERATE + _INVENTORY + _OVERSEE + _LIBRARY,
 }
 
 # Who may enter the Django admin (the inventory) without being a superuser.

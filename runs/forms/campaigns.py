@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from runs.campaigns.library_variables import PARAM_PREFIX
 from runs.campaigns.matrix import NONE_SHOWN, MatrixError, Variable, check_variables
 from runs.models import (
     CacheState,
@@ -19,6 +20,7 @@ from runs.models import (
     QueryMode,
     RunOrder,
     Workload,
+    WorkloadScript,
 )
 
 LINES_HELP = f"One value per line; {NONE_SHOWN} for none."
@@ -79,6 +81,16 @@ def _commas(text: str) -> list[str]:
 YES_NO = [("no", "no"), ("yes", "yes")]
 
 
+def _param_lines(text: str) -> list[tuple[str, list[str]]]:
+    """ "skew = 1.1, 3" lines as ("param:skew", ["1.1", "3"]); a line without "=" is the variable
+    "param:<line>" with no values, which check_variables refuses by name."""
+    found = []
+    for line in _lines(text):
+        name, _, values = line.partition("=")
+        found.append((PARAM_PREFIX + name.strip(), _commas(values)))
+    return found
+
+
 class MatrixForm(forms.Form):
     """Each field is one variable; empty: not swept (the base's value for every configuration)."""
 
@@ -122,6 +134,19 @@ class MatrixForm(forms.Form):
     workload = forms.MultipleChoiceField(choices=Workload.choices, required=False, widget=forms.CheckboxSelectMultiple)
     query_mode = forms.MultipleChoiceField(
         choices=QueryMode.choices, required=False, widget=forms.CheckboxSelectMultiple
+    )
+    library_script = forms.ModelMultipleChoiceField(
+        WorkloadScript.objects.all(),
+        label="library scripts",
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each a configuration with that workload from the library (the base's parameters it declares kept).",
+    )
+    workload_params = forms.CharField(
+        label="library script parameters",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "skew = 1.1, 1.5, 3"}),
+        help_text="One parameter a line: its name = comma-separated values; each checked against the script's range.",
     )
     cache_state = forms.MultipleChoiceField(
         choices=CacheState.choices, required=False, widget=forms.CheckboxSelectMultiple
@@ -192,6 +217,8 @@ class MatrixForm(forms.Form):
             ("clients", _commas(data.get("clients", ""))),
             ("workload", list(data.get("workload") or [])),
             ("query_mode", list(data.get("query_mode") or [])),
+            ("library_script", [script.pk for script in data.get("library_script") or []]),
+            *_param_lines(data.get("workload_params", "")),
             ("client_host", [value or None for value in data.get("client_host") or []]),
             ("cache_state", list(data.get("cache_state") or [])),
             ("data_state", list(data.get("data_state") or [])),
@@ -206,7 +233,8 @@ class MatrixForm(forms.Form):
             ("foreign_keys", list(data.get("foreign_keys") or [])),
             ("init_steps", _lines(data.get("init_steps", ""))),
         ]
-        return [Variable(name, tuple(values)) for name, values in found if values]
+        # A parameter's line is kept even without values: check_variables then says what is wrong with it.
+        return [Variable(name, tuple(values)) for name, values in found if values or name.startswith(PARAM_PREFIX)]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

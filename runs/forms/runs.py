@@ -17,8 +17,9 @@ from django.db.models import Q
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.specs import FIELD_LABELS, FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
 from runs.common.units import binary_size
+from runs.forms.workload_library import LibraryChoice, ParamsField, library_choices, params_from_page
 from runs.lab.pgbench.scale_room import BYTES_PER_SCALE, MIB
-from runs.models import MAX_CLIENT_HOSTS, Device, Host, PgInstall, Run
+from runs.models import MAX_CLIENT_HOSTS, Device, Host, PgInstall, Run, Workload, WorkloadScript
 from runs.models.run_clients import client_pgbench_install
 
 # The page's order of the spec's fields (runs/bench/specs.py has them all, by their own names).
@@ -35,6 +36,8 @@ RUN_FIELDS = [
     "custom_script",
     "sysbench_tables",
     "sysbench_table_size",
+    "library_script",
+    "workload_params",
     "scale",
     "clients",
     "threads",
@@ -158,7 +161,7 @@ class RunForm(forms.ModelForm):
     class Meta:
         model = Run
         fields = [name for name in RUN_FIELDS if name != CLIENT_HOSTS]
-        field_classes = {"server_host": HostChoiceField}
+        field_classes = {"server_host": HostChoiceField, "workload_params": ParamsField}
         labels = {
             "pg_install": "PostgreSQL install",
             "mkfs_options": "mkfs options",
@@ -175,6 +178,7 @@ class RunForm(forms.ModelForm):
                 attrs={"rows": 4, "placeholder": "shared_buffers = 256MB\nmax_wal_size = 4GB"}
             ),
             "custom_script": forms.Textarea(attrs={"rows": 4}),
+            "workload_params": forms.HiddenInput,
             "mount_options": forms.TextInput(attrs={"placeholder": "noatime,data=writeback,barrier=0"}),
             "mkfs_options": forms.TextInput(attrs={"placeholder": "-b 4096"}),
         }
@@ -194,6 +198,7 @@ class RunForm(forms.ModelForm):
         self.fields[CLIENT_HOSTS].choices = lambda: [  # type: ignore[attr-defined]
             (host.pk, _client_label(host)) for host in self.client_choices
         ]
+        self.fields["library_script"].label_from_instance = lambda s: f"{s} · {s.title}"  # type: ignore[attr-defined]
         self.fields["device"].queryset = Device.objects.select_related("host")  # type: ignore[attr-defined]
         live_installs = PgInstall.objects.filter(removed_at__isnull=True)  # a removed build's install runs nothing new
         self.fields["pg_install"].queryset = live_installs.select_related("host")  # type: ignore[attr-defined]
@@ -236,8 +241,28 @@ class RunForm(forms.ModelForm):
             (_client_data(host, installs) for host in self.client_choices if str(host.pk) == value), {}
         )
 
+    def library_choices(self) -> list[LibraryChoice]:
+        """Each library script's description and parameter inputs, for the page."""
+        params = self.initial.get("workload_params") or {}
+        chosen = self.data.get(self.add_prefix("library_script")) or self.initial.get("library_script")
+        return library_choices(self.data, chosen, params if isinstance(params, dict) else {}, self.add_prefix(""))
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        script = data.get("library_script")
+        if data.get("workload") != Workload.LIBRARY and "workload" in data:
+            # The page always sends its select's script: it means nothing without the library workload.
+            data["library_script"], data["workload_params"] = None, {}
+        elif (
+            isinstance(script, WorkloadScript)
+            and (sent := params_from_page(self.data, script, self.add_prefix(""))) is not None
+        ):
+            data["workload_params"] = sent
+        if not isinstance(data.get("workload_params") or {}, dict):
+            self.add_error("workload_params", 'Give the parameters as an object of values, {"skew": 1.5}.')
+        if "workload_params" in data:
+            params = data["workload_params"]
+            data["workload_params"] = params if isinstance(params, dict) else {}
         for field, messages in spec_errors(RunSpec.from_form_data(data), Inventory.load()).items():
             if field != NON_FIELD_ERRORS and field in self.errors:
                 continue  # its own parser has said what is wrong with it

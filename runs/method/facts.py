@@ -71,7 +71,8 @@ def spec_facts(spec: RunSpec, memory_bytes: int | None) -> MethodFacts:
     return MethodFacts(
         measured=False,
         workload=spec.workload,
-        custom_script=bool(spec.custom_script.strip()),
+        # A library script is a script too: benchlab does not read whether its SQL writes.
+        custom_script=bool(spec.custom_script.strip()) or spec.workload == "library",
         scale=spec.scale,
         clients=spec.clients,
         databases=databases,

@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0029_run_driver_sysbench"),
+        ("runs", "0030_workload_library"),
     ]
 
     operations = [

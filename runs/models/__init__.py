@@ -42,6 +42,7 @@ from runs.models.runs import (
 )
 from runs.models.shares import ShareKind, ShareLink
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
+from runs.models.workloads import WorkloadScript
 
 __all__ = [
     "ACTIVE_STATES",
@@ -95,4 +96,5 @@ __all__ = [
     "StudyWaitState",
     "TargetMode",
     "Workload",
+    "WorkloadScript",
 ]

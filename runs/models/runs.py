@@ -17,6 +17,7 @@ from runs.lab.pgbench.options import MAX_LATENCY_LIMIT_MS, MAX_PARTITIONS, MIN_L
 from runs.lab.sysbench.options import MAX_TABLE_SIZE, MAX_TABLES
 from runs.models.inventory import Device, Host, PgInstall
 from runs.models.job_keys import host_job_key
+from runs.models.workloads import WorkloadScript
 
 MAX_SECONDS = 7 * 24 * 3600  # the longest duration, and the longest warm-up, a run may ask for
 
@@ -64,6 +65,7 @@ class Workload(models.TextChoices):
     SIMPLE_UPDATE = "simple-update", "simple update (-N)"
     SELECT_ONLY = "select-only", "select only (-S)"
     CUSTOM = "custom", "custom script"
+    LIBRARY = "library", "from the workload library"
     # ... and sysbench's OLTP tests (the driver sysbench), named as sysbench names them.
     OLTP_READ_ONLY = "oltp_read_only", "sysbench oltp_read_only"
     OLTP_READ_WRITE = "oltp_read_write", "sysbench oltp_read_write"
@@ -132,6 +134,29 @@ class Run(models.Model):
         default=10_000,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TABLE_SIZE)],
         help_text="sysbench --table-size: rows in each table (about 230 bytes a row with its index).",
+    )
+    # A workload from the library (runs/models/workloads.py): the script's version and the values of
+    # its parameters ({} for its defaults); the text pgbench ran, with the values, is script_as_run.
+    library_script = models.ForeignKey(
+        WorkloadScript,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="runs",
+        verbose_name="library script",
+        help_text="With the workload from the workload library: which script (the newest version unless chosen).",
+    )
+    workload_params = models.JSONField(
+        "workload parameters",
+        default=dict,
+        blank=True,
+        help_text="The library script's parameters, by name; one left out takes its default.",
+    )
+    script_as_run = models.TextField(
+        "script as run",
+        blank=True,
+        editable=False,
+        help_text="The library script's text as pgbench ran it, its parameters' values set at its top.",
     )
     scale = models.PositiveIntegerField(default=10, validators=[MinValueValidator(1), MaxValueValidator(100_000)])
     clients = models.PositiveIntegerField(default=4, validators=[MinValueValidator(1), MaxValueValidator(10_000)])

@@ -31,6 +31,9 @@ def _count(number: int, noun: str) -> str:
 def workload_summary(run: Run) -> str:
     """The workload in one line: "TPC-B like · scale 10 · 8 clients · 2 threads · 5 s warm-up + 20 s · …"."""
     workload = run.get_workload_display().split(" (", 1)[0]  # "TPC-B like", without "(read/write)"
+    if run.library_script_id:  # "skewed-zipfian v1 (skew 1.3)"
+        params = spec_value(run, "workload_params", with_label=True)
+        workload = f"{run.library_script} ({params})"
     seconds = f"{run.warmup_s} s warm-up + {run.duration_s} s" if run.warmup_s else f"{run.duration_s} s"
     if run.warmup_run_s:  # a separate pgbench first: "300 s warm-up run at 10 clients, then 300 s"
         seconds = f"{run.warmup_run_s} s warm-up run at {run.warmup_run_clients or run.clients} clients, then {seconds}"

@@ -39,7 +39,9 @@ def inventory_hosts() -> QuerySet[Host]:
 
 
 def run_with_details(run_id: int) -> Run:
-    queryset = Run.objects.select_related("server_host", "device", "pg_install", "queued_by", "configuration")
+    queryset = Run.objects.select_related(
+        "server_host", "device", "pg_install", "queued_by", "configuration", "library_script"
+    )
     return get_object_or_404(queryset.prefetch_related("transitions", "run_clients__host"), pk=run_id)
 
 

@@ -38,7 +38,9 @@ def client_specs(run: Run) -> tuple[ClientSpec, ...]:
 def benchmark_spec(run: Run) -> BenchmarkSpec:
     """The lab layer's view of a run (the lab layer never reads the database)."""
     device = run.device
-    custom = run.workload == Workload.CUSTOM
+    # A library workload runs as a custom script: its text as run, parameters set (Run.script_as_run).
+    script = run.script_as_run if run.workload == Workload.LIBRARY else run.custom_script
+    custom = run.workload in (Workload.CUSTOM, Workload.LIBRARY)
     sysbench = run.driver == Driver.SYSBENCH
     return BenchmarkSpec(
         device=DeviceIdentity(
@@ -58,7 +60,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
         init=init_options(run),
         run=RunOptions(  # a sysbench run's duration and clients are read from it too
             builtin=None if custom or sysbench else run.workload,
-            custom_script=run.custom_script if custom else None,
+            custom_script=script if custom else None,
             clients=run.clients,
             threads=run.threads,
             duration_s=run.warmup_s + run.duration_s,  # one pgbench run; the warm-up is cut off afterwards

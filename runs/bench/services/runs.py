@@ -12,7 +12,7 @@ from runs.common.services.audit import audit_record
 from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.transitions import _publish_state
-from runs.models import MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition
+from runs.models import MAX_CLIENT_HOSTS, AuditAction, Host, Run, RunClient, RunState, RunTransition, Workload
 from runs.models.run_clients import client_database
 
 
@@ -65,6 +65,11 @@ def _queue_one(run: Run, ids: tuple[int, ...], hosts: Mapping[int, Host], reques
     if run.random_seed is None:  # recorded before it runs: "Run again" and a retry can use it again
         run.random_seed = pick_seed()
     run.shared_database = bool(run.shared_database) and len(ids) >= 2  # only means something then
+    if run.workload == Workload.LIBRARY and run.library_script is not None:
+        # Every parameter's value (the defaults filled in) and the text pgbench will run, kept with
+        # the run: an admin's later version of the script changes nothing here.
+        run.workload_params = run.library_script.values(run.workload_params)
+        run.script_as_run = run.library_script.rendered(run.workload_params)
     run.save()
     RunClient.objects.bulk_create(
         RunClient(

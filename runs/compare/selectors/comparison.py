@@ -83,7 +83,13 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
     campaign = None
     runs = (
         Run.objects.select_related(
-            "server_host", "device__host", "pg_install__host", "pg_install__build", "configuration", "campaign"
+            "server_host",
+            "device__host",
+            "pg_install__host",
+            "pg_install__build",
+            "configuration",
+            "campaign",
+            "library_script",
         )
         .prefetch_related("run_clients__host")
         .defer("summary", "metrics", "environment", "failed_output", "failed_command")

@@ -20,7 +20,7 @@ from playwright.sync_api import Page
 from runs.bench.spec_checks import Inventory
 from runs.bench.specs import NUMBER_FIELDS, RunSpec
 from runs.campaigns.matrix import Variable, expand
-from runs.models import Device, Host, PgInstall, Run
+from runs.models import Device, Host, PgInstall, Run, WorkloadScript
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_device, make_host, make_pg_install, make_user, run_form_fields
 from runs.tests.web.test_api import api_client
@@ -98,8 +98,16 @@ def test_the_browsers_limits_are_the_servers_for_every_number_field() -> None:
     parser = NumberInputs()
     parser.feed(otto.get(reverse("run-new")).content.decode())
 
-    assert set(parser.found) == set(NUMBER_FIELDS)
-    for name, attributes in parser.found.items():
+    # The workload library's parameters: each input has its declared range (the server's, as
+    # runs/tests/bench/test_workload_library.py shows), and is no field of the run.
+    library = {name: attributes for name, attributes in parser.found.items() if name.startswith("param-")}
+    declared = {
+        f"param-{s.pk}-{p.name}": (p.minimum, p.maximum) for s in WorkloadScript.objects.all() for p in s.declared
+    }
+    assert {name: (float(str(a["min"])), float(str(a["max"]))) for name, a in library.items()} == declared
+    numbers = {name: attributes for name, attributes in parser.found.items() if name not in library}
+    assert set(numbers) == set(NUMBER_FIELDS)
+    for name, attributes in numbers.items():
         low, high = model_limits(name)
         shown = tuple(None if attributes.get(key) is None else float(str(attributes[key])) for key in ("min", "max"))
         assert shown == (low, high), f"{name}: the page allows {shown}, the model {(low, high)}"

@@ -110,7 +110,9 @@ def test_the_spec_s_defaults_are_the_run_model_s() -> None:
     model_fields = {name: Run._meta.get_field(FORM_FIELDS[name]) for name in defaults if name != "client_host_ids"}
     model_defaults = {name: f.get_default() for name, f in model_fields.items() if isinstance(f, models.Field)}
 
-    assert defaults == model_defaults | {"client_host_ids": ()}  # no client hosts: the run has no RunClient rows
+    # No client hosts: the run has no RunClient rows; no parameters: the run's {} as the spec's sorted pairs.
+    assert defaults == model_defaults | {"client_host_ids": (), "workload_params": ()}
+    assert model_defaults["workload_params"] == {}
     assert set(SPEC_FIELDS) - set(defaults) == {"server_host_id", "device_id", "filesystem", "pg_install_id"}
 
 

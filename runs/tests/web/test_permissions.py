@@ -45,6 +45,7 @@ from runs.models import (
     ShareKind,
     ShareLink,
     StudyAfterBuilds,
+    WorkloadScript,
 )
 from runs.tests.conftest import ClientFactory, make_cast
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
@@ -99,6 +100,7 @@ class Objects:
     build: PgBuild  # a PostgreSQL build otto queued
     study: StudyAfterBuilds  # otto's page-size study, waiting for that build
     baseline: DeviceBaseline  # a fio baseline otto queued on the device
+    script: WorkloadScript  # an admin's library script no run has used (so still editable)
 
 
 @dataclass(frozen=True)
@@ -334,6 +336,8 @@ MATRIX: dict[str, Row] = {
     **model_rows("runs_host", lambda objects: objects.host, ADMINS),
     **model_rows("runs_device", lambda objects: objects.device, ADMINS),
     **model_rows("runs_pginstall", lambda objects: objects.pg, ADMINS),
+    # The workload library: the admin role adds scripts and versions (a used one is read-only).
+    **model_rows("runs_workloadscript", lambda objects: objects.script, ADMINS),
     **record_rows("runs_auditevent", lambda objects: objects.audit, ADMINS),
     # Builds: the admin role sees them and removes them (an action); nobody adds, edits or deletes one.
     **record_rows("runs_pgbuild", lambda objects: objects.build, ADMINS),
@@ -443,6 +447,9 @@ def make_objects(users: dict[str, User]) -> Objects:
         build=build,
         study=study,
         baseline=baseline,
+        script=WorkloadScript.objects.create(
+            name="mine", title="Mine", description="one select", script="SELECT 1;", parameters=[]
+        ),
     )
 
 
