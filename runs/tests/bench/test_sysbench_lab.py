@@ -42,8 +42,12 @@ def test_a_sysbench_run_is_measured_second_by_second_and_a_cancel_mid_measuremen
     assert all(s.latency_p95_ms and s.latency_p95_ms > 0 for s in samples[1:])
     sysbench = run.metrics["sysbench"]
     histogram = sysbench["histogram"]
-    # The measured window's alone: the warm-up's counters were reset by the report checkpoint.
-    assert sum(count for _, count in histogram) == sysbench["transactions"] > 0
+    # The measured window's alone: the warm-up's counters were reset by the report checkpoint. A
+    # transaction in flight at that checkpoint may be counted on one side and timed on the other
+    # (seen: 530 timed, 531 counted), so they agree within one per client; the warm-up's hundreds
+    # would be far more.
+    assert sysbench["transactions"] > 0
+    assert abs(sum(count for _, count in histogram) - sysbench["transactions"]) <= run.clients
     assert run.tps and run.latency_avg_ms and run.latency_p50_ms and run.latency_p95_ms and run.latency_p99_ms
     assert run.latency_p50_ms <= run.latency_p95_ms <= run.latency_p99_ms <= sysbench["latency_max_ms"]
     assert sysbench["qps"] > run.tps and sysbench["reads_per_s"] > 0 and sysbench["writes_per_s"] > 0
