@@ -27,7 +27,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from runs.lab.pgbench.options import InitOptions
-from runs.models import Run
+from runs.models import Driver, Run
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,10 @@ class RunSpec:
         clients = tuple(self.client_host_ids or ())
         object.__setattr__(self, "client_host_ids", clients)
         object.__setattr__(self, "shared_database", bool(self.shared_database) and len(clients) >= 2)
+        if self.driver == Driver.SYSBENCH and isinstance(self.clients, int):
+            # sysbench runs one thread per client (its --threads are its connections): pgbench's -j
+            # has no meaning there, so a sysbench spec's threads are its clients (runs.bench.driver_checks).
+            object.__setattr__(self, "threads", self.clients)
 
     @classmethod
     def from_run(cls, run: Run) -> "RunSpec":

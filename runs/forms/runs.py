@@ -236,7 +236,10 @@ class RunForm(forms.ModelForm):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
-        for field, messages in spec_errors(RunSpec.from_form_data(data), Inventory.load()).items():
+        spec = RunSpec.from_form_data(data)
+        if "threads" in data:
+            data["threads"] = spec.threads  # a sysbench run's are its clients (runs.bench.driver_checks)
+        for field, messages in spec_errors(spec, Inventory.load()).items():
             if field != NON_FIELD_ERRORS and field in self.errors:
                 continue  # its own parser has said what is wrong with it
             self.add_error(None if field == NON_FIELD_ERRORS else field, messages)
