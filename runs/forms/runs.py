@@ -14,6 +14,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db.models import Q
 
+from runs.bench.driver_checks import driver_fields
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.specs import FIELD_LABELS, FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
 from runs.common.units import binary_size
@@ -208,6 +209,10 @@ class RunForm(forms.ModelForm):
             f"pgbench -i needs about {BYTES_PER_SCALE // MIB} MiB per unit of scale, and as much again in WAL "
             "while loading (up to max_wal_size); the run's storage must hold both."
         )
+
+    def driver_fields(self) -> dict[str, object]:
+        """Which fields each driver uses, for the page's script (runs.bench.driver_checks)."""
+        return driver_fields()
 
     def _named_client_hosts(self) -> set[int]:
         name = self.add_prefix(CLIENT_HOSTS)

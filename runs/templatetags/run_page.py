@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from runs.bench.selectors.run_page import LogPart
 from runs.bench.spec_labels import spec_value
-from runs.models import Run, RunState
+from runs.models import Driver, Run, RunState
 
 register = template.Library()
 
@@ -32,6 +32,10 @@ def workload_summary(run: Run) -> str:
     """The workload in one line: "TPC-B like · scale 10 · 8 clients · 2 threads · 5 s warm-up + 20 s · …"."""
     workload = run.get_workload_display().split(" (", 1)[0]  # "TPC-B like", without "(read/write)"
     seconds = f"{run.warmup_s} s warm-up + {run.duration_s} s" if run.warmup_s else f"{run.duration_s} s"
+    if run.driver == Driver.SYSBENCH:  # one thread per client, no scale, no query mode, no -i options
+        parts = [workload, f"{_count(run.sysbench_tables, 'table')} × {run.sysbench_table_size:,} rows"]
+        parts += [_count(run.clients, "client"), seconds]
+        return " · ".join(parts + ([f"at most {run.rate_limit_tps:g} tps"] if run.rate_limit_tps else []))
     parts = [
         workload,
         f"scale {run.scale}",

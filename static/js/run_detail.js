@@ -155,6 +155,22 @@
     plugins: [warmupShade, warmupLabel, eventMarkers],
   });
   window.benchlabCharts = tpsChart ? { tps: tpsChart } : {};
+  // sysbench: its per-second latency is its 95th percentile, and its queries per second a line of
+  // their own (an axis of their own: a transaction of oltp_read_write is about 20 queries).
+  const sysbench = data.driver === "sysbench";
+  if (tpsChart && sysbench) {
+    tpsChart.data.datasets[1].label = "latency, p95 (ms)";
+    tpsChart.data.datasets[1].name = "latency p95";
+    tpsChart.data.datasets.push({
+      ...line("queries (qps)", "queries", "qps", "qps", finished && data.qps ? points(data.seconds, data.qps) : []),
+      borderDash: [2, 2],
+    });
+    tpsChart.options.scales.qps = valueAxis("qps", {
+      position: "left", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("queries (qps)"),
+    });
+    tpsChart.update("none");
+  }
+  const qpsLine = () => tpsChart && tpsChart.data.datasets.find((dataset) => dataset.name === "queries");
 
   // Several client hosts: a dashed throughput line for each beside their total (the solid one).
   const clientNames = data.client_names || [];
@@ -313,7 +329,7 @@
     const answer = await fetch(page.dataset.samples, { headers: { Accept: "application/json" } });
     if (!answer.ok) return;
     const stored = await answer.json();
-    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
+    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i], qps: stored.qps?.[i] }));
     for (const client of stored.clients || []) {
       client.seconds.forEach((second, i) => addClientSample({ client: client.name, second, tps: client.tps[i] }));
     }
@@ -326,6 +342,7 @@
     seen.add(sample.second);
     tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
     tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
+    if (sample.qps != null && qpsLine()) qpsLine().data.push({ x: sample.second, y: sample.qps });
     lastSecond = Math.max(lastSecond ?? 0, sample.second);
     return true;
   };
