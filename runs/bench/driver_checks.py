@@ -12,6 +12,7 @@ clients), so a sysbench spec's threads are its clients (RunSpec holds them so).
 
 import dataclasses
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from runs.bench.specs import CLIENT_FIELD, MODEL_FIELDS, RunSpec
 from runs.lab.errors import InvalidOption
@@ -23,7 +24,10 @@ Problem = tuple[str, str]  # (form field, message)
 PGBENCH_WORKLOADS = tuple(value for value in Workload.values if value not in SYSBENCH_TESTS)
 DRIVER_WORKLOADS: dict[str, tuple[str, ...]] = {Driver.PGBENCH: PGBENCH_WORKLOADS, Driver.SYSBENCH: SYSBENCH_TESTS}
 # Each driver's workload when a campaign's driver variable leaves the base's to the other driver.
-DEFAULT_WORKLOADS = {Driver.PGBENCH: Workload.TPCB_LIKE.value, Driver.SYSBENCH: Workload.OLTP_READ_WRITE.value}
+DEFAULT_WORKLOADS: dict[str, str] = {
+    Driver.PGBENCH: Workload.TPCB_LIKE.value,
+    Driver.SYSBENCH: Workload.OLTP_READ_WRITE.value,
+}
 
 # pgbench's own fields, with the value that leaves each unused, and why sysbench cannot honour it.
 _PGBENCH_ONLY: dict[str, tuple[object, str]] = {
@@ -123,7 +127,7 @@ def _options_problems(spec: RunSpec, ok: Callable[..., bool], rate: float | None
     """sysbench's own ranges (runs/lab/sysbench/options.py), each field on its own so each message
     lands beside its field; a field already refused is left out."""
     base = SysbenchOptions(test=spec.workload)
-    values = {
+    values: dict[str, dict[str, Any]] = {
         "sysbench_tables": {"tables": spec.sysbench_tables},
         "sysbench_table_size": {"table_size": spec.sysbench_table_size},
         "clients": {"threads": spec.clients},

@@ -18,8 +18,8 @@ from runs.tests.factories import make_device, make_host, make_pg_install, make_u
 
 pytestmark = pytest.mark.django_db
 
-SYSBENCH = {"driver": "sysbench", "workload": "oltp_read_write", "query_mode": "simple"}
-REFUSED = [
+SYSBENCH: dict[str, object] = {"driver": "sysbench", "workload": "oltp_read_write", "query_mode": "simple"}
+REFUSED: list[tuple[dict[str, object], str, str]] = [
     ({"workload": "tpcb-like"}, "workload", "driver sysbench runs one of its OLTP tests (oltp_read_only, "),
     ({"custom_script": "SELECT 1;"}, "custom_script", "a custom script is pgbench's"),
     ({"query_mode": "prepared"}, "query_mode", "the query mode is pgbench's -M"),
@@ -42,7 +42,7 @@ REFUSED = [
         "rows a table or fewer, fewer tables",
     ),
 ]
-PGBENCH_REFUSED = [
+PGBENCH_REFUSED: list[tuple[dict[str, object], str, str]] = [
     ({"workload": "oltp_read_only"}, "workload", "oltp_read_only is a sysbench test: choose driver sysbench"),
     ({"sysbench_tables": 8}, "sysbench_tables", "sysbench tables apply to driver sysbench only: leave it at 1"),
     ({"sysbench_table_size": 5}, "sysbench_table_size", "leave it at 10,000 for pgbench"),
@@ -113,7 +113,9 @@ def test_a_sysbench_run_is_queued_with_one_thread_per_client(client_for: ClientF
         "sysbench", "oltp_read_write", 4, 5000,
     )  # fmt: skip
     assert run.threads == run.clients == 8  # sysbench's --threads are its clients
-    assert 1 <= run.random_seed < 2**31  # a seed sysbench takes (0 would be "from the clock")
+    assert (
+        run.random_seed is not None and 1 <= run.random_seed < 2**31
+    )  # a seed sysbench takes (0 would be "from the clock")
 
 
 def test_the_api_fills_left_out_driver_fields_with_their_defaults() -> None:
