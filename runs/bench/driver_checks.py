@@ -47,6 +47,13 @@ _SYSBENCH_ONLY = {"sysbench_tables": "sysbench tables apply", "sysbench_table_si
 _NO_LOG = (None, 1.0)
 
 
+def unused_fields(driver: str) -> frozenset[str]:
+    """The spec fields a run of this driver does not use (their labels say so: runs.bench.spec_labels)."""
+    if driver == Driver.SYSBENCH:
+        return frozenset({*_PGBENCH_ONLY, "log_sampling_rate"})
+    return frozenset(_SYSBENCH_ONLY)
+
+
 def unused_value(name: str) -> object:
     """The value a field keeps when its driver does not use it (the Run model's default)."""
     return MODEL_FIELDS[name].get_default()

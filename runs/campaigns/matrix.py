@@ -382,7 +382,8 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
     if variable in ("driver", "workload"):
         return f"{change['driver']} {change['workload']}" if variable == "driver" else change["workload"]
     if variable in (*INIT_FIELDS, *SYSBENCH_FIELDS, "latency_limit_ms"):
-        return spec_value(Run(**change), variable, with_label=True)  # "4 partitions", "unlogged tables"
+        driver = Driver.SYSBENCH if variable in SYSBENCH_FIELDS else Driver.PGBENCH  # the driver that uses it
+        return spec_value(Run(driver=driver, **change), variable, with_label=True)  # "4 partitions", "unlogged tables"
     ((name, value),) = change.items()
     text = "" if value is None else str(value).replace("\n", "; ")
     return text or EMPTY_VALUES.get(name, NONE_SHOWN)  # in runs.bench.spec_labels' words, as everywhere

@@ -116,7 +116,7 @@
     pointRadius: (context) => (context.dataset.data.length < 2 ? 3 : 0),
   });
   const xAxis = (last) => ({
-    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle("seconds since pgbench started"),
+    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle(`seconds since ${data.driver || "pgbench"} started`),
     ticks: { precision: 0, includeBounds: false }, // no crowded label for the last odd second
   });
   // Tooltips anywhere along x (the shared options' interaction: index, not intersecting).
@@ -161,16 +161,21 @@
   if (tpsChart && sysbench) {
     tpsChart.data.datasets[1].label = "latency, p95 (ms)";
     tpsChart.data.datasets[1].name = "latency p95";
-    tpsChart.data.datasets.push({
-      ...line("queries (qps)", "queries", "qps", "qps", finished && data.qps ? points(data.seconds, data.qps) : []),
-      borderDash: [2, 2],
-    });
+    tpsChart.update("none");
+  }
+  // Added with the first qps there is: samples without one (pgbench's) draw no empty axis.
+  const addQpsLine = () => {
+    tpsChart.data.datasets.push({ ...line("queries (qps)", "queries", "qps", "qps", []), borderDash: [2, 2] });
     tpsChart.options.scales.qps = valueAxis("qps", {
       position: "left", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("queries (qps)"),
     });
+    return tpsChart.data.datasets.at(-1);
+  };
+  if (tpsChart && finished && data.qps) {
+    addQpsLine().data = points(data.seconds, data.qps);
     tpsChart.update("none");
   }
-  const qpsLine = () => tpsChart && tpsChart.data.datasets.find((dataset) => dataset.name === "queries");
+  const qpsLine = () => tpsChart.data.datasets.find((dataset) => dataset.name === "queries") || addQpsLine();
 
   // Several client hosts: a dashed throughput line for each beside their total (the solid one).
   const clientNames = data.client_names || [];
@@ -342,7 +347,7 @@
     seen.add(sample.second);
     tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
     tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
-    if (sample.qps != null && qpsLine()) qpsLine().data.push({ x: sample.second, y: sample.qps });
+    if (sample.qps != null) qpsLine().data.push({ x: sample.second, y: sample.qps });
     lastSecond = Math.max(lastSecond ?? 0, sample.second);
     return true;
   };

@@ -128,7 +128,7 @@ def build_groups(runs: Sequence[Run], query: ComparisonQuery) -> tuple[list[Grou
     groups = []
     for index, (key, members) in enumerate(by_key.items()):
         first = members[0]
-        label = " · ".join(spec_value(first, name, with_label=True) for name in varying) or "all runs"
+        label = " · ".join(filter(None, (spec_value(first, name, with_label=True) for name in varying))) or "all runs"
         facet = spec_value(first, query.facet, with_label=True) if query.facet else None
         groups.append(Group(index=index, key=key, label=label, facet=facet, runs=members))
     return groups, common
