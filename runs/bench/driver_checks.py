@@ -29,18 +29,18 @@ DEFAULT_WORKLOADS: dict[str, str] = {
     Driver.SYSBENCH: Workload.OLTP_READ_WRITE.value,
 }
 
-# pgbench's own fields, with the value that leaves each unused, and why sysbench cannot honour it.
-_PGBENCH_ONLY: dict[str, tuple[object, str]] = {
-    "custom_script": ("", "a custom script is pgbench's; sysbench runs its own OLTP tests"),
-    "query_mode": ("simple", "the query mode is pgbench's -M; sysbench prepares its statements itself"),
-    "latency_limit_ms": (None, "sysbench has no latency limit (pgbench's --latency-limit)"),
-    "scale": (10, "the scale is pgbench's; sysbench's data is its tables × table size"),
-    "partitions": (0, "partitions are pgbench -i's; sysbench prepare creates its own tables"),
-    "partition_method": ("", "the partition method is pgbench -i's; sysbench prepare creates its own tables"),
-    "fillfactor": (100, "the fillfactor is pgbench -i's; sysbench prepare creates its own tables"),
-    "unlogged_tables": (False, "unlogged tables are pgbench -i's; sysbench prepare creates its own tables"),
-    "foreign_keys": (False, "foreign keys are pgbench -i's; sysbench prepare creates its own tables"),
-    "init_steps": ("", "initialisation steps are pgbench -i's; sysbench prepare creates its own tables"),
+# pgbench's own fields, and why sysbench cannot honour each (unused: the Run model's default).
+_PGBENCH_ONLY: dict[str, str] = {
+    "custom_script": "a custom script is pgbench's; sysbench runs its own OLTP tests",
+    "query_mode": "the query mode is pgbench's -M; sysbench prepares its statements itself",
+    "latency_limit_ms": "sysbench has no latency limit (pgbench's --latency-limit)",
+    "scale": "the scale is pgbench's; sysbench's data is its tables × table size",
+    "partitions": "partitions are pgbench -i's; sysbench prepare creates its own tables",
+    "partition_method": "the partition method is pgbench -i's; sysbench prepare creates its own tables",
+    "fillfactor": "the fillfactor is pgbench -i's; sysbench prepare creates its own tables",
+    "unlogged_tables": "unlogged tables are pgbench -i's; sysbench prepare creates its own tables",
+    "foreign_keys": "foreign keys are pgbench -i's; sysbench prepare creates its own tables",
+    "init_steps": "initialisation steps are pgbench -i's; sysbench prepare creates its own tables",
 }
 _SYSBENCH_ONLY = {"sysbench_tables": "sysbench tables apply", "sysbench_table_size": "a sysbench table size applies"}
 # The log sampling values that mean "as pgbench would by default": sysbench keeps no per-transaction log.
@@ -77,14 +77,14 @@ def driver_problems(spec: RunSpec, ok: Callable[..., bool]) -> list[Problem]:
     far (a field already refused is not checked again)."""
     if spec.driver == Driver.SYSBENCH:
         return list(_sysbench_problems(spec, ok))
-    return list(_pgbench_problems(spec))
+    return list(_pgbench_problems(spec, ok))
 
 
-def _pgbench_problems(spec: RunSpec) -> Iterator[Problem]:
+def _pgbench_problems(spec: RunSpec, ok: Callable[..., bool]) -> Iterator[Problem]:
     if spec.workload in SYSBENCH_TESTS:
         yield "workload", f"{spec.workload} is a sysbench test: choose driver sysbench, or one of pgbench's workloads"
     for name, words in _SYSBENCH_ONLY.items():
-        if getattr(spec, name) != (default := unused_value(name)):
+        if ok(name) and getattr(spec, name) != (default := unused_value(name)):
             yield name, f"{words} to driver sysbench only: leave it at {default:,} for pgbench."
 
 
@@ -96,8 +96,8 @@ def _sysbench_problems(spec: RunSpec, ok: Callable[..., bool]) -> Iterator[Probl
             "pgbench's: choose a test, or driver pgbench",
         )
         return
-    for name, (unused, why) in _PGBENCH_ONLY.items():
-        if getattr(spec, name) != unused:
+    for name, why in _PGBENCH_ONLY.items():
+        if getattr(spec, name) != (unused := unused_value(name)):
             shown = "empty" if unused in ("", None) else "no" if unused is False else repr(unused).strip("'")
             yield name, f"{why}: leave it {shown} for driver sysbench."
     if spec.log_sampling_rate not in _NO_LOG:

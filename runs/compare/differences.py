@@ -100,7 +100,7 @@ ENVIRONMENT_FACTS = (
 )
 # Spec fields another spec field fixes: a device, and an install, are on one host.
 DETERMINED_BY = {"server_host_id": frozenset({"device_id", "pg_install_id"})} | {
-    # A field one driver does not use ("– (sysbench)"): the driver explains it differing.
+    # A field one driver does not use (shown as a dash and the driver): the driver explains it differing.
     name: frozenset({"driver"})
     for name in unused_fields(Driver.PGBENCH) | unused_fields(Driver.SYSBENCH)
 }
