@@ -83,7 +83,11 @@ def outside(limit: float, below: bool) -> float:
 
 
 # Changes that keep the other fields valid at a limit (pgbench refuses more threads than clients).
-SYSBENCH_RUN = {"driver": "sysbench", "workload": "oltp_read_only", "query_mode": "simple"}  # whose fields they are
+SYSBENCH_RUN: dict[str, object] = {
+    "driver": "sysbench",
+    "workload": "oltp_read_only",
+    "query_mode": "simple",
+}  # whose fields they are
 COMPANIONS: dict[str, dict[str, object]] = {
     "threads": {"clients": 10_000},
     "clients": {"threads": 1},
