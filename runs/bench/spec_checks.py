@@ -114,6 +114,7 @@ def spec_errors(spec: RunSpec, inventory: Inventory) -> dict[str, list[str]]:
     _check_scale_fits(spec, inventory, problems)
     _check_workload(spec, problems)
     _check_init(spec, inventory, problems)
+    _check_warmup_run(spec, problems)
     return problems.by_field
 
 
@@ -312,6 +313,22 @@ def _check_workload(spec: RunSpec, problems: _Problems) -> None:
         message = str(exc)
         field = "threads" if "threads" in message else "custom_script" if "script" in message else NON_FIELD_ERRORS
         problems.add(field, message)
+
+
+def _check_warmup_run(spec: RunSpec, problems: _Problems) -> None:
+    """A separate warm-up run: its clients only with its seconds, and pgbench on the server or on
+    one client host (several hosts' warm-ups are not started together)."""
+    if not problems.ok("warmup_run_s", "warmup_run_clients"):
+        return
+    if spec.warmup_run_clients is not None and not spec.warmup_run_s:
+        problems.add("warmup_run_clients", "Warm-up run clients need a warm-up run: set warm-up run (s), or leave "
+                                           "the clients empty.")  # fmt: skip
+    if spec.warmup_run_s and spec.driver != Driver.PGBENCH:
+        problems.add("warmup_run_s", f"A warm-up run is pgbench's; {spec.driver} warms up within its run: set "
+                                     "warm-up (s) instead, and warm-up run (s) to 0.")  # fmt: skip
+    if spec.warmup_run_s and len(spec.client_host_ids) > 1:
+        problems.add("warmup_run_s", "A warm-up run is for pgbench on the server or on one client host; with "
+                                     f"{len(spec.client_host_ids)} client hosts set it to 0.")  # fmt: skip
 
 
 def _check_init(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:

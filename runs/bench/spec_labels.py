@@ -53,6 +53,7 @@ EMPTY_VALUES = {
     "latency_limit_ms": "no latency limit",
     "partition_method": "default partition method",
     "init_steps": "default init steps",
+    "warmup_run_clients": "the measurement's clients",
 }
 
 
@@ -97,6 +98,18 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
     "threads": (lambda r: str(r.threads), lambda r: f"{r.threads} threads"),
     "duration_s": (lambda r: str(r.duration_s), lambda r: f"{r.duration_s} s"),
     "warmup_s": (lambda r: str(r.warmup_s), lambda r: f"warm-up {r.warmup_s} s"),
+    "warmup_run_s": (
+        lambda r: str(r.warmup_run_s),
+        lambda r: f"warm-up run {r.warmup_run_s} s" if r.warmup_run_s else "no warm-up run",
+    ),
+    "warmup_run_clients": (
+        lambda r: str(r.warmup_run_clients) if r.warmup_run_clients else EMPTY_VALUES["warmup_run_clients"],
+        lambda r: (
+            f"warm-up run {r.warmup_run_clients} clients"
+            if r.warmup_run_clients
+            else EMPTY_VALUES["warmup_run_clients"]
+        ),
+    ),
     "query_mode": (lambda r: r.query_mode, lambda r: f"{r.query_mode} protocol"),
     "rate_limit_tps": (
         lambda r: f"{r.rate_limit_tps:g}" if r.rate_limit_tps else EMPTY_VALUES["rate_limit_tps"],

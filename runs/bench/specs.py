@@ -51,6 +51,8 @@ class RunSpec:
     threads: int = 2
     duration_s: int = 60
     warmup_s: int = 0
+    warmup_run_s: int = 0  # a separate pgbench before the measurement; 0: none
+    warmup_run_clients: int | None = None  # its clients; None: the measurement's
     query_mode: str = "simple"
     rate_limit_tps: float | None = None
     log_sampling_rate: float | None = 1.0

@@ -240,6 +240,8 @@ VARIABLES: dict[str, Callable[[Any], Change]] = {
     "cache_state": _choice("cache_state", CacheState.values),
     "data_state": _choice("data_state", DataState.values),
     "settle_s": _number("settle_s"),
+    "warmup_run_s": _number("warmup_run_s"),
+    "warmup_run_clients": _number("warmup_run_clients"),
     "latency_limit_ms": _limit_ms("latency_limit_ms"),
     "partitions": _number("partitions"),
     "partition_method": _choice("partition_method", ("", *PartitionMethod.values)),
@@ -267,6 +269,8 @@ VARIABLE_LABELS = {
     "cache_state": "cache state",
     "data_state": "data state",
     "settle_s": "settle (s)",
+    "warmup_run_s": "warm-up run (s)",
+    "warmup_run_clients": "warm-up run clients",
     "latency_limit_ms": "latency limit (ms)",
     "partitions": "partitions",
     "partition_method": "partition method",
@@ -381,7 +385,7 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
         return f"settle ≤ {change['settle_s']} s"
     if variable in ("driver", "workload"):
         return f"{change['driver']} {change['workload']}" if variable == "driver" else change["workload"]
-    if variable in (*INIT_FIELDS, *SYSBENCH_FIELDS, "latency_limit_ms"):
+    if variable in (*INIT_FIELDS, *SYSBENCH_FIELDS, "latency_limit_ms", "warmup_run_s", "warmup_run_clients"):
         driver = Driver.SYSBENCH if variable in SYSBENCH_FIELDS else Driver.PGBENCH  # the driver that uses it
         return spec_value(Run(driver=driver, **change), variable, with_label=True)  # "4 partitions", "unlogged tables"
     ((name, value),) = change.items()

@@ -19,6 +19,8 @@ from runs.campaigns.preset_sizing import (
     scale_for_bytes,
     tier_label,
 )
+from runs.common.units import binary_size
+from runs.lab.pgbench.scale_room import BYTES_PER_SCALE
 from runs.models import Device, Filesystem, Host, PgInstall, QueryMode, Workload
 from runs.models.run_clients import version_key
 
@@ -225,24 +227,49 @@ def _page_size(choice: HostChoice, source_key: str | None = None) -> dict[str, d
     return page_size_initial(choice, page_size_choice(choice.server, source_key))
 
 
+READ_ONLY_TITLE = "Read-only on SSD, warm-up then measurement"
+READ_ONLY_WARMUP_CLIENTS = 10  # seed 004: warm-up at 10 clients, then the measurement at twice that
+READ_ONLY_SECONDS = 300  # five minutes each
+LONG_LOAD_BYTES = 256 * 2**30  # past this, `pgbench -i` of the does-not-fit tier takes hours
+
+
 def _read_only(choice: HostChoice) -> dict[str, dict[str, Any]]:
+    """Seed 004: select-only on the host's SSD, a 5-minute warm-up run at 10 clients, then the
+    measured 5 minutes at 20 in the same cluster; a scale that fits in the host's RAM and one that
+    does not (preset_sizing.memory_tiers), each said with its tier."""
     host = choice.server
     devices = _formattable([host])
-    smallest = min(devices, key=lambda d: d.capacity_bytes or 2**62, default=None)
-    scale, _, sizing = _sized(100, [10, 20], Workload.SELECT_ONLY, smallest)
+    device = _pick(devices, ["ssd", "nvme"])
+    warmup, measured = READ_ONLY_WARMUP_CLIENTS, 2 * READ_ONLY_WARMUP_CLIENTS
+    memories = _memories([host])
+    sized = [(str(device), device.capacity_bytes)] if device and device.capacity_bytes else []
+    tiers = memory_tiers(memories, sized, measured)
+    notes = list(tiers.notes)
+    if device is not None and device.kind not in ("ssd", "nvme"):
+        notes.append(f"{host.name} has no wipeable SSD: {device} ({device.get_kind_display()}) instead.")
+    if len(tiers.scales) > 1 and tiers.scales[-1] * BYTES_PER_SCALE > LONG_LOAD_BYTES:
+        notes.append(
+            f"The does-not-fit tier is large for {binary_size(max(memories))} of RAM: loading "
+            f"{binary_size(tiers.scales[-1] * BYTES_PER_SCALE)} takes hours a run (choose a host with less RAM to "
+            "shorten it)."
+        )
     description = (
-        "Seed 004: read-only pgbench (-S) after a warm-up, 10 and 20 clients, with iostat %util, CPU and "
-        "the cache hit ratio (all recorded for every run). The seed warmed up for 5 minutes and measured 5. "
-        f"{choice.sentence}" + sizing
+        f"Seed 004: read-only pgbench (-S) on an SSD, a {READ_ONLY_SECONDS // 60}-minute warm-up run at {warmup} "
+        f"clients, then the measured {READ_ONLY_SECONDS // 60} minutes at {measured} clients in the same cluster "
+        "(the warm-up's seconds are shown on each run's page, not counted); the table shows the cache hit ratio, "
+        f"CPU busy and iowait and the disk's iostat %util beside tps and latency. {choice.sentence} "
+        f"Device: {device or 'none wipeable'}. "
+        f"Scales: {'; '.join(tier_label(s, memories) for s in tiers.scales)}. " + " ".join(notes)
     )
     base = _base(
-        host, _pick(devices, ["ssd", "nvme"]), _install(host), workload=Workload.SELECT_ONLY, scale=scale,
-        clients=10, duration_s=300, warmup_s=300,
+        host, device, _install(host), workload=Workload.SELECT_ONLY, scale=tiers.scales[0], clients=measured,
+        duration_s=READ_ONLY_SECONDS, warmup_s=0, warmup_run_s=READ_ONLY_SECONDS, warmup_run_clients=warmup,
     )  # fmt: skip
+    matrix = {"scale": ", ".join(map(str, tiers.scales))} if len(tiers.scales) > 1 else {}
     return {
-        "campaign": {"name": "Read-only", "description": description, "repetitions": 3},
+        "campaign": {"name": READ_ONLY_TITLE, "description": description.strip(), "repetitions": 3},
         "base": base,
-        "matrix": {"device": [d.pk for d in devices], "clients": "10, 20"},
+        "matrix": matrix,
     }
 
 
@@ -255,7 +282,7 @@ PRESETS: dict[str, Preset] = {
     "ssd-vs-hdd": Preset("SSD vs HDD", "seeds 000 and 003", _ssd_vs_hdd, several_hosts=True),
     "mount-options": Preset("Filesystems and mount options", "seed 002", _mount_options),
     "page-size": Preset("Page size", "seed 001", _page_size, default_host=_most_page_sizes, takes_source=True),
-    "read-only": Preset("Read-only", "seed 004", _read_only),
+    "read-only": Preset(READ_ONLY_TITLE, "seed 004", _read_only),
 }
 
 

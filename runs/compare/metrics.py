@@ -44,6 +44,22 @@ def _annotated(name: str) -> Callable[[Run], float | None]:
     return lambda run: getattr(run, name, None)
 
 
+def _vmstat_mean(run: Run, column: str) -> float | None:
+    """A vmstat column's mean over the run (Run.os_means, computed when the results were stored)."""
+    value = ((run.os_means or {}).get("vmstat") or {}).get(column)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def cpu_busy_pct(run: Run) -> float | None:
+    """CPU utilisation as the seed reads it: 100 % - idle (iowait counts as busy, as in vmstat's us+sy+wa+st)."""
+    idle = _vmstat_mean(run, "id")
+    return None if idle is None else 100.0 - idle
+
+
+def cpu_iowait_pct(run: Run) -> float | None:
+    return _vmstat_mean(run, "wa")
+
+
 METRICS = (
     Metric("steady_tps", "tps (steady state)", "tps", "higher_is_faster", lambda run: run.steady_tps_mean),
     Metric("latency_avg", "latency, mean", "ms", "lower_is_faster", lambda run: run.latency_avg_ms),
@@ -53,4 +69,6 @@ METRICS = (
     Metric("errors", "errors per second (sysbench)", "/s", "lower_is_faster", _annotated("sysbench_errors_per_s")),
     Metric("cache_hit", "cache hit ratio", "%", "neutral", _cache_hit_pct),
     Metric("util", "device utilisation (iostat %util, mean)", "%", "neutral", _mean_util),
+    Metric("cpu_busy", "CPU busy (100 - vmstat idle, mean)", "%", "neutral", cpu_busy_pct),
+    Metric("cpu_iowait", "CPU iowait (vmstat wa, mean)", "%", "neutral", cpu_iowait_pct),
 )

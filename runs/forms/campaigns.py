@@ -154,6 +154,12 @@ class MatrixForm(forms.Form):
         help_text=f"Comma-separated, e.g. 1, 2, 3: each a configuration whose runs all use it; {NONE_SHOWN}: "
         "each run its own.",
     )
+    warmup_run_s = forms.CharField(
+        label="warm-up runs (s)", required=False, help_text="Comma-separated, e.g. 0, 300 (0: no warm-up run)."
+    )
+    warmup_run_clients = forms.CharField(
+        label="warm-up run clients", required=False, help_text="Comma-separated, e.g. 10, 20."
+    )
     # pgbench's own options (runs/lab/pgbench/options.py): what -i loads, and the latency limit.
     latency_limit_ms = forms.CharField(
         label="latency limits (ms)",
@@ -212,6 +218,8 @@ class MatrixForm(forms.Form):
             ("cache_state", list(data.get("cache_state") or [])),
             ("data_state", list(data.get("data_state") or [])),
             ("random_seed", _commas(data.get("random_seed", ""))),
+            ("warmup_run_s", _commas(data.get("warmup_run_s", ""))),
+            ("warmup_run_clients", _commas(data.get("warmup_run_clients", ""))),
             ("latency_limit_ms", _commas(data.get("latency_limit_ms", ""))),
             ("partitions", _commas(data.get("partitions", ""))),
             ("partition_method", list(data.get("partition_method") or [])),

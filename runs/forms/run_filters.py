@@ -57,6 +57,8 @@ LIST_COLUMNS = (
     "threads",
     "duration_s",
     "warmup_s",
+    "warmup_run_s",
+    "warmup_run_clients",
     "steady_tps_mean",
     "memory_tier",  # the method labels (templates/runs/_method_badges.html)
     "durable",

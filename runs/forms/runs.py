@@ -41,6 +41,8 @@ RUN_FIELDS = [
     "threads",
     "duration_s",
     "warmup_s",
+    "warmup_run_s",
+    "warmup_run_clients",
     "query_mode",
     "rate_limit_tps",
     "log_sampling_rate",

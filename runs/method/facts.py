@@ -17,6 +17,7 @@ from runs.common.units import pg_setting_text
 from runs.lab.options import parse_settings
 from runs.lab.pgbench.scale_room import BYTES_PER_SCALE
 from runs.lab.postgres.settings import ALLOWED
+from runs.lab.sysbench.options import BYTES_PER_SYSBENCH_ROW
 
 # PostgreSQL's defaults for what the checks read, as SHOW prints them.
 DEFAULT_SETTINGS = {
@@ -28,7 +29,8 @@ DEFAULT_SETTINGS = {
     "max_wal_size": "1GB",
 }
 BRANCH_LOCKING = frozenset({"tpcb-like", "simple-update"})  # workloads that update pgbench_branches
-WRITING = BRANCH_LOCKING  # built-in workloads that write (select-only reads; a custom script may do either)
+# Built-in workloads that write (select-only reads; a custom script may do either), sysbench's tests too.
+WRITING = BRANCH_LOCKING | frozenset({"oltp_read_write", "oltp_write_only", "oltp_insert"})
 
 
 @dataclass(frozen=True)
@@ -79,12 +81,19 @@ def spec_facts(spec: RunSpec, memory_bytes: int | None) -> MethodFacts:
         shared_buffers_bytes=_amount("shared_buffers", settings),
         checkpoint_timeout_s=_seconds(_amount("checkpoint_timeout", settings)),
         mount_options=_options(spec.mount_options),
-        database_bytes=spec.scale * BYTES_PER_SCALE * databases,
+        database_bytes=_loaded_bytes(spec) * databases,
         memory_bytes=memory_bytes,
         state=_declared_state(spec),
         random_seed=spec.random_seed,
         unlogged_tables=spec.unlogged_tables,
     )
+
+
+def _loaded_bytes(spec: RunSpec) -> int:
+    """What loading one database leaves: pgbench -i's scale, or sysbench's tables of rows."""
+    if spec.driver == "sysbench":
+        return spec.sysbench_tables * spec.sysbench_table_size * BYTES_PER_SYSBENCH_ROW
+    return spec.scale * BYTES_PER_SCALE
 
 
 def recorded_facts(spec: RunSpec, environment: Mapping[str, Any], metrics: Mapping[str, Any]) -> MethodFacts:

@@ -37,6 +37,7 @@ from runs.models.runs import (
     RunSample,
     RunState,
     RunTransition,
+    RunWarmupSample,
     Workload,
 )
 from runs.models.shares import ShareKind, ShareLink
@@ -87,6 +88,7 @@ __all__ = [
     "RunSample",
     "RunState",
     "RunTransition",
+    "RunWarmupSample",
     "ShareKind",
     "ShareLink",
     "StudyAfterBuilds",

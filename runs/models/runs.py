@@ -145,6 +145,23 @@ class Run(models.Model):
         validators=[MaxValueValidator(MAX_SECONDS)],
         help_text="Run before the measured duration and left out of the statistics.",
     )
+    # A separate pgbench before the measurement (seed 004: 5 minutes at 10 clients, then the measured
+    # 5 minutes at 20), in the same cluster, with the same workload and options.
+    warmup_run_s = models.PositiveIntegerField(
+        "warm-up run (s)",
+        default=0,
+        validators=[MaxValueValidator(MAX_SECONDS)],
+        help_text="A separate pgbench run before the measurement, same workload and options, its seconds shown "
+        "on the run page and kept out of the results. It starts after the CHECKPOINT and settle pause; the "
+        "measurement starts right after it ends, as the seed's did. 0: none.",
+    )
+    warmup_run_clients = models.PositiveIntegerField(
+        "warm-up run clients",
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1), MaxValueValidator(10_000)],
+        help_text="The warm-up run's clients (its threads: at most these). Empty: as many as the measurement.",
+    )
     query_mode = models.CharField(max_length=10, choices=QueryMode.choices, default=QueryMode.SIMPLE)
     rate_limit_tps = models.FloatField("rate limit (tps)", null=True, blank=True, validators=[MinValueValidator(0.1)])
     # pgbench's own options for the data it loads (pgbench -i) and the latency it holds to: the
@@ -359,17 +376,20 @@ class RunTransition(models.Model):
 
 
 class RunSample(models.Model):
-    """One second of a run, as pgbench's progress line reported it (the live series)."""
+    """One second of a run, as pgbench's progress line (or sysbench's report line) reported it
+    (the live series)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="samples")
     second = models.PositiveIntegerField()  # elapsed seconds since pgbench started
     tps = models.FloatField()
-    latency_ms = models.FloatField()
+    latency_ms = models.FloatField(null=True)  # the second's mean; sysbench prints none (null)
     latency_stddev_ms = models.FloatField(null=True)
     failed = models.IntegerField(null=True)
     lag_ms = models.FloatField(null=True)
     skipped = models.IntegerField(null=True)
     warmup = models.BooleanField(default=False)
+    qps = models.FloatField(null=True)  # statements a second: sysbench's
+    latency_p95_ms = models.FloatField(null=True)  # the second's 95th percentile: sysbench's
 
     class Meta:
         ordering = ["run", "second"]
@@ -377,6 +397,23 @@ class RunSample(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.run_id} second {self.second}: {self.tps:.1f} tps"
+
+
+class RunWarmupSample(models.Model):
+    """One second of a run's separate warm-up pgbench (Run.warmup_run_s): shown before the
+    measurement on the run page, never read by results, comparisons or campaigns."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="warmup_samples")
+    second = models.PositiveIntegerField()  # elapsed seconds since the warm-up's pgbench started
+    tps = models.FloatField()
+    latency_ms = models.FloatField()
+
+    class Meta:
+        ordering = ["run", "second"]
+        constraints = [models.UniqueConstraint(fields=["run", "second"], name="runwarmupsample_one_per_second")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} warm-up second {self.second}: {self.tps:.1f} tps"
 
 
 class OsSource(models.TextChoices):

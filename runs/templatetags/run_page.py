@@ -32,6 +32,8 @@ def workload_summary(run: Run) -> str:
     """The workload in one line: "TPC-B like · scale 10 · 8 clients · 2 threads · 5 s warm-up + 20 s · …"."""
     workload = run.get_workload_display().split(" (", 1)[0]  # "TPC-B like", without "(read/write)"
     seconds = f"{run.warmup_s} s warm-up + {run.duration_s} s" if run.warmup_s else f"{run.duration_s} s"
+    if run.warmup_run_s:  # a separate pgbench first: "300 s warm-up run at 10 clients, then 300 s"
+        seconds = f"{run.warmup_run_s} s warm-up run at {run.warmup_run_clients or run.clients} clients, then {seconds}"
     if run.driver == Driver.SYSBENCH:  # one thread per client, no scale, no query mode, no -i options
         parts = [workload, f"{_count(run.sysbench_tables, 'table')} × {run.sysbench_table_size:,} rows"]
         parts += [_count(run.clients, "client"), seconds]

@@ -20,7 +20,7 @@ from runs.campaigns.preset_sizing import branch_contention
 from runs.campaigns.presets import PRESETS, page_size_initial, preset_initial
 from runs.campaigns.selectors.canary import campaign_canaries
 from runs.campaigns.selectors.overview import campaign_overview
-from runs.campaigns.selectors.results import campaign_list, plan_wall_estimate
+from runs.campaigns.selectors.results import campaign_list, plan_wall_estimate, side_by_side
 from runs.campaigns.services.campaigns import (
     CampaignForbidden,
     CampaignRefused,
@@ -218,6 +218,7 @@ def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str
         "adaptive": {c.index: state for c, state in overview.adaptive.items()},
         "repetitions": repetitions,
         "tables": tables,
+        "side_by_side": side_by_side(tables),
         "statistics": [
             (table, [(row, *confounds.marker(row.configuration.index)) for row in table.rows]) for table in tables
         ],

@@ -116,7 +116,7 @@
     pointRadius: (context) => (context.dataset.data.length < 2 ? 3 : 0),
   });
   const xAxis = (last) => ({
-    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle(`seconds since ${data.driver || "pgbench"} started`),
+    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle(data.warmup_run ? "seconds since the measurement's pgbench started" : `seconds since ${data.driver || "pgbench"} started`),
     ticks: { precision: 0, includeBounds: false }, // no crowded label for the last odd second
   });
   // Tooltips anywhere along x (the shared options' interaction: index, not intersecting).
@@ -176,6 +176,41 @@
     tpsChart.update("none");
   }
   const qpsLine = () => tpsChart.data.datasets.find((dataset) => dataset.name === "queries") || addQpsLine();
+
+  // The separate warm-up run before the measurement (its own pgbench, its own clients): its seconds
+  // on a chart of their own above the measurement's, never among the measured ones.
+  const warmupRun = data.warmup_run;
+  const warmupCanvas = document.getElementById("warmup-chart");
+  const warmupLabelled = `warm-up run, ${warmupRun?.clients} clients`;
+  const warmupChart = warmupCanvas && make(warmupCanvas, "line", {
+    datasets: [
+      line(`${warmupLabelled} (tps)`, `${warmupLabelled}: throughput`, "tps", "tps", points(warmupRun.seconds, warmupRun.tps)),
+      line(`${warmupLabelled} (latency, ms)`, `${warmupLabelled}: latency`, "ms", "latency", points(warmupRun.seconds, warmupRun.latency_ms)),
+    ],
+  }, {
+    options: {
+      animation: false, parsing: false,
+      scales: {
+        x: { type: "linear", min: 0, max: warmupRun.duration_s, title: axisTitle("seconds since the warm-up run started"), ticks: { precision: 0 } },
+        tps: valueAxis("tps", { position: "left", beginAtZero: true, grace: "10%", title: axisTitle("throughput (tps)") }),
+        latency: valueAxis("ms", { position: "right", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("latency (ms)") }),
+      },
+      plugins: { tooltip: { callbacks: {
+        title: (items) => `warm-up second ${items[0].parsed.x} of ${warmupRun.duration_s} (${warmupRun.clients} clients)`,
+        label: (item) => `${item.dataset.name}: ${withUnit(item.parsed.y, item.dataset.unit)}`,
+      } } },
+    },
+  });
+  const warmupSeen = new Set(warmupRun ? warmupRun.seconds : []);
+  let warmupSecond = null;
+  const addWarmupSample = (sample) => {
+    if (!warmupChart || warmupSeen.has(sample.second)) return;
+    warmupSeen.add(sample.second);
+    warmupSecond = Math.max(warmupSecond ?? 0, sample.second);
+    warmupChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
+    warmupChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
+    warmupChart.update("none");
+  };
 
   // Several client hosts: a dashed throughput line for each beside their total (the solid one).
   const clientNames = data.client_names || [];
@@ -306,7 +341,10 @@
       eta.textContent = "";
       return;
     }
-    if (lastSecond === null) positionText.textContent = `${stateLabel}, waiting for pgbench's first second`;
+    if (lastSecond === null && warmupRun && state === "warming_up") {
+      const at = warmupSecond === null ? "starting" : `second ${warmupSecond} of ${warmupRun.duration_s}`;
+      positionText.textContent = `warm-up run (${warmupRun.clients} clients), ${at}; then the measurement`;
+    } else if (lastSecond === null) positionText.textContent = `${stateLabel}, waiting for pgbench's first second`;
     else if (lastSecond <= warmup) positionText.textContent = `warming up, second ${lastSecond} of ${warmup}`;
     else positionText.textContent = `measuring, second ${Math.min(lastSecond - warmup, data.duration_s)} of ${data.duration_s}`;
     const left = lastSecond === null ? "" : `, in about ${duration(total - lastSecond)}`;
@@ -364,6 +402,12 @@
     if (addSample(sample)) appendLog(progressLine(sample));
     drawSamples();
   });
+  source.addEventListener("warmup_sample", (message) => {
+    const sample = JSON.parse(message.data);
+    addWarmupSample(sample);
+    appendLog(`warm-up ${progressLine(sample)}`);
+    showPosition();
+  });
   source.addEventListener("client_sample", (message) => {
     addClientSample(JSON.parse(message.data));
     drawSamples();
@@ -417,7 +461,8 @@
     }
     steps.appendChild(item);
     if (["warming_up", "measuring"].includes(state) && !pgbenchEnds && !Number.isNaN(at.getTime())) {
-      pgbenchEnds = new Date(at.getTime() + total * 1000); // pgbench started with this step
+      // pgbench started with this step (the warm-up run's first, then the measurement's).
+      pgbenchEnds = new Date(at.getTime() + (total + (warmupRun ? warmupRun.duration_s : 0)) * 1000);
     }
     if (state !== "queued" && waitTimer !== null) {
       clearInterval(waitTimer);

@@ -41,7 +41,7 @@ def pgbench_ends_at(run: Run) -> datetime | None:
     """When a running run's pgbench ends: its planned seconds after it started (as the run page
     says it, bench.selectors.run_page.run_position); None for any other run."""
     started = getattr(run, "pgbench_started_at", None)
-    return started + timedelta(seconds=run.warmup_s + run.duration_s) if started else None
+    return started + timedelta(seconds=run.warmup_run_s + run.warmup_s + run.duration_s) if started else None
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,8 @@ def run_rows(runs: Sequence[Run]) -> list[RunRow]:
 def progress(run: Run) -> RowStatus:
     """How far pgbench is: the second of the warm-up or of the measured duration (from 1)."""
     latest = getattr(run, "latest_second", None)
+    if run.state == RunState.WARMING_UP and run.warmup_run_s and not latest:  # its separate warm-up run
+        return RowStatus(f"warm-up run, {run.warmup_run_clients or run.clients} clients for {run.warmup_run_s:,} s")
     if run.state == RunState.WARMING_UP:
         return _position(latest or 0, run.warmup_s)
     if run.state == RunState.MEASURING:

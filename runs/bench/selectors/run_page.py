@@ -11,7 +11,18 @@ from django.shortcuts import get_object_or_404
 
 from runs.bench.selectors.clients import run_client_series
 from runs.jobs.selectors import HostWait, run_wait
-from runs.models import Device, Host, OsSource, PgInstall, Run, RunArtifact, RunOsSeries, RunSample, RunState
+from runs.models import (
+    Device,
+    Host,
+    OsSource,
+    PgInstall,
+    Run,
+    RunArtifact,
+    RunOsSeries,
+    RunSample,
+    RunState,
+    RunWarmupSample,
+)
 
 
 def inventory_hosts() -> QuerySet[Host]:
@@ -93,10 +104,31 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         **run_latency_series(run),
         # Marked on the charts: when each checkpoint of the measured window began, and its kind.
         "checkpoints": run_checkpoint_events(run),
+        # The separate warm-up run's own seconds (drawn before the measurement's chart), if it had one.
+        "warmup_run": run_warmup_series(run),
         **{
             source: {column: os_series[source].get(column, []) for column in columns}
             for source, columns in drawn.items()
         },
+    }
+
+
+def run_warmup_series(run: Run) -> dict[str, Any] | None:
+    """The warm-up run's per-second tps and latency, its clients and seconds (one query); None
+    without one. Never part of the measurement's series."""
+    if not run.warmup_run_s:
+        return None
+    rows = RunWarmupSample.objects.filter(run=run).order_by("second").values_list("second", "tps", "latency_ms")
+    seconds, tps, latency = (list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [])
+    summary = (run.environment or {}).get("warmup_run") or {}
+    return {
+        "clients": run.warmup_run_clients or run.clients,
+        "duration_s": run.warmup_run_s,
+        "seconds": seconds,
+        "tps": tps,
+        "latency_ms": latency,
+        "summary_tps": summary.get("tps"),
+        "summary_latency_ms": summary.get("latency_avg_ms"),
     }
 
 
@@ -263,10 +295,11 @@ def run_position(run: Run) -> RunPosition | None:
         return None
     if run.state not in PGBENCH_STATES:
         return RunPosition(position_text(run, None), None, None)
-    total = run.warmup_s + run.duration_s
+    total = run.warmup_s + run.duration_s  # the measurement's pgbench
     started = next((t.at for t in run.transitions.all() if t.state in PGBENCH_STATES), None)
     second = RunSample.objects.filter(run=run).order_by("-second").values_list("second", flat=True).first()
-    ends = started + timedelta(seconds=total) if started else None
+    # From the first pgbench: a separate warm-up run's, then the measurement's.
+    ends = started + timedelta(seconds=run.warmup_run_s + total) if started else None
     return RunPosition(position_text(run, second), ends, max(total - second, 0) if second is not None else None)
 
 
@@ -278,6 +311,10 @@ def position_text(run: Run, second: int | None) -> str:
         if run.state in (RunState.PREPARING_STORAGE, RunState.INITIALIZING_DATABASE):
             return f"{run.get_state_display()}; then pgbench runs {measured}"
         return f"{run.get_state_display()}; pgbench has ended"
+    if second is None and run.warmup_run_s and run.state == RunState.WARMING_UP:
+        return (
+            f"warm-up run ({run.warmup_run_clients or run.clients} clients, {run.warmup_run_s} s), then the measurement"
+        )
     if second is None:
         return f"{run.get_state_display()}, waiting for pgbench's first second"
     if second <= run.warmup_s:

@@ -239,8 +239,9 @@ def result_ending(result: BenchmarkResult, observer: RunObserver) -> Ending:
             "failed_step": RunState.MEASURING,
             "failed_command": result.command,
             "failed_exit_status": result.exit_status,
-            "failed_output": tail(result.stderr),
-            "error": "pgbench failed",
+            # sysbench says why on stdout (its stderr stays empty)
+            "failed_output": tail(result.stdout if result.sysbench is not None else result.stderr),
+            "error": f"{observer.run.driver} failed",
         }
     return RunState.DONE, {}
 

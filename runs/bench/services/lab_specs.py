@@ -9,7 +9,8 @@ from runs.lab.pgbench.commands import RunOptions
 from runs.lab.postgres.cluster import parse_settings
 from runs.lab.storage.checks import DeviceIdentity
 from runs.lab.storage.prepare import FilesystemSpec
-from runs.models import Run, Workload
+from runs.lab.sysbench.options import SysbenchOptions
+from runs.models import Driver, Run, Workload
 from runs.models.inventory import benchlab_data_dirs
 from runs.models.run_clients import client_database, client_pgbench_install
 
@@ -38,6 +39,7 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
     """The lab layer's view of a run (the lab layer never reads the database)."""
     device = run.device
     custom = run.workload == Workload.CUSTOM
+    sysbench = run.driver == Driver.SYSBENCH
     return BenchmarkSpec(
         device=DeviceIdentity(
             path=device.path,
@@ -54,8 +56,8 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
         pg_bin_dir=run.pg_install.bin_dir,
         pg_settings=parse_settings(run.pg_settings),
         init=init_options(run),
-        run=RunOptions(
-            builtin=None if custom else run.workload,
+        run=RunOptions(  # a sysbench run's duration and clients are read from it too
+            builtin=None if custom or sysbench else run.workload,
             custom_script=run.custom_script if custom else None,
             clients=run.clients,
             threads=run.threads,
@@ -75,5 +77,23 @@ def benchmark_spec(run: Run) -> BenchmarkSpec:
         run_key=run.run_key,
         clients=client_specs(run),
         warmup_s=run.warmup_s,
+        warmup_run_s=run.warmup_run_s,
+        warmup_run_clients=run.warmup_run_clients,
         unreachable_limit_s=settings.BENCHLAB_HOST_UNREACHABLE_S,
+        driver=run.driver,
+        sysbench=sysbench_options(run) if sysbench else None,
+    )
+
+
+def sysbench_options(run: Run) -> SysbenchOptions:
+    """A sysbench run's test, tables and measurement (its warm-up: a report checkpoint, commands.py)."""
+    return SysbenchOptions(
+        test=run.workload,
+        tables=run.sysbench_tables,
+        table_size=run.sysbench_table_size,
+        threads=run.clients,
+        duration_s=run.duration_s,
+        warmup_s=run.warmup_s,
+        rate_tps=round(run.rate_limit_tps) if run.rate_limit_tps is not None else None,
+        random_seed=run.random_seed,
     )

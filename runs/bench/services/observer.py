@@ -6,21 +6,24 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from runs.bench.services.samples import client_sample_upsert, sample_upsert
+from runs.bench.services.samples import client_sample_upsert, sample_upsert, warmup_sample_upsert
 from runs.common.services.audit import audit_record
 from runs.jobs.observer import JobObserver
 from runs.jobs.transitions import run_transition
 from runs.lab.benchmark.checkpoints import CheckpointEvent
+from runs.lab.benchmark.drivers import DRIVERS
 from runs.lab.benchmark.run import BenchmarkResult, Step
+from runs.lab.benchmark.warmup import WARMUP_STREAM
 from runs.lab.parse.pgbench import ProgressSample, parse_progress_line
 from runs.models import AuditAction, Host, Run, RunClient, RunSample, RunState
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
-STEPS_BEFORE_RESULTS = (Step.PREPARING_STORAGE, Step.INITIALIZING_DATABASE, Step.MEASURING)
+STEPS_BEFORE_RESULTS = (Step.PREPARING_STORAGE, Step.INITIALIZING_DATABASE, Step.WARMING_UP, Step.MEASURING)
 STEP_STATES = {
     Step.PREPARING_STORAGE: RunState.PREPARING_STORAGE,
     Step.INITIALIZING_DATABASE: RunState.INITIALIZING_DATABASE,
+    Step.WARMING_UP: RunState.WARMING_UP,
     Step.MEASURING: RunState.MEASURING,
     Step.COLLECTING: RunState.COLLECTING,
     Step.CLEANING_UP: RunState.CLEANING_UP,
@@ -69,8 +72,11 @@ class RunObserver(JobObserver):
         program, _, host = stream.partition("@")  # "pgbench@lab2": a client host's pgbench
         shown = f"{host}: {text}" if host else text
         self.keep(shown)
-        if program == "pgbench" and parse_progress_line(text) is not None:
+        if program in DRIVERS and DRIVERS[program].progress(text) is not None:
             return  # it reaches the page as a sample event; twice would halve how long a stream lasts
+        if program == WARMUP_STREAM and (sample := parse_progress_line(text)) is not None:
+            self._warmup_progress(sample)  # the warm-up run's second: its own series, not the results'
+            return
         self.publish("log", {"stream": program, "line": shown})
 
     def progress(self, sample: ProgressSample) -> None:
@@ -87,16 +93,28 @@ class RunObserver(JobObserver):
                 lag_ms=sample.lag_ms,
                 skipped=sample.skipped,
                 warmup=warmup,
+                qps=sample.qps,
+                latency_p95_ms=sample.latency_p95_ms,
             )
         )
-        self.publish("sample", {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup})
+        event = {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms, "warmup": warmup}
+        if sample.qps is not None:  # sysbench's: its latency is the second's 95th percentile, not a mean
+            event |= {"qps": sample.qps, "latency_p95_ms": sample.latency_p95_ms}
+        self.publish("sample", event)
         if not warmup and self.run.state == RunState.WARMING_UP:
             self.current_step = RunState.MEASURING
             run_transition(run=self.run, state=RunState.MEASURING)
 
+    def _warmup_progress(self, sample: ProgressSample) -> None:
+        second = round(sample.elapsed_s)
+        assert sample.latency_ms is not None  # pgbench's progress: a warm-up run is pgbench's (spec_checks)
+        warmup_sample_upsert(self.run.pk, second, sample.tps, sample.latency_ms)
+        self.publish("warmup_sample", {"second": second, "tps": sample.tps, "latency_ms": sample.latency_ms})
+
     def client_progress(self, name: str, sample: ProgressSample) -> None:
         """A second of one client host's pgbench (progress() stores and shows their total)."""
         second = round(sample.elapsed_s)
+        assert sample.latency_ms is not None  # pgbench's: only pgbench runs on several client hosts
         if not self._client_ids:
             self._client_ids = dict(RunClient.objects.filter(run=self.run).values_list("host__name", "pk"))
         client_sample_upsert(self._client_ids[name], second, sample.tps, sample.latency_ms)

@@ -87,7 +87,7 @@ def _reattach_watched(run: Run, observer: RunObserver) -> Ending:
     observer.current_step = run.state  # where a failure from here on happened
     several = len(run.client_host_list) > 1  # each client's pgbench is followed again from its start
     where = "on each client host from its start" if several else f"from byte {run.progress_offset}"
-    note = f"its worker stopped; {run.worker} follows pgbench again {where}"
+    note = f"its worker stopped; {run.worker} follows {run.driver} again {where}"
     live.publish(run.pk, "log", {"line": note})
     log.warning("run %s: %s", run.pk, note)
     taken_over, reused_from = _taken_over_setup(run)

@@ -12,6 +12,7 @@ from django.utils import timezone
 from runs.bench.services.drift_facts import with_drift_facts
 from runs.bench.services.observer import RunObserver
 from runs.bench.services.os_series import os_series_store
+from runs.bench.sysbench_metrics import sysbench_metrics
 from runs.common.db_retry import with_database_retry
 from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
@@ -75,7 +76,7 @@ def store_results(
     # Only the result fields: state and cancel_requested belong to other writers.
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
-    _store_artifacts(run, _artifacts(result))
+    _store_artifacts(run, _artifacts(result, run.driver))
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
 
 
@@ -138,6 +139,11 @@ def _set_pgbench_figures(run: Run, result: BenchmarkResult) -> None:
     run.skipped_transactions = summary.skipped if summary else None
     steady = with_database_retry(lambda: _steady_state(run), f"run {run.pk}: reading its samples")
     run.steady_tps_mean, run.steady_tps_stddev = steady
+    if result.sysbench is not None:  # sysbench's figures where pgbench's summary would be
+        report = result.sysbench.summary
+        run.tps = report.tps if report else None
+        run.latency_avg_ms = report.latency_avg_ms if report else None
+        run.failed_transactions = report.errors if report else None
     latency = result.latency
     run.latency_p50_ms = latency.p50_ms if latency else None
     run.latency_p95_ms = latency.p95_ms if latency else None
@@ -161,6 +167,8 @@ def _set_os_and_postgres_figures(run: Run, result: BenchmarkResult) -> None:
         "latency": dataclasses.asdict(latency) if latency else None,
         "latency_seconds": [dataclasses.asdict(second) for second in result.latency_seconds],
     }
+    if result.sysbench is not None:
+        run.metrics["sysbench"] = sysbench_metrics(result.sysbench)
 
 
 def _environment(
@@ -213,6 +221,8 @@ def _environment(
         "client": clients_environment[0] if clients_environment else None,  # the first: compared as before
         "clients": clients_environment,
         "start_skew_ms": result.start_skew_ms,
+        # The separate warm-up run before the measurement (its seconds: RunWarmupSample), never in the results.
+        "warmup_run": dataclasses.asdict(result.warmup_run) if result.warmup_run else None,
         "init_command": result.init_command,
         "reuse": observer.reuse,
         "stages": _stage_times(result),
@@ -232,10 +242,11 @@ def _state_before(run: Run, result: BenchmarkResult) -> dict[str, Any]:
     return {"cache": run.cache_state, "data": data, "checkpoint_before": run.checkpoint_before, "settle_s": None}
 
 
-def _artifacts(result: BenchmarkResult) -> dict[str, str]:
-    """The raw outputs kept with the run, by name: with several client hosts, each one's own."""
+def _artifacts(result: BenchmarkResult, driver: str) -> dict[str, str]:
+    """The raw outputs kept with the run, by name (the driver's: pgbench.stdout.txt,
+    sysbench.stdout.txt, ...): with several client hosts, each one's own."""
     artifacts = {
-        "pgbench-init.txt": result.init_output,
+        f"{driver}-init.txt": result.init_output,
         "iostat.txt": result.os.iostat_text,
         "vmstat.txt": result.os.vmstat_text,
     }
@@ -246,7 +257,7 @@ def _artifacts(result: BenchmarkResult) -> dict[str, str]:
                 f"pgbench.{client.name}.stderr.txt": client.stderr,
             }
     else:
-        artifacts |= {"pgbench.stdout.txt": result.stdout, "pgbench.stderr.txt": result.stderr}
+        artifacts |= {f"{driver}.stdout.txt": result.stdout, f"{driver}.stderr.txt": result.stderr}
     return artifacts
 
 

@@ -26,7 +26,12 @@ from runs.lab.transport.interface import Transport
 from runs.models import DataState, Device, Run, RunState
 
 log = logging.getLogger(__name__)
-SETUP_FIELDS = ("device_id", "filesystem", "mkfs_options", "mount_options", "pg_install_id", "scale", *INIT_FIELDS)
+# The load signature: a kept database is reused only by a run of the same driver that loads the same
+# (pgbench: scale and -i's options; sysbench: its tables and their size).
+SETUP_FIELDS = (
+    "device_id", "filesystem", "mkfs_options", "mount_options", "pg_install_id", "scale", *INIT_FIELDS,
+    "driver", "sysbench_tables", "sysbench_table_size",
+)  # fmt: skip
 
 
 def setup_signature(run: Run) -> list[Any]:

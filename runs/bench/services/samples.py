@@ -16,9 +16,11 @@ from typing import Any
 from django.db import connection, models
 
 from runs.common.db_retry import with_database_retry
-from runs.models import RunClientSample, RunSample
+from runs.models import RunClientSample, RunSample, RunWarmupSample
 
-SAMPLE_VALUE_FIELDS = ["tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup"]
+SAMPLE_VALUE_FIELDS = [
+    "tps", "latency_ms", "latency_stddev_ms", "failed", "lag_ms", "skipped", "warmup", "qps", "latency_p95_ms",
+]  # fmt: skip
 CLIENT_SAMPLE_VALUE_FIELDS = ["tps", "latency_ms"]
 
 
@@ -37,6 +39,7 @@ def upsert_statement(model: type[models.Model], unique_fields: list[str], value_
 
 SAMPLE_UPSERT = upsert_statement(RunSample, ["run", "second"], SAMPLE_VALUE_FIELDS)
 CLIENT_SAMPLE_UPSERT = upsert_statement(RunClientSample, ["run_client", "second"], CLIENT_SAMPLE_VALUE_FIELDS)
+WARMUP_SAMPLE_UPSERT = upsert_statement(RunWarmupSample, ["run", "second"], CLIENT_SAMPLE_VALUE_FIELDS)
 
 
 def _execute(statement: str, params: list[Any]) -> None:
@@ -56,3 +59,10 @@ def client_sample_upsert(run_client_id: int, second: int, tps: float, latency_ms
     params: list[Any] = [run_client_id, second, tps, latency_ms]
     what = f"client {run_client_id}: storing second {second}"
     with_database_retry(lambda: _execute(CLIENT_SAMPLE_UPSERT, params), what)
+
+
+def warmup_sample_upsert(run_id: int, second: int, tps: float, latency_ms: float) -> None:
+    """One second of the run's separate warm-up pgbench (RunWarmupSample), stored like the others."""
+    params: list[Any] = [run_id, second, tps, latency_ms]
+    what = f"run {run_id}: storing warm-up second {second}"
+    with_database_retry(lambda: _execute(WARMUP_SAMPLE_UPSERT, params), what)

@@ -103,8 +103,8 @@ class History:
 def history(host_ids: Iterable[int]) -> History:
     """The recent done runs with stage times on these hosts, as turns."""
     hosts = sorted(set(host_ids))
-    fields = ("pk", "server_host_id", "device_id", "scale", "warmup_s", "duration_s", "created_at", "started_at",
-              "finished_at", "environment__stages", "environment__reuse")  # fmt: skip
+    fields = ("pk", "server_host_id", "device_id", "scale", "warmup_s", "warmup_run_s", "duration_s", "created_at",
+              "started_at", "finished_at", "environment__stages", "environment__reuse")  # fmt: skip
     done = (
         Run.objects.filter(server_host_id__in=hosts, state=RunState.DONE, started_at__isnull=False)
         .filter(finished_at__isnull=False, environment__has_key="stages")
@@ -159,7 +159,7 @@ def _turn(row: dict[str, Any], previous_end: datetime | None) -> Turn:
     turn = (row["finished_at"] - began).total_seconds()
     setup = sum(float(stages.get(name, 0.0)) for name in SETUP_STAGES)
     load = float(stages.get("load", 0.0))
-    asked = row["warmup_s"] + row["duration_s"]
+    asked = row["warmup_run_s"] + row["warmup_s"] + row["duration_s"]
     other = max(turn - setup - load - asked, 0.0)
     return Turn(row["device_id"], row["scale"], reused, keeps, setup, load, other)
 
@@ -177,7 +177,8 @@ def run_estimate(spec: RunSpec, reused: bool, past: History, keeps: bool = False
         load = load_here if load_here is not None else _load_from_other_scales(spec, past, model)
     fallback_setup = model.setup_reused_s if reused else model.setup_fresh_s
     return (
-        spec.warmup_s
+        spec.warmup_run_s
+        + spec.warmup_s
         + spec.duration_s
         + (setup if setup is not None else fallback_setup)
         + load

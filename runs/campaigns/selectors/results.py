@@ -65,12 +65,13 @@ class MetricTable:
 
 
 def campaign_runs(campaign: Campaign) -> list[Run]:
-    # Only what the pages use: cache hits and %util are columns, the JSON fields are left behind.
+    # Only what the pages use: cache hits and %util are columns, the CPU's means are in os_means
+    # (a few numbers); the other JSON fields are left behind.
     return list(
         Run.objects.filter(campaign=campaign)
         .select_related("server_host")
         .prefetch_related("run_clients")  # RunSpec.from_run reads them
-        .defer("summary", "environment", "metrics", "os_means", "failed_output")
+        .defer("summary", "environment", "metrics", "failed_output")
         .annotate(**metric_annotations())  # sysbench's figures, out of the metrics JSON
         .order_by("pk")
     )
@@ -173,3 +174,27 @@ def campaign_list() -> list[dict[str, Any]]:
         }
         for c in campaigns
     ]
+
+
+# Seed 004's table: throughput and latency beside what explains them (the cache, the CPU, the disk).
+SIDE_BY_SIDE = ("steady_tps", "latency_avg", "cache_hit", "cpu_busy", "cpu_iowait", "util")
+
+
+@dataclass(frozen=True)
+class SideBySide:
+    """Each configuration's mean of several metrics in one row (the statistics tables' own means)."""
+
+    metrics: list[Metric]
+    rows: list[tuple[CampaignConfiguration, list[float | None]]]
+
+
+def side_by_side(tables: Sequence[MetricTable]) -> SideBySide | None:
+    """The means of SIDE_BY_SIDE's metrics per configuration; None before any run has finished."""
+    chosen = [table for key in SIDE_BY_SIDE for table in tables if table.metric.key == key]
+    if not chosen or not any(table.has_values for table in chosen):
+        return None
+    rows = [
+        (row.configuration, [table.rows[index].summary.mean for table in chosen])
+        for index, row in enumerate(chosen[0].rows)
+    ]
+    return SideBySide([table.metric for table in chosen], rows)

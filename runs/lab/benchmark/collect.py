@@ -19,7 +19,7 @@ from runs.lab.benchmark.metrics import PgStatsSnapshot, collectors_for, pg_stats
 from runs.lab.benchmark.results import BenchmarkResult
 from runs.lab.host.run_user import read_as_run_user, run_as_run_user
 from runs.lab.options import RunOptions
-from runs.lab.parse.pgbench import parse_progress_line
+from runs.lab.parse.pgbench import ProgressSample, parse_progress_line
 from runs.lab.parse.pgbench_logs import merge_aggregate_intervals, parse_aggregate_log
 from runs.lab.parse.pgbench_summary import parse_summary
 from runs.lab.pgbench.commands import LOG_PREFIX
@@ -84,6 +84,7 @@ class ResumeRecord:
     clients: tuple[RecordedClient, ...] = ()
     # Read before the window (method_readings.py); a record written before they were has none.
     method: MethodReadings = field(default_factory=MethodReadings)
+    driver: str = "pgbench"  # what measures (drivers.py): how a reattached worker follows and collects it
 
     def as_json(self) -> dict[str, Any]:
         storage = asdict(self.storage)
@@ -107,6 +108,7 @@ class ResumeRecord:
             "collectors": list(self.collectors),
             "clients": [client.as_json() for client in self.clients],
             "method": self.method.as_record(),
+            "driver": self.driver,
         }
 
 
@@ -119,6 +121,7 @@ def resume_record(
     before: PgStatsSnapshot,
     iostat_device: str | None,
     clients: tuple[RecordedClient, ...] = (),
+    driver: str = "pgbench",
 ) -> ResumeRecord:
     """The record of a measurement just started: what the result holds so far, and the rest."""
     return ResumeRecord(
@@ -140,6 +143,7 @@ def resume_record(
         collectors=collectors_for(iostat_device),
         clients=clients,
         method=result.method,
+        driver=driver,
     )
 
 
@@ -149,12 +153,18 @@ def write_resume_record(transport: Transport, run_dir: str, record: ResumeRecord
     transport.write_file(f"{run_dir}/{RESUME_RECORD}", json.dumps(record.as_json()).encode(), mode=0o600)
 
 
-def progress_reader(observer: "Observer", result: BenchmarkResult) -> Callable[[str], None]:
-    """What to do with each line of pgbench's stderr (the follower hands over clean text)."""
+def progress_reader(
+    observer: "Observer",
+    result: BenchmarkResult,
+    stream: str = "pgbench",
+    parse: Callable[[str], ProgressSample | None] = parse_progress_line,
+) -> Callable[[str], None]:
+    """What to do with each line of the driver's progress output, pgbench's stderr by default
+    (the follower hands over clean text)."""
 
     def on_stderr(text: str) -> None:
-        observer.line("pgbench", text)
-        sample = parse_progress_line(text)
+        observer.line(stream, text)
+        sample = parse(text)
         if sample is not None:
             observer.progress(sample)
 
@@ -190,9 +200,19 @@ def collect_server_results(
     result.checkpoints = read_checkpoints(server, cluster, result.pg_stats, result.pgbench_started_epoch)
 
 
-def collect_results(result: BenchmarkResult, measured: Measured) -> None:
-    """Once pgbench has exited: the statistics' difference, its output and summary, its logs."""
+def collect_results(
+    result: BenchmarkResult,
+    measured: Measured,
+    outputs: "Callable[[BenchmarkResult, Measured], None] | None" = None,
+) -> None:
+    """Once the measurement has exited: the statistics' difference, then its outputs read by
+    `outputs` (the driver's: drivers.py; pgbench's by default)."""
     collect_server_results(result, measured.server, measured.cluster, measured.database, measured.before)
+    (outputs or collect_pgbench_outputs)(result, measured)
+
+
+def collect_pgbench_outputs(result: BenchmarkResult, measured: Measured) -> None:
+    """pgbench's output and summary, its logs."""
     bench, process = measured.bench, measured.process
     result.stdout = read_as_run_user(bench, process.path("stdout"))
     result.stderr = read_as_run_user(bench, process.path("stderr"))

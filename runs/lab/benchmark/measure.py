@@ -10,7 +10,6 @@ from runs.lab.benchmark.clients import (
     ClientBench,
     ClientFailed,
     ClientResult,
-    client_pgbench_version,
     follow_together,
     measure_rtt,
     start_skew_ms,
@@ -18,11 +17,12 @@ from runs.lab.benchmark.clients import (
     started_epoch,
 )
 from runs.lab.benchmark.collect import RecordedClient, progress_reader, resume_record, write_resume_record
+from runs.lab.benchmark.drivers import driver_for
 from runs.lab.benchmark.metrics import PgStatsSnapshot
 from runs.lab.benchmark.results import BenchmarkResult
 from runs.lab.benchmark.spec import Bench, BenchmarkSpec, Endpoint, Observer, work_dir_for
 from runs.lab.host.run_user import RUN_USER
-from runs.lab.pgbench.commands import Connection, run_command
+from runs.lab.pgbench.commands import Connection
 from runs.lab.pgbench.follow import Follower
 from runs.lab.postgres.cluster import BENCH_ROLE, Cluster
 from runs.lab.storage.prepare import PreparedStorage
@@ -34,6 +34,7 @@ def prepare_benches(
     spec: BenchmarkSpec, cluster: Cluster, benches: list[Bench], work_dir: str, script_path: str | None
 ) -> list[ClientBench]:
     """Each pgbench's command line, version and (from a client host) round trip to the server."""
+    driver = driver_for(spec.driver)
     measuring = []
     for bench in benches:
         if bench.client is None:
@@ -44,10 +45,10 @@ def prepare_benches(
             connection = Connection(host=client.server_address, port=cluster.port, database=client.database,
                                     user=BENCH_ROLE)  # fmt: skip
             bin_dir = client.pg_bin_dir
-        command = run_command(bin_dir, connection, spec.run, work_dir, script_path)
+        command = driver.measure_command(spec, bin_dir, connection, work_dir, script_path)
         transport = bench.endpoint.transport
         result = ClientResult(name=bench.name or "", database=connection.database, command=shlex.join(command),
-                              pgbench_version=client_pgbench_version(transport, bin_dir))  # fmt: skip
+                              pgbench_version=driver.version(transport, bin_dir))  # fmt: skip
         if bench.client is not None:
             result.rtt_ms = measure_rtt(transport, bench.client.server_address, cluster.port)
         measuring.append(ClientBench(bench.name or "", bench.endpoint, command, result))
@@ -71,7 +72,8 @@ def measure_one(
     another worker if this one dies (resume.py)."""
     on_server = bench.endpoint is server
     work_dir = work_dir_for(result.run_dir)
-    process = start_detached(bench.endpoint.transport, bench.command, work_dir, "pgbench", user=RUN_USER)
+    driver = driver_for(spec.driver)
+    process = start_detached(bench.endpoint.transport, bench.command, work_dir, driver.name, user=RUN_USER)
     # Known at once: the checkpoints logged from now on are told in seconds since then (checkpoints.py).
     result.pgbench_started_epoch = wait_until(lambda: started_epoch(bench.endpoint.transport, process), 5, 0.05)
     if on_server:
@@ -80,9 +82,10 @@ def measure_one(
     cleanup.callback(cancel, bench.endpoint.transport, process, 2.0)
     observer.started(process, on=None if on_server else bench.name)
     # If this worker dies now, another one finishes the run from this record (resume.py).
-    resume = resume_record(spec.run_key, result, cluster, process, on_server, before, device)
+    resume = resume_record(spec.run_key, result, cluster, process, on_server, before, device, driver=driver.name)
     write_resume_record(server.transport, result.run_dir, resume)
-    follower = Follower(bench.endpoint.connect, process, "stderr", progress_reader(observer, result),
+    reader = progress_reader(observer, result, driver.name, driver.progress)
+    follower = Follower(bench.endpoint.connect, process, driver.progress_stream, reader,
                         max_reconnect_s=spec.unreachable_limit_s, on_offset=observer.followed)  # fmt: skip
     follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.endpoint.transport, process, 60)  # it has exited: the status is on its way

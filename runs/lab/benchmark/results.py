@@ -10,10 +10,19 @@ from runs.lab.benchmark.method_readings import MethodReadings
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
 from runs.lab.parse.pgbench_summary import PgbenchSummary
+from runs.lab.parse.sysbench import SysbenchSummary
 from runs.lab.pgbench.latency import LatencyHistogram, LatencyPercentiles
 from runs.lab.pgbench.latency_seconds import LatencySecond
 from runs.lab.storage.kept import KeptSetup
 from runs.lab.storage.prepare import PreparedStorage
+
+
+@dataclass(frozen=True)
+class SysbenchReport:
+    """sysbench's final summary (None: it printed none) and its latency histogram: (ms, count)."""
+
+    summary: SysbenchSummary | None
+    histogram: list[tuple[float, int]]
 
 
 @dataclass
@@ -35,6 +44,19 @@ class ClientResult:
 
 
 @dataclass
+class WarmupRun:
+    """What the separate warm-up run did (warmup.py): kept beside the results, never in them."""
+
+    command: str
+    clients: int
+    duration_s: int
+    exit_status: int | None = None
+    started_epoch: float | None = None  # by its host's clock
+    tps: float | None = None  # pgbench's own summary
+    latency_avg_ms: float | None = None
+
+
+@dataclass
 class BenchmarkResult:
     storage: PreparedStorage
     pg_version: str = ""
@@ -50,6 +72,7 @@ class BenchmarkResult:
     stdout: str = ""
     stderr: str = ""
     summary: PgbenchSummary | None = None
+    sysbench: SysbenchReport | None = None  # a sysbench run's summary and histogram (drivers.py)
     aggregate: list[AggregateInterval] = field(default_factory=list)
     latency: LatencyPercentiles | None = None  # with per-transaction logs only
     # Each second's percentiles, skipped and late (per-transaction logs, pgbench on one host).
@@ -71,3 +94,4 @@ class BenchmarkResult:
     stages: dict[str, float] = field(default_factory=dict)  # seconds each stage took (benchmark.py)
     method: MethodReadings = field(default_factory=MethodReadings)  # memory, durability, the host as it was
     state_before: dict[str, Any] = field(default_factory=dict)  # what state.py did before measuring
+    warmup_run: WarmupRun | None = None  # the separate warm-up before the measurement, if any

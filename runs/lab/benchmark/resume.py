@@ -35,6 +35,7 @@ from runs.lab.benchmark.collect import (
     collect_server_results,
     progress_reader,
 )
+from runs.lab.benchmark.drivers import driver_for
 from runs.lab.benchmark.measure import follow_several, note_starts
 from runs.lab.benchmark.method_readings import MethodReadings, method_readings_from_record, note_window_end
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, collectors_for, read_os_metrics
@@ -49,6 +50,7 @@ from runs.lab.benchmark.run import (
     run_dir_for,
     work_dir_for,
 )
+from runs.lab.benchmark.warmup import WARMUP_NAME
 from runs.lab.errors import LabError
 from runs.lab.host.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
 from runs.lab.pgbench.follow import Follower
@@ -145,9 +147,11 @@ def _resume(
         return _resume_several(server, benches, spec, observer, record, result, timeout, watch)
     bench, process = benches[0], processes[0]
     result.pgbench_started_epoch = started_epoch(bench.transport, process)
-    reader = progress_reader(observer, result)
+    driver = driver_for(spec.driver)
+    reader = progress_reader(observer, result, driver.name, driver.progress)
     limit = spec.unreachable_limit_s
-    follower = Follower(bench.connect, process, "stderr", reader, offset, limit, on_offset=observer.followed)
+    follower = Follower(bench.connect, process, driver.progress_stream, reader, offset, limit,
+                        on_offset=observer.followed)  # fmt: skip
     with watch:
         follower.follow(timeout)
     result.exit_status = wait_for_exit(bench.transport, process, 60)
@@ -159,7 +163,7 @@ def _resume(
     before = record.pg_stats_before
     measured = Measured(transport, bench.transport, record.cluster, spec.database, before, process, spec.run,
                         spec.warmup_s)  # fmt: skip
-    collect_results(result, measured)
+    collect_results(result, measured, driver.collect_outputs)
     observer.collected(result)  # before the cleanups unwind, as benchmark.py does
     return result
 
@@ -211,6 +215,7 @@ def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: Ke
     path = f"{run_dir}/{RESUME_RECORD}"
     found = transport.run(["cat", "--", path], check=False)
     if found.exit_status != 0:
+        warmup_started(transport, spec)
         raise LabError(f"the run's record of its measurement is gone from {transport.label}: {path} is not there")
     try:
         record = parse_resume_record(json.loads(found.stdout), spec, taken_over)
@@ -224,9 +229,24 @@ def read_resume_record(transport: Transport, spec: BenchmarkSpec, taken_over: Ke
     return record
 
 
+def warmup_started(transport: Transport, spec: BenchmarkSpec) -> None:
+    """LabError if the run has no record because its worker died in the separate warm-up run: the
+    measurement never started, and is not started by another worker (the warm-up it followed is
+    the seed's first half; half a warm-up, or a second one, would be another experiment)."""
+    started = f"{work_dir_for(run_dir_for(spec.run_key))}/{WARMUP_NAME}.started"
+    if spec.warmup_run_s and run_as_run_user(transport, ["test", "-e", started], check=False).exit_status == 0:
+        raise LabError(
+            f"the measurement never started (its worker died in the warm-up run on {transport.label}): nothing was "
+            "measured, and a warm-up cut short is not run again; queue the run again"
+        )
+
+
 def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup | None = None) -> ResumeRecord:
     """The record of this run (spec) as the host holds it; ValueError saying what is wrong."""
-    fields = _fields(data, "the record", _KEYS, optional={"method"})
+    fields = _fields(data, "the record", _KEYS, optional={"method", "driver"})
+    driver = fields.get("driver", "pgbench")  # a record written before sysbench: pgbench's
+    if driver != spec.driver:
+        raise ValueError(f"the record's driver {driver!r} is not the run's {spec.driver}")
     if fields["version"] != RESUME_RECORD_VERSION:
         raise ValueError(f"version {fields['version']!r} is not {RESUME_RECORD_VERSION}")
     for name in _TEXTS:
@@ -260,6 +280,7 @@ def parse_resume_record(data: object, spec: BenchmarkSpec, taken_over: KeptSetup
         collectors=collectors,
         clients=_clients(fields["clients"], spec),
         method=_method_readings(fields.get("method")),
+        driver=spec.driver,
     )
 
 
@@ -324,12 +345,13 @@ def _process(fields: dict[str, Any], spec: BenchmarkSpec) -> Detached:
     work_dir = work_dir_for(run_dir_for(spec.run_key))
     if fields["run_dir"] != work_dir:
         raise ValueError(f"pgbench's directory {fields['run_dir']!r} is not the run's {work_dir}")
-    if fields["name"] != "pgbench" or fields["user"] != RUN_USER:
-        raise ValueError(f"the process is {fields['name']!r} of {fields['user']!r}, not pgbench of {RUN_USER}")
+    name = spec.driver  # the measuring process is named after its driver (measure.py)
+    if fields["name"] != name or fields["user"] != RUN_USER:
+        raise ValueError(f"the process is {fields['name']!r} of {fields['user']!r}, not {name} of {RUN_USER}")
     pid = fields["pid"]
     if isinstance(pid, bool) or not isinstance(pid, int) or pid < 2:
-        raise ValueError(f"pgbench's PID {pid!r} is not a process's")
-    return Detached(run_dir=work_dir, name="pgbench", pid=pid, user=RUN_USER)
+        raise ValueError(f"{name}'s PID {pid!r} is not a process's")
+    return Detached(run_dir=work_dir, name=name, pid=pid, user=RUN_USER)
 
 
 def _clients(data: object, spec: BenchmarkSpec) -> tuple[RecordedClient, ...]:

@@ -3,6 +3,7 @@
 The stages are in stages.py; this module runs them in order:
 storage (check, mkfs, mount) → throw-away cluster (initdb, settings, start) → `pgbench -i`
 → the state before measuring (state.py: cold or warm, frozen data, CHECKPOINT, settle)
+→ a separate warm-up run, if asked for (warmup.py: its own clients and seconds, same cluster)
 → detached `pgbench` followed line by line, with iostat/vmstat and PostgreSQL statistics
 around it → results → cleanup, which runs on every path because each stage is a context
 manager. An observer hears about steps and progress as they happen.
@@ -33,6 +34,7 @@ from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 
 from runs.lab.benchmark import stages
+from runs.lab.benchmark.drivers import driver_for
 from runs.lab.benchmark.results import BenchmarkResult as BenchmarkResult  # re-exported: the service stores these
 from runs.lab.benchmark.spec import RUNS_ROOT as RUNS_ROOT  # the names below are re-exported: callers
 from runs.lab.benchmark.spec import WORK_SUBDIR as WORK_SUBDIR  # know the lab layer's run by this module
@@ -43,6 +45,7 @@ from runs.lab.benchmark.spec import Step as Step
 from runs.lab.benchmark.spec import run_dir_for as run_dir_for
 from runs.lab.benchmark.spec import work_dir_for as work_dir_for
 from runs.lab.benchmark.stages import Stages
+from runs.lab.benchmark.warmup import warm_up
 from runs.lab.storage.kept import Handover, handed_over
 from runs.lab.storage.kept import KeptSetup as KeptSetup  # re-exported: the service stores and hands these back
 from runs.lab.storage.kept import discard_kept_setup as discard_kept_setup
@@ -76,10 +79,11 @@ def run_benchmark(
         cleanup.callback(lambda: seconds.update(cleanup=time.monotonic() - cleaning_up_from[0]))
         # Unwound last: a kept setup the run did not get to take over is discarded.
         handover = cleanup.enter_context(handed_over(transport, reuse)) if reuse is not None else None
-        # Refuse a bad specification before the run touches the host.
-        spec.init.validate()
-        spec.run.validate()
+        # Refuse a bad specification, or a host without the driver, before the run touches the host.
+        driver = driver_for(spec.driver)
+        driver.validate(spec)
         spec.state.validate()
+        driver.check_host(transport, spec)
         if len(spec.clients) != len(clients):
             raise ValueError("each client host needs both its specification and its connection")
         if (reuse is not None or keep) and len(spec.databases) > 1:
@@ -99,6 +103,7 @@ def _run_stages(run: Stages, handover: Handover | None, keep: bool) -> Benchmark
     result = stages.prepare_storage(run, handover)
     stages.start_cluster_and_load(run, result)
     stages.state_before_measuring(run, result)
+    warm_up(run, result)  # the separate warm-up run, if any (warmup.py)
     stages.ready_benches(run, result)
     metrics = stages.measure(run, result)
     stages.collect(run, result, metrics)

@@ -17,6 +17,7 @@ from runs.lab.options import InitOptions, RunOptions, StateBefore
 from runs.lab.parse.pgbench import ProgressSample
 from runs.lab.storage.checks import DeviceIdentity
 from runs.lab.storage.prepare import FilesystemSpec
+from runs.lab.sysbench.options import SysbenchOptions
 from runs.lab.transport.interface import Transport
 from runs.lab.transport.process import Detached
 
@@ -28,6 +29,7 @@ WORK_SUBDIR = "bench"  # run_dir/bench: the unprivileged user's (run_user.py)
 class Step:
     PREPARING_STORAGE = "preparing storage"
     INITIALIZING_DATABASE = "initializing database"
+    WARMING_UP = "warming up"  # the separate warm-up run (warmup.py)
     MEASURING = "measuring"
     COLLECTING = "collecting"
     CLEANING_UP = "cleaning up"
@@ -64,8 +66,12 @@ class BenchmarkSpec:
     database: str = "bench"
     clients: tuple[ClientSpec, ...] = ()  # none: pgbench runs on the server
     warmup_s: int = 0  # the first seconds of run.duration_s, left out of the latency percentiles
+    warmup_run_s: int = 0  # a separate pgbench before the measurement (warmup.py); 0: none
+    warmup_run_clients: int | None = None  # its clients; None: run.clients
     unreachable_limit_s: float = 300.0  # how long a host that stopped answering is waited for
     state: StateBefore = field(default_factory=StateBefore)  # between loading and measuring (state.py)
+    driver: str = "pgbench"  # what loads and measures: a name in drivers.py's DRIVERS
+    sysbench: SysbenchOptions | None = None  # the sysbench driver's options (init and run are pgbench's)
 
     @property
     def databases(self) -> list[str]:

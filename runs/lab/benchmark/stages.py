@@ -21,6 +21,7 @@ from runs.lab.benchmark.collect import (
     resume_record,
     write_resume_record,
 )
+from runs.lab.benchmark.drivers import Driver, driver_for
 from runs.lab.benchmark.measure import (
     measure_one,
     measure_several,
@@ -33,7 +34,7 @@ from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, iostat_device
 from runs.lab.benchmark.spec import RUNS_ROOT, Bench, BenchmarkSpec, Endpoint, Observer, Step, work_dir_for
 from runs.lab.benchmark.state import bring_to_state
 from runs.lab.host.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
-from runs.lab.pgbench.commands import Connection, create_database_command, init_command
+from runs.lab.pgbench.commands import Connection, create_database_command
 from runs.lab.pgbench.follow import run_followed
 from runs.lab.postgres.cluster import BENCH_ROLE, SUPERUSER, Cluster, psql, running_cluster, throwaway_cluster
 from runs.lab.storage.diagnose import FaultWatch, command_output_tail
@@ -75,6 +76,10 @@ class Stages:
     processes: list[Detached] = field(default_factory=list)  # pgbench's, one a bench
     before: PgStatsSnapshot | None = None
     device: str | None = None  # the kernel's name of the device iostat watches; None: none to watch
+
+    @property
+    def driver(self) -> Driver:
+        return driver_for(self.spec.driver)
 
     @property
     def transport(self) -> Transport:
@@ -135,8 +140,8 @@ def start_cluster_and_load(run: Stages, result: BenchmarkResult) -> None:
     result.pg_non_default_settings = cluster.non_default_settings
     with timed(run.seconds, "load"):
         if run.kept is None:
-            run.watch.doing = f"loading scale {run.spec.init.scale} with pgbench -i"
-            run.watch.scale = run.spec.init.scale
+            run.watch.doing = run.driver.load_doing(run.spec)
+            run.watch.scale = run.spec.init.scale if run.spec.sysbench is None else None  # pgbench -i's room
             result.init_command, result.init_output = _load_databases(run.server, run.spec, cluster, run.observer,
                                                                       run.run_dir)  # fmt: skip
         else:  # loaded by the run that kept it
@@ -166,7 +171,7 @@ def ready_benches(run: Stages, result: BenchmarkResult) -> None:
     run.measuring = prepare_benches(run.spec, run.cluster, run.benches, work_dir_for(run.run_dir), script_path)
     measuring = run.measuring
     result.command = joined_commands(measuring) if len(measuring) > 1 else measuring[0].command_text
-    result.pgbench_version = measuring[0].result.pgbench_version
+    result.pgbench_version = measuring[0].result.pgbench_version  # the driver's version (sysbench's)
     result.clients = [m.result for m in measuring if m.result.name]
     run.observer.step(Step.MEASURING)
     run.watch.doing, run.watch.scale = "measuring", None
@@ -224,7 +229,8 @@ def collect(run: Stages, result: BenchmarkResult, metrics: OsMetrics) -> None:
         if len(run.measuring) == 1:
             bench, process = run.measuring[0], run.processes[0]
             collect_results(result, Measured(run.transport, bench.endpoint.transport, run.cluster, spec.databases,
-                                             run.before, process, spec.run, spec.warmup_s))  # fmt: skip
+                                             run.before, process, spec.run, spec.warmup_s),
+                            run.driver.collect_outputs)  # fmt: skip
             one_client_result(result, bench, process)
         else:
             collect_server_results(result, run.transport, run.cluster, spec.databases, run.before)
@@ -303,9 +309,11 @@ def _load_database(
     admin = Connection(host=cluster.socket_dir, port=cluster.port, database=database, user=SUPERUSER)
     local = Connection(host=cluster.socket_dir, port=cluster.port, database=database, user=BENCH_ROLE)
     _as_run_user(transport, create_database_command(spec.pg_bin_dir, admin, BENCH_ROLE), 60, lambda _: None)
-    init = init_command(spec.pg_bin_dir, local, spec.init)
-    name = "pgbench-init" if len(spec.databases) == 1 else f"pgbench-init-{database.replace('_', '-')}"
+    driver = driver_for(spec.driver)
+    init = driver.load_command(spec, local)
+    name = f"{driver.name}-init" if len(spec.databases) == 1 else f"{driver.name}-init-{database.replace('_', '-')}"
     place = Detached(run_dir=work_dir_for(run_dir), name=name, pid=0, user=RUN_USER)
     output = run_followed(transport, server.connect, init, place, lambda text: observer.line("init", text),
-                          observer.started, INIT_TIMEOUT_S, max_reconnect_s=spec.unreachable_limit_s)  # fmt: skip
+                          observer.started, INIT_TIMEOUT_S, max_reconnect_s=spec.unreachable_limit_s,
+                          stream=driver.progress_stream)  # fmt: skip
     return shlex.join(init), output

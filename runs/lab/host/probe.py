@@ -17,7 +17,7 @@ from runs.lab.storage.prepare import MKFS_COMMAND
 from runs.lab.transport.interface import Transport
 
 MKFS_PROGRAMS = tuple(command[0] for command in MKFS_COMMAND.values())
-TOOLS = ("iostat", "vmstat", "fio", "pgbench")
+TOOLS = ("iostat", "vmstat", "fio", "pgbench", "sysbench")  # sysbench: its driver checks it again (drivers.py)
 # Where PostgreSQL installs live on Debian/Ubuntu, where custom builds usually go, and benchlab's
 # own builds (pg_build.py; their work dirs are dot names, which the glob skips).
 PG_BIN_GLOBS = (

@@ -30,13 +30,15 @@ class ProgressSample:
 
     elapsed_s: float  # seconds since start, or a Unix epoch with --progress-timestamp
     tps: float
-    latency_ms: float
+    latency_ms: float | None  # the mean; None from a driver that prints none (sysbench)
     latency_stddev_ms: float | None = None
     failed: int | None = None
     retried: int | None = None
     retries: int | None = None
     lag_ms: float | None = None
     skipped: int | None = None
+    qps: float | None = None  # statements a second (sysbench)
+    latency_p95_ms: float | None = None  # the second's 95th percentile (sysbench prints it instead of a mean)
 
 
 _PROGRESS_HEAD = re.compile(rf"^progress: ({NUMBER}) s, ({NUMBER}) tps, lat ({NUMBER}) ms(?: stddev ({NUMBER}))?$")

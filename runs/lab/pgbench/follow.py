@@ -108,15 +108,16 @@ def run_followed(
     on_started: Callable[[Detached], None],
     timeout_s: float,
     max_reconnect_s: float = 300.0,
+    stream: str = "stderr",
 ) -> str:
     """Run a long command (`pgbench -i`) detached, in place.run_dir as place.user, and follow its
-    stderr to the end across lost connections; its whole output, or CommandFailed.
+    stderr (`stream`) to the end across lost connections; its whole output, or CommandFailed.
 
     Unlike a command run on the connection, it survives a network blip, and it can be stopped at
     once: on_started gets it, and pgbench.cancel() ends its whole session."""
     process = start_detached(transport, argv, place.run_dir, place.name, user=place.user)
     on_started(process)
-    Follower(connect, process, "stderr", on_line, max_reconnect_s=max_reconnect_s).follow(timeout_s)
+    Follower(connect, process, stream, on_line, max_reconnect_s=max_reconnect_s).follow(timeout_s)
     status = wait_for_exit(transport, process, 60)  # it has exited: the status is on its way
     stdout, stderr = (transport.run(process.command(["cat", process.path(s)])).stdout for s in ("stdout", "stderr"))
     if status != 0:

@@ -93,6 +93,7 @@ COMPANIONS: dict[str, dict[str, object]] = {
     "clients": {"threads": 1},
     "sysbench_tables": SYSBENCH_RUN,
     "sysbench_table_size": SYSBENCH_RUN,
+    "warmup_run_clients": {"warmup_run_s": 5},  # its clients only with a warm-up run
 }
 
 

@@ -153,7 +153,7 @@ def test_client_counts_above_the_scale_that_fits_are_dropped_and_said(lab: dict[
         "contention on pgbench_branches" in initial["campaign"]["description"]  # fmt: skip
 
 
-@pytest.mark.parametrize("preset", ["mount-options", "page-size", "read-only"])
+@pytest.mark.parametrize("preset", ["mount-options", "page-size"])
 def test_one_host_presets_run_on_the_chosen_host_and_label_their_scale(lab: dict[str, Host], preset: str) -> None:
     mid = lab["mid"]
 
@@ -166,6 +166,48 @@ def test_one_host_presets_run_on_the_chosen_host_and_label_their_scale(lab: dict
     assert ": fits in RAM (16 GiB)" in initial["campaign"]["description"]
     assert "Host: mid (chosen)." in initial["campaign"]["description"]
     assert_scale_at_least_clients(initial)
+
+
+def test_seed_004_warms_up_at_n_clients_then_measures_at_2n_at_a_scale_in_and_one_beyond_ram(lab: dict) -> None:
+    mid = lab["mid"]  # 16 GiB of RAM, an HDD and a 500 GiB SSD
+
+    initial = preset_initial("read-only", [mid.pk])
+
+    base, description = initial["base"], initial["campaign"]["description"]
+    assert initial["hosts"] == [mid.pk] and base["device"] == mid.devices.get(name="ssd").pk
+    assert (base["workload"], base["clients"], base["warmup_run_clients"]) == ("select-only", 20, 10)
+    assert (base["duration_s"], base["warmup_run_s"], base["warmup_s"]) == (300, 300, 0)
+    assert initial["matrix"] == {"scale": "273, 2184"}  # a quarter of 16 GiB, twice 16 GiB
+    assert "Scales: scale 273 ≈ 4 GiB: fits in RAM (16 GiB); scale 2184 ≈ 32 GiB: exceeds RAM (16 GiB)." in description
+    assert "a 5-minute warm-up run at 10 clients, then the measured 5 minutes at 20 clients in the same cluster" in (
+        description
+    )
+    assert "Host: mid (chosen)." in description
+
+
+def test_seed_004_says_when_ram_is_too_large_or_the_ssd_too_small_for_the_does_not_fit_tier(lab: dict) -> None:
+    huge = server("huge", 512, 64, {"ssd": ("ssd", 4096)})
+    small_disks = lab["vlab"]  # 24 GiB of RAM, a 2 GiB SSD
+
+    on_huge = preset_initial("read-only", [huge.pk])
+    on_small = preset_initial("read-only", [small_disks.pk])
+
+    assert on_huge["matrix"] == {"scale": "8738, 69905"}
+    assert (
+        "The does-not-fit tier is large for 512 GiB of RAM: loading 1 TiB takes hours a run"
+        in (on_huge["campaign"]["description"])
+    )
+    assert on_small["matrix"] == {} and on_small["base"]["device"] == small_disks.devices.get(name="ssd").pk
+    assert "The does-not-fit-in-RAM tier (scale 3276 ≈ 48 GiB: exceeds RAM (24 GiB)) is impossible on these " \
+        "devices" in on_small["campaign"]["description"]  # fmt: skip
+
+
+def test_seed_004_without_an_ssd_says_which_device_it_took(lab: dict) -> None:
+    spinning = server("spinning", 8, 2, {"hdd": ("hdd", 100)})
+
+    initial = preset_initial("read-only", [spinning.pk])
+
+    assert "spinning has no wipeable SSD: spinning:hdd (HDD) instead." in initial["campaign"]["description"]
 
 
 def test_a_device_too_small_for_the_seeds_scale_lowers_the_clients_with_it(lab: dict[str, Host]) -> None:

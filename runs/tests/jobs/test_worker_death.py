@@ -52,11 +52,16 @@ def left_on_host(host: Host, run: Run) -> dict[str, Any]:
 
 
 def killed_mid_measurement(
-    worker: CeleryWorker, host: Host, user: User, duration_s: int, pg_settings: str = "shared_buffers = 32MB"
+    worker: CeleryWorker,
+    host: Host,
+    user: User,
+    duration_s: int,
+    pg_settings: str = "shared_buffers = 32MB",
+    **fields: object,
 ) -> Run:
     """A run measuring for a few seconds when its worker's pool process is SIGKILLed, and silent
     for longer than the 4 s after which a run counts as abandoned."""
-    run = new_run(host, user, duration_s=duration_s, warmup_s=0, pg_settings=pg_settings)
+    run = new_run(host, user, (), duration_s=duration_s, warmup_s=0, pg_settings=pg_settings, **fields)
     wait_for_state(run, RunState.MEASURING)
     deadline = time.monotonic() + 30
     while run.samples.count() < 3:
