@@ -62,12 +62,14 @@ def unused_value(name: str) -> object:
 def driver_fields() -> dict[str, object]:
     """What the queue form shows for each driver (static/js/run_form_driver.js): each driver's workloads
     and default one, the fields only one driver uses, and the value a hidden one is sent with."""
-    pgbench_only = [*_PGBENCH_ONLY, "threads", "log_sampling_rate", CLIENT_FIELD, "shared_database"]
+    # The warm-up run is pgbench's too (spec_checks refuses it for sysbench).
+    warmup_run = ("warmup_run_s", "warmup_run_clients")
+    pgbench_only = [*_PGBENCH_ONLY, *warmup_run, "threads", "log_sampling_rate", CLIENT_FIELD, "shared_database"]
     return {
         "workloads": DRIVER_WORKLOADS,
         "default_workloads": DEFAULT_WORKLOADS,
         "only": {Driver.PGBENCH: pgbench_only, Driver.SYSBENCH: list(_SYSBENCH_ONLY)},
-        "unused": {name: unused_value(name) for name in (*_PGBENCH_ONLY, *_SYSBENCH_ONLY)}
+        "unused": {name: unused_value(name) for name in (*_PGBENCH_ONLY, *warmup_run, *_SYSBENCH_ONLY)}
         | {CLIENT_FIELD: False, "shared_database": False},
     }
 

@@ -43,7 +43,9 @@ def test_the_form_shows_the_chosen_driver_s_fields_and_queues_a_sysbench_run(pag
     assert not {"sysbench_tables", "sysbench_table_size"} & set(pgbench_fields)
     assert pgbench_workloads == ["tpcb-like", "simple-update", "select-only", "custom"]
     assert {"sysbench_tables", "sysbench_table_size", "clients", "duration_s", "rate_limit_tps"} <= set(sysbench_fields)
-    assert not {"scale", "threads", "query_mode", "partitions", "custom_script", "client_hosts"} & set(sysbench_fields)
+    assert not {"scale", "threads", "query_mode", "partitions", "custom_script", "client_hosts", "warmup_run_s"} & set(
+        sysbench_fields
+    )
     assert sysbench_workloads[0] == "oltp_read_only" and len(sysbench_workloads) == 5
     assert chosen == "oltp_read_write"
     run = Run.objects.get(pk=run_id)
