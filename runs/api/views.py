@@ -25,7 +25,7 @@ from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
 from runs.common.params import parse_choice, parse_id
 from runs.method.selectors import spec_method
 from runs.method.services.acceptance import accepted_when_queued
-from runs.models import Device, Filesystem, Host, PgInstall, Run, RunState, Workload
+from runs.models import Device, Driver, Filesystem, Host, PgInstall, Run, RunState, Workload
 
 
 class HostViewSet(viewsets.ReadOnlyModelViewSet):
@@ -72,7 +72,12 @@ class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
 
 
 RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install": "pg_install_id"}
-RUN_CHOICE_FILTERS = {"state": RunState.values, "filesystem": Filesystem.values, "workload": Workload.values}
+RUN_CHOICE_FILTERS = {
+    "state": RunState.values,
+    "filesystem": Filesystem.values,
+    "driver": Driver.values,
+    "workload": Workload.values,
+}
 
 
 class RunViewSet(JobViewSet):

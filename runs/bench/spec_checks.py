@@ -17,6 +17,7 @@ from functools import cached_property
 
 from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 
+from runs.bench.driver_checks import driver_problems
 from runs.bench.spec_library import library_script_text
 from runs.bench.specs import (
     CLIENT_FIELD,
@@ -45,7 +46,7 @@ from runs.lab.pgbench.scale_room import (
     scale_need,
     tmpfs_room,
 )
-from runs.lab.sysbench.options import SYSBENCH_TESTS
+from runs.lab.sysbench.data_size import largest_fitting_table_size, sysbench_need
 from runs.models import MAX_CLIENT_HOSTS, Device, Driver, Filesystem, Host, PgInstall, Workload, WorkloadScript
 from runs.models.run_clients import client_pgbench_install
 
@@ -244,26 +245,35 @@ def _check_storage(spec: RunSpec, inventory: Inventory, problems: _Problems) -> 
 
 
 def _check_scale_fits(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
-    """Refuse a scale whose `pgbench -i` cannot fit on the run's storage (runs/lab/pgbench/scale_room.py
-    says how much it needs), rather than let the run fail with a full disk minutes later."""
+    """Refuse data that cannot fit on the run's storage (`pgbench -i`'s scale: runs/lab/pgbench/scale_room.py;
+    sysbench's tables times their rows: runs/lab/sysbench/data_size.py), rather than let the run fail with a
+    full disk minutes later."""
     device = inventory.devices.get(spec.device_id)
-    if device is None or not problems.ok("scale", "device", "filesystem", "mount_options"):
+    sysbench = spec.driver == Driver.SYSBENCH
+    sized_by = ("sysbench_tables", "sysbench_table_size") if sysbench else ("scale",)
+    if device is None or not problems.ok(*sized_by, "device", "filesystem", "mount_options", "driver"):
         return
     room = _storage_room(spec, device, inventory)
     if room is None:
         return  # the inventory does not know the size: the lab host will tell
     room_bytes, room_text = room
     max_wal = max_wal_bytes(parse_settings(spec.pg_settings)) if problems.ok("pg_settings") else DEFAULT_MAX_WAL_BYTES
-    need = scale_need(spec.scale, max_wal)
+    if sysbench:
+        need = sysbench_need(spec.sysbench_tables, spec.sysbench_table_size, max_wal)
+        what = f"{spec.sysbench_tables:,} sysbench tables of {spec.sysbench_table_size:,} rows"
+        fitting = largest_fitting_table_size(spec.sysbench_tables, room_bytes, max_wal)
+        advice = f"choose {fitting:,} rows a table or fewer, fewer tables, or a larger device."
+    else:
+        need = scale_need(spec.scale, max_wal)
+        what, fitting = f"scale {spec.scale}", largest_fitting_scale(room_bytes, max_wal)
+        advice = f"choose scale {fitting} or less, or a larger device."
     if need.total_bytes <= room_bytes:
         return
-    fitting = largest_fitting_scale(room_bytes, max_wal)
     problems.add(
-        "scale",
-        f"scale {spec.scale} needs about {binary_size(need.total_bytes)} (tables and indexes "
+        sized_by[-1],
+        f"{what} needs about {binary_size(need.total_bytes)} (tables and indexes "
         f"{binary_size(need.data_bytes)}, WAL while loading {binary_size(need.wal_bytes)}, the empty cluster "
-        f"{binary_size(need.cluster_bytes)}); {room_text}: "
-        + (f"choose scale {fitting} or less, or a larger device." if fitting else "choose a larger device."),
+        f"{binary_size(need.cluster_bytes)}); {room_text}: " + (advice if fitting else "choose a larger device."),
     )
 
 
@@ -286,16 +296,14 @@ def _storage_room(spec: RunSpec, device: Device, inventory: Inventory) -> tuple[
 def _check_workload(spec: RunSpec, inventory: Inventory, problems: _Problems) -> None:
     if not problems.ok("driver", "workload", "custom_script", "library_script", "workload_params"):
         return
-    if spec.driver == Driver.SYSBENCH:
-        if spec.workload not in SYSBENCH_TESTS:
-            problems.add("workload", f"driver sysbench runs one of {', '.join(SYSBENCH_TESTS)}, not {spec.workload}")
+    for field, message in driver_problems(spec, problems.ok):  # the driver against the rest (driver_checks)
+        problems.add(field, message)
+    if spec.driver != Driver.PGBENCH:
         if spec.library_script_id is not None or spec.workload_params:
             problems.add("library_script", "The workload library holds pgbench scripts; sysbench runs its own "
                                            "tests: leave the library script and its parameters empty.")  # fmt: skip
-        return
-    if spec.workload in SYSBENCH_TESTS:
-        problems.add("workload", f"{spec.workload} is a sysbench test: choose driver sysbench or a pgbench workload")
-        return
+        return  # sysbench's own options are driver_checks'; pgbench's follow
+    if not problems.ok("workload"):
         return
     library, problem = None, None
     if spec.workload == Workload.LIBRARY or spec.library_script_id is not None or spec.workload_params:
@@ -352,8 +360,10 @@ def _check_init(spec: RunSpec, inventory: Inventory, problems: _Problems) -> Non
     """pgbench -i's own options together (each one's range is its field's): a partition method
     only with partitions, the steps against the foreign-keys choice, partitions only where
     pgbench has them (13 and later)."""
-    if not problems.ok("partitions", "fillfactor", "partition_method", "init_steps", "scale"):
-        return
+    if spec.driver != Driver.PGBENCH or not problems.ok(
+        "partitions", "fillfactor", "partition_method", "init_steps", "scale"
+    ):
+        return  # sysbench's prepare has none of these (driver_checks refuses them)
     # Without its steps: what is wrong with those is said beside them, after the rest is right.
     init = init_options(spec.replace(init_steps=""))
     if problems.lab("partition_method", init.validate) and spec.init_steps:

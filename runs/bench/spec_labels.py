@@ -5,6 +5,7 @@ Comparison groups are labelled with these, so two groups never read alike unless
 
 from collections.abc import Callable
 
+from runs.bench.driver_checks import unused_fields
 from runs.models import Run
 
 
@@ -183,5 +184,9 @@ _FORMATS: dict[str, tuple[Callable[[Run], str], Callable[[Run], str]]] = {
 
 
 def spec_value(run: Run, field: str, *, with_label: bool = False) -> str:
+    """The field's value as a person reads it; a field the run's driver does not use is a dash alone,
+    and nothing with its label (a group's label leaves it out)."""
+    if field in unused_fields(run.driver):
+        return "" if with_label else f"– ({run.driver})"
     alone, labelled = _FORMATS[field]
     return (labelled if with_label else alone)(run)

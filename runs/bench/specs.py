@@ -28,7 +28,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
 from runs.lab.pgbench.options import InitOptions
-from runs.models import Run
+from runs.models import Driver, Run
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,10 @@ class RunSpec:
         params = self.workload_params or ()
         pairs = params.items() if isinstance(params, Mapping) else params
         object.__setattr__(self, "workload_params", tuple(sorted((str(k), _hashable(v)) for k, v in pairs)))
+        if self.driver == Driver.SYSBENCH and isinstance(self.clients, int):
+            # sysbench runs one thread per client (its --threads are its connections): pgbench's -j
+            # has no meaning there, so a sysbench spec's threads are its clients (runs.bench.driver_checks).
+            object.__setattr__(self, "threads", self.clients)
 
     @classmethod
     def from_run(cls, run: Run) -> "RunSpec":

@@ -16,13 +16,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from runs.bench.driver_checks import DEFAULT_WORKLOADS, DRIVER_WORKLOADS
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.spec_labels import EMPTY_VALUES, spec_value
 from runs.bench.specs import INIT_FIELDS, RunSpec
 from runs.campaigns import library_variables as library
-from runs.models import MAX_CONFIGURATIONS, CacheState, DataState, PartitionMethod, Run
+from runs.lab.sysbench.options import SYSBENCH_TESTS
+from runs.models import MAX_CONFIGURATIONS, CacheState, DataState, Driver, PartitionMethod, Run
 
 NONE_SHOWN = "(none)"
+SYSBENCH_FIELDS = ("sysbench_tables", "sysbench_table_size")
 # The most combinations a campaign's variables may make: each is expanded and checked (about
 # 0.3 ms each), and some are rejected (a filesystem a device cannot take), so more than the
 # MAX_CONFIGURATIONS that may be queued, but never the million three variables of 100 values make.
@@ -157,6 +160,25 @@ def _choice(name: str, allowed: Sequence[str]) -> Callable[[Any], Change]:
     return read
 
 
+def _workload(value: Any) -> Change:
+    """A workload, and with it its driver: a sysbench test runs on sysbench, the rest on pgbench,
+    so one campaign compares tpcb-like with oltp_read_write."""
+    text = _text_value(value, VARIABLE_LABELS["workload"]).strip()
+    return _fixed({"workload": text, "driver": Driver.SYSBENCH if text in SYSBENCH_TESTS else Driver.PGBENCH})
+
+
+def _driver(value: Any) -> Change:
+    """A driver, with the base's workload if it is one of the driver's, else the driver's default
+    (tpcb-like, oltp_read_write: both read and write)."""
+    driver = value.strip() if isinstance(value, str) else value
+    if driver not in Driver.values:
+        raise MatrixError(f"driver: {value!r:.40} is not one of {', '.join(Driver.values)}")
+    return lambda base: {
+        "driver": driver,
+        "workload": base.workload if base.workload in DRIVER_WORKLOADS[driver] else DEFAULT_WORKLOADS[driver],
+    }
+
+
 SEED_ALLOWED = 'give the seed as a whole number, 42 or "42", or null for one picked for each run'
 
 
@@ -209,7 +231,10 @@ VARIABLES: dict[str, Callable[[Any], Change]] = {
     "pg_settings": _settings,
     "scale": _number("scale"),
     "clients": _clients,
-    "workload": _text("workload"),
+    "driver": _driver,
+    "workload": _workload,
+    "sysbench_tables": _number("sysbench_tables"),
+    "sysbench_table_size": _number("sysbench_table_size"),
     "query_mode": _text("query_mode"),
     "client_host": _client_hosts,
     "random_seed": _seed,
@@ -235,7 +260,10 @@ VARIABLE_LABELS = {
     "pg_settings": "PostgreSQL settings",
     "scale": "scale",
     "clients": "clients/threads",
+    "driver": "driver",
     "workload": "workload",
+    "sysbench_tables": "sysbench tables",
+    "sysbench_table_size": "sysbench table size (rows)",
     "query_mode": "query mode",
     "client_host": "client hosts",
     "random_seed": "random seed",
@@ -391,8 +419,11 @@ def _shown(variable: str, change: Mapping[str, Any], inventory: Inventory) -> st
         return f"{change[variable]} {variable.removesuffix('_state')}"
     if variable == "settle_s":
         return f"settle ≤ {change['settle_s']} s"
-    if variable in (*INIT_FIELDS, "latency_limit_ms", "warmup_run_s", "warmup_run_clients"):
-        return spec_value(Run(**change), variable, with_label=True)  # "4 partitions", "unlogged tables"
+    if variable in ("driver", "workload"):
+        return f"{change['driver']} {change['workload']}" if variable == "driver" else change["workload"]
+    if variable in (*INIT_FIELDS, *SYSBENCH_FIELDS, "latency_limit_ms", "warmup_run_s", "warmup_run_clients"):
+        driver = Driver.SYSBENCH if variable in SYSBENCH_FIELDS else Driver.PGBENCH  # the driver that uses it
+        return spec_value(Run(driver=driver, **change), variable, with_label=True)  # "4 partitions", "unlogged tables"
     ((name, value),) = change.items()
     text = "" if value is None else str(value).replace("\n", "; ")
     return text or EMPTY_VALUES.get(name, NONE_SHOWN)  # in runs.bench.spec_labels' words, as everywhere

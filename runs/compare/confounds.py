@@ -75,11 +75,29 @@ def page_size_warning(differences: Sequence[Difference], groups: Sequence[Group]
     return f"These page sizes come from different builds: {said}: {what} {verb}, not only the page size."
 
 
+def driver_warning(groups: Sequence[Group]) -> str | None:
+    """ "These runs used different drivers …" when pgbench and sysbench runs are compared: each
+    counts its own transactions, so their tps are different units; None otherwise."""
+    by_driver: dict[str, list[str]] = {}
+    for group in groups:
+        for driver in sorted({run.driver for run in group.runs}):
+            by_driver.setdefault(driver, []).append(str(group.index))
+    if len(by_driver) < 2:
+        return None
+    said = "; ".join(f"{driver}: group {', '.join(indexes)}" for driver, indexes in by_driver.items())
+    return (
+        f"These runs used different drivers ({said}): a transaction is each driver's own (pgbench's tpcb-like is "
+        "5 statements, sysbench's oltp_read_write about 18 queries), so their tps are different units, not faster "
+        "or slower; compare latency, or a driver's runs with its own."
+    )
+
+
 def comparison_warnings(differences: Sequence[Difference], groups: Sequence[Group]) -> list[str]:
-    """Every confounded fact, naming it and the groups; the page-size sentence first."""
+    """Every confounded fact, naming it and the groups; the drivers' and the page-size sentences first."""
     warnings = [_warning(d, groups) for d in differences if d.confounded]
     page_sizes = page_size_warning(differences, groups)
-    return [page_sizes, *warnings] if page_sizes else warnings
+    first = [warning for warning in (driver_warning(groups), page_sizes) if warning]
+    return [*first, *warnings]
 
 
 def group_confounds(differences: Sequence[Difference], group: int, baseline: int) -> list[Confound]:

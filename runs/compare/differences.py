@@ -18,13 +18,14 @@ from typing import Any
 
 from django.db.models.fields.json import KT
 
+from runs.bench.driver_checks import unused_fields
 from runs.bench.spec_labels import spec_value
 from runs.bench.specs import PER_RUN_FIELDS, SPEC_FIELDS
 from runs.common.units import binary_size, page_size, pg_setting_text
 from runs.compare.install_origin import install_origin
 from runs.compare.query import Group, group_label
 from runs.lab.postgres.settings import RESERVED_SETTINGS
-from runs.models import Run
+from runs.models import Driver, Run
 
 HOST = frozenset({"server_host_id", "device_id"})  # a device belongs to one host
 # Settings that name a run's own port, directories and files: different for every run by design.
@@ -98,7 +99,11 @@ ENVIRONMENT_FACTS = (
     EnvironmentFact("write_cache", "device write cache", "method__device__write_cache", frozenset({"device_id"})),
 )
 # Spec fields another spec field fixes: a device, and an install, are on one host.
-DETERMINED_BY = {"server_host_id": frozenset({"device_id", "pg_install_id"})}
+DETERMINED_BY = {"server_host_id": frozenset({"device_id", "pg_install_id"})} | {
+    # A field one driver does not use (shown as a dash and the driver): the driver explains it differing.
+    name: frozenset({"driver"})
+    for name in unused_fields(Driver.PGBENCH) | unused_fields(Driver.SYSBENCH)
+}
 PAGE_SIZE = "block_size"
 # What an install also fixes besides its page size: not explained by it when the page size is the question.
 BUILD_FACTS = ("pg_version", "build", "wal_block_size", "pgbench_version")

@@ -5,6 +5,10 @@ entry in METRICS (ARCHITECTURE.md, "Adding a metric")."""
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.db.models import FloatField
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
+
 from runs.compare.stats import Direction
 from runs.models import Run
 
@@ -24,6 +28,20 @@ def _mean_util(run: Run) -> float | None:
 
 def _cache_hit_pct(run: Run) -> float | None:
     return run.cache_hit_pct
+
+
+# sysbench's own figures (Run.metrics["sysbench"], stored by the lab side), read in the runs' query
+# as attributes so a page never loads the metrics JSON: a pgbench run has none ("—").
+SYSBENCH_FIGURES = {"sysbench_qps": "qps", "sysbench_errors_per_s": "errors_per_s"}
+
+
+def metric_annotations() -> dict[str, Cast]:
+    """What the runs' query annotates for the metrics that live in the metrics JSON."""
+    return {name: Cast(KT(f"metrics__sysbench__{key}"), FloatField()) for name, key in SYSBENCH_FIGURES.items()}
+
+
+def _annotated(name: str) -> Callable[[Run], float | None]:
+    return lambda run: getattr(run, name, None)
 
 
 def _vmstat_mean(run: Run, column: str) -> float | None:
@@ -47,6 +65,8 @@ METRICS = (
     Metric("latency_avg", "latency, mean", "ms", "lower_is_faster", lambda run: run.latency_avg_ms),
     Metric("latency_p95", "latency p95", "ms", "lower_is_faster", lambda run: run.latency_p95_ms),
     Metric("latency_p99", "latency p99", "ms", "lower_is_faster", lambda run: run.latency_p99_ms),
+    Metric("qps", "queries per second (sysbench)", "qps", "higher_is_faster", _annotated("sysbench_qps")),
+    Metric("errors", "errors per second (sysbench)", "/s", "lower_is_faster", _annotated("sysbench_errors_per_s")),
     Metric("cache_hit", "cache hit ratio", "%", "neutral", _cache_hit_pct),
     Metric("util", "device utilisation (iostat %util, mean)", "%", "neutral", _mean_util),
     Metric("cpu_busy", "CPU busy (100 - vmstat idle, mean)", "%", "neutral", cpu_busy_pct),

@@ -13,6 +13,7 @@ from runs.models import (
     Campaign,
     DataState,
     Device,
+    Driver,
     Filesystem,
     Host,
     PartitionMethod,
@@ -131,7 +132,25 @@ class MatrixForm(forms.Form):
     clients = forms.CharField(
         label="clients (and threads)", required=False, help_text="Comma-separated; 8/2 means 8 clients on 2 threads."
     )
-    workload = forms.MultipleChoiceField(choices=Workload.choices, required=False, widget=forms.CheckboxSelectMultiple)
+    driver = forms.MultipleChoiceField(
+        choices=Driver.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Each with the base's workload if it is the driver's, else tpcb-like (pgbench) or "
+        "oltp_read_write (sysbench).",
+    )
+    workload = forms.MultipleChoiceField(
+        choices=Workload.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="A sysbench test runs on sysbench, the others on pgbench: one campaign may hold both.",
+    )
+    sysbench_tables = forms.CharField(required=False, help_text="Comma-separated, e.g. 1, 8, 32 (sysbench only).")
+    sysbench_table_size = forms.CharField(
+        label="sysbench table sizes (rows)",
+        required=False,
+        help_text="Comma-separated, e.g. 10000, 1000000 (sysbench only).",
+    )
     query_mode = forms.MultipleChoiceField(
         choices=QueryMode.choices, required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -215,7 +234,10 @@ class MatrixForm(forms.Form):
             ("pg_settings", _lines(data.get("pg_settings", ""))),
             ("scale", _commas(data.get("scale", ""))),
             ("clients", _commas(data.get("clients", ""))),
+            ("driver", list(data.get("driver") or [])),
             ("workload", list(data.get("workload") or [])),
+            ("sysbench_tables", _commas(data.get("sysbench_tables", ""))),
+            ("sysbench_table_size", _commas(data.get("sysbench_table_size", ""))),
             ("query_mode", list(data.get("query_mode") or [])),
             ("library_script", [script.pk for script in data.get("library_script") or []]),
             *_param_lines(data.get("workload_params", "")),

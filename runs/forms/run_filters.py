@@ -22,7 +22,7 @@ from runs.bench.selectors.list_rows import annotate_progress
 from runs.bench.selectors.list_sort import sort_choices, sort_runs
 from runs.common.params import is_id
 from runs.forms.runs import RowSelect
-from runs.models import Campaign, Device, Filesystem, Host, PgInstall, Run, RunClient, RunState, Workload
+from runs.models import Campaign, Device, Driver, Filesystem, Host, PgInstall, Run, RunClient, RunState, Workload
 
 PER_PAGE_CHOICES = (25, 50, 100, 200)
 DEFAULT_PER_PAGE = 50
@@ -32,6 +32,7 @@ FILTERS = (
     "filesystem",
     "mount_options",
     "pg_install",
+    "driver",
     "workload",
     "state",
     "queued_by",
@@ -47,8 +48,11 @@ LIST_COLUMNS = (
     "state",
     "filesystem",
     "mount_options",
+    "driver",
     "workload",
     "scale",
+    "sysbench_tables",
+    "sysbench_table_size",
     "clients",
     "threads",
     "duration_s",
@@ -161,6 +165,7 @@ class RunFilterForm(forms.Form):
         "PostgreSQL",
         "any install",
     )
+    driver = _choice_field("Driver", Driver.choices)
     workload = _choice_field("Workload", Workload.choices)
     state = _choice_field("State", RunState.choices)
     queued_by = InventoryChoiceField(User.objects.none(), "user who queued runs", "Queued by", "anyone")
@@ -251,7 +256,7 @@ def filter_runs(runs: QuerySet[Run], filters: dict[str, Any]) -> QuerySet[Run]:
     if host := filters.get("host"):
         # Its clients by a subquery, not a join: a join would list a run once per client host.
         runs = runs.filter(Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id")))
-    for name in ("device", "filesystem", "pg_install", "workload", "state", "queued_by", "campaign"):
+    for name in ("device", "filesystem", "pg_install", "driver", "workload", "state", "queued_by", "campaign"):
         if value := filters.get(name):
             runs = runs.filter(**{name: value})
     if mount_options := filters.get("mount_options"):

@@ -14,6 +14,7 @@ from django.core.exceptions import NON_FIELD_ERRORS, ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db.models import Q
 
+from runs.bench.driver_checks import driver_fields
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.specs import FIELD_LABELS, FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
 from runs.common.units import binary_size
@@ -216,6 +217,10 @@ class RunForm(forms.ModelForm):
             "while loading (up to max_wal_size); the run's storage must hold both."
         )
 
+    def driver_fields(self) -> dict[str, object]:
+        """Which fields each driver uses, for the page's script (runs.bench.driver_checks)."""
+        return driver_fields()
+
     def _named_client_hosts(self) -> set[int]:
         name = self.add_prefix(CLIENT_HOSTS)
         sent = self.data.getlist(name) if hasattr(self.data, "getlist") else self.data.get(name) or []
@@ -263,7 +268,10 @@ class RunForm(forms.ModelForm):
         if "workload_params" in data:
             params = data["workload_params"]
             data["workload_params"] = params if isinstance(params, dict) else {}
-        for field, messages in spec_errors(RunSpec.from_form_data(data), Inventory.load()).items():
+        spec = RunSpec.from_form_data(data)
+        if "threads" in data:
+            data["threads"] = spec.threads  # a sysbench run's are its clients (runs.bench.driver_checks)
+        for field, messages in spec_errors(spec, Inventory.load()).items():
             if field != NON_FIELD_ERRORS and field in self.errors:
                 continue  # its own parser has said what is wrong with it
             self.add_error(None if field == NON_FIELD_ERRORS else field, messages)

@@ -26,7 +26,7 @@ class Migration(migrations.Migration):
             name="sysbench_table_size",
             field=models.PositiveIntegerField(
                 default=10000,
-                help_text="sysbench --table-size: rows in each table (about 230 bytes a row with its index).",
+                help_text="sysbench --table-size: rows in each table (about 256 bytes a row with its indexes).",
                 validators=[
                     django.core.validators.MinValueValidator(1),
                     django.core.validators.MaxValueValidator(1000000000),

@@ -133,7 +133,7 @@ class Run(models.Model):
         "sysbench table size (rows)",
         default=10_000,
         validators=[MinValueValidator(1), MaxValueValidator(MAX_TABLE_SIZE)],
-        help_text="sysbench --table-size: rows in each table (about 230 bytes a row with its index).",
+        help_text="sysbench --table-size: rows in each table (about 256 bytes a row with its indexes).",
     )
     # A workload from the library (runs/models/workloads.py): the script's version and the values of
     # its parameters ({} for its defaults); the text pgbench ran, with the values, is script_as_run.

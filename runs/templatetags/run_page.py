@@ -16,7 +16,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from runs.bench.selectors.run_page import LogPart
 from runs.bench.spec_labels import spec_value
-from runs.models import Run, RunState
+from runs.models import Driver, Run, RunState
 
 register = template.Library()
 
@@ -37,6 +37,10 @@ def workload_summary(run: Run) -> str:
     seconds = f"{run.warmup_s} s warm-up + {run.duration_s} s" if run.warmup_s else f"{run.duration_s} s"
     if run.warmup_run_s:  # a separate pgbench first: "300 s warm-up run at 10 clients, then 300 s"
         seconds = f"{run.warmup_run_s} s warm-up run at {run.warmup_run_clients or run.clients} clients, then {seconds}"
+    if run.driver == Driver.SYSBENCH:  # one thread per client, no scale, no query mode, no -i options
+        parts = [workload, f"{_count(run.sysbench_tables, 'table')} × {run.sysbench_table_size:,} rows"]
+        parts += [_count(run.clients, "client"), seconds]
+        return " · ".join(parts + ([f"at most {run.rate_limit_tps:g} tps"] if run.rate_limit_tps else []))
     parts = [
         workload,
         f"scale {run.scale}",

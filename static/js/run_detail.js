@@ -116,7 +116,7 @@
     pointRadius: (context) => (context.dataset.data.length < 2 ? 3 : 0),
   });
   const xAxis = (last) => ({
-    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle(data.warmup_run ? "seconds since the measurement's pgbench started" : "seconds since pgbench started"),
+    type: "linear", min: 0, max: Math.max(total, last || 0), title: axisTitle(data.warmup_run ? "seconds since the measurement's pgbench started" : `seconds since ${data.driver || "pgbench"} started`),
     ticks: { precision: 0, includeBounds: false }, // no crowded label for the last odd second
   });
   // Tooltips anywhere along x (the shared options' interaction: index, not intersecting).
@@ -155,6 +155,27 @@
     plugins: [warmupShade, warmupLabel, eventMarkers],
   });
   window.benchlabCharts = tpsChart ? { tps: tpsChart } : {};
+  // sysbench: its per-second latency is its 95th percentile, and its queries per second a line of
+  // their own (an axis of their own: a transaction of oltp_read_write is about 20 queries).
+  const sysbench = data.driver === "sysbench";
+  if (tpsChart && sysbench) {
+    tpsChart.data.datasets[1].label = "latency, p95 (ms)";
+    tpsChart.data.datasets[1].name = "latency p95";
+    tpsChart.update("none");
+  }
+  // Added with the first qps there is: samples without one (pgbench's) draw no empty axis.
+  const addQpsLine = () => {
+    tpsChart.data.datasets.push({ ...line("queries (qps)", "queries", "qps", "qps", []), borderDash: [2, 2] });
+    tpsChart.options.scales.qps = valueAxis("qps", {
+      position: "left", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false }, title: axisTitle("queries (qps)"),
+    });
+    return tpsChart.data.datasets.at(-1);
+  };
+  if (tpsChart && finished && data.qps) {
+    addQpsLine().data = points(data.seconds, data.qps);
+    tpsChart.update("none");
+  }
+  const qpsLine = () => tpsChart.data.datasets.find((dataset) => dataset.name === "queries") || addQpsLine();
 
   // The separate warm-up run before the measurement (its own pgbench, its own clients): its seconds
   // on a chart of their own above the measurement's, never among the measured ones.
@@ -351,7 +372,7 @@
     const answer = await fetch(page.dataset.samples, { headers: { Accept: "application/json" } });
     if (!answer.ok) return;
     const stored = await answer.json();
-    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i] }));
+    stored.seconds.forEach((second, i) => addSample({ second, tps: stored.tps[i], latency_ms: stored.latency_ms[i], qps: stored.qps?.[i] }));
     for (const client of stored.clients || []) {
       client.seconds.forEach((second, i) => addClientSample({ client: client.name, second, tps: client.tps[i] }));
     }
@@ -364,6 +385,7 @@
     seen.add(sample.second);
     tpsChart.data.datasets[0].data.push({ x: sample.second, y: sample.tps });
     tpsChart.data.datasets[1].data.push({ x: sample.second, y: sample.latency_ms });
+    if (sample.qps != null) qpsLine().data.push({ x: sample.second, y: sample.qps });
     lastSecond = Math.max(lastSecond ?? 0, sample.second);
     return true;
   };

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Case, DateTimeField, IntegerField, OuterRef, QuerySet, Subquery, When
 
-from runs.models import Host, Run, RunClient, RunSample, RunState, RunTransition
+from runs.models import Driver, Host, Run, RunClient, RunSample, RunState, RunTransition
 
 # The states pgbench runs in: the newest sample says how far it is.
 PGBENCH_STATES = (RunState.WARMING_UP, RunState.MEASURING)
@@ -93,6 +93,12 @@ def workload_summary(run: Run) -> list[str]:
     """ "scale 10", "8 clients", "2 threads", "20 s" (to join with " · "); "5 s warm-up + 20 s" with
     a warm-up, as the run's page writes it."""
     seconds = f"{run.warmup_s:,} s warm-up + {run.duration_s:,} s" if run.warmup_s else f"{run.duration_s:,} s"
+    if run.driver == Driver.SYSBENCH:  # its data is tables times rows; one thread per client
+        return [
+            f"{_count(run.sysbench_tables, 'table')} × {run.sysbench_table_size:,} rows",
+            _count(run.clients, "client"),
+            seconds,
+        ]
     return [f"scale {run.scale:,}", _count(run.clients, "client"), _count(run.threads, "thread"), seconds]
 
 

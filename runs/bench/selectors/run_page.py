@@ -57,11 +57,25 @@ def run_os_series(run: Run, columns: Collection[str] | None = None) -> dict[str,
     return series
 
 
+# A sample's columns beyond pgbench's, where the samples have them: sysbench's queries per second and
+# its per-second latency, which is its 95th percentile (the lab side adds them; none is required).
+SAMPLE_EXTRAS = tuple(
+    name for name in ("qps", "latency_p95_ms") if name in {field.name for field in RunSample._meta.concrete_fields}
+)
+
+
 def run_chart_data(run: Run) -> dict[str, Any]:
     """The run's per-second series as parallel arrays, in two queries (what the charts draw):
     the samples, and the iostat/vmstat columns drawn."""
-    rows = RunSample.objects.filter(run=run).order_by("second").values_list("second", "tps", "latency_ms", "warmup")
-    seconds, tps, latency, warmup = (list(column) for column in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    rows = (
+        RunSample.objects.filter(run=run)
+        .order_by("second")
+        .values_list("second", "tps", "latency_ms", "warmup", *SAMPLE_EXTRAS)
+    )
+    columns = (
+        [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(4 + len(SAMPLE_EXTRAS))]
+    )
+    seconds, tps, latency, warmup, *extras = columns
     drawn = {
         OsSource.IOSTAT.value: ("util_pct", "r_await_ms", "w_await_ms", "r_per_s", "w_per_s"),
         OsSource.VMSTAT.value: ("us", "sy", "wa"),
@@ -77,6 +91,13 @@ def run_chart_data(run: Run) -> dict[str, Any]:
         "tps": tps,
         "latency_ms": latency,
         "warmup": warmup,
+        "driver": run.driver,
+        # sysbench's per-second columns, when its samples have any (a pgbench run's are all empty).
+        **{
+            name: values
+            for name, values in zip(SAMPLE_EXTRAS, extras, strict=True)
+            if any(v is not None for v in values)
+        },
         # Several client hosts: each one's seconds beside the run's (their total).
         "client_names": [client.host.name for client in clients],
         "clients": run_client_series(clients),

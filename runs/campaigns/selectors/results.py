@@ -10,7 +10,7 @@ from typing import Any
 
 from runs.bench.specs import RunSpec
 from runs.campaigns.selectors.estimates import WallEstimate, plan_estimate, time_left
-from runs.compare.metrics import METRICS, Metric
+from runs.compare.metrics import METRICS, Metric, metric_annotations
 from runs.compare.stats import Comparison, Summary, compare, summarise
 from runs.models import FINAL_STATES, Campaign, CampaignConfiguration, Run, RunState
 
@@ -72,6 +72,7 @@ def campaign_runs(campaign: Campaign) -> list[Run]:
         .select_related("server_host")
         .prefetch_related("run_clients")  # RunSpec.from_run reads them
         .defer("summary", "environment", "metrics", "failed_output")
+        .annotate(**metric_annotations())  # sysbench's figures, out of the metrics JSON
         .order_by("pk")
     )
 

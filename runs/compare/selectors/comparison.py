@@ -21,7 +21,7 @@ from runs.bench.specs import run_spec_value
 from runs.common.params import BadParameter
 from runs.compare.confounds import Confound, comparison_warnings, group_confounds, marker_text, marker_title
 from runs.compare.differences import Difference, environment_annotations, what_differs
-from runs.compare.metrics import METRICS, Metric
+from runs.compare.metrics import METRICS, Metric, metric_annotations
 from runs.compare.query import MAX_SHOWN, ComparisonQuery, Group, group_label
 from runs.compare.selectors.drift import SpannedChange, comparison_drift
 from runs.compare.stats import Comparison, Summary, compare, summarise
@@ -94,7 +94,7 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
         .prefetch_related("run_clients__host")
         .defer("summary", "metrics", "environment", "failed_output", "failed_command")
     )
-    runs = runs.annotate(**environment_annotations())
+    runs = runs.annotate(**environment_annotations(), **metric_annotations())
     runs = runs.annotate(
         **{f"latency_{name}": Cast(KT(f"metrics__latency__{name}_ms"), FloatField()) for name in PERCENTILES}
     )
@@ -134,7 +134,7 @@ def build_groups(runs: Sequence[Run], query: ComparisonQuery) -> tuple[list[Grou
     groups = []
     for index, (key, members) in enumerate(by_key.items()):
         first = members[0]
-        label = " · ".join(spec_value(first, name, with_label=True) for name in varying) or "all runs"
+        label = " · ".join(filter(None, (spec_value(first, name, with_label=True) for name in varying))) or "all runs"
         facet = spec_value(first, query.facet, with_label=True) if query.facet else None
         groups.append(Group(index=index, key=key, label=label, facet=facet, runs=members))
     return groups, common

@@ -6,15 +6,17 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from runs.bench.selectors.run_page import SAMPLE_EXTRAS
 from runs.compare.selectors.comparison import ComparisonResult
 from runs.models import Run, RunSample
 
 SUMMARY_COLUMNS = (
-    "metric", "unit", "group", "configuration", "baseline", "n", "mean", "sd", "minimum", "median", "maximum", "cv",
-    "ci_low", "ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "difference_pct", "welch_p", "mann_whitney_p",
-    "adjusted_p", "verdict", "confounded", "failed", "runs", "memory_tier", "durable",
+    "metric", "unit", "group", "configuration", "driver", "baseline", "n", "mean", "sd", "minimum", "median",
+    "maximum", "cv", "ci_low", "ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "difference_pct", "welch_p",
+    "mann_whitney_p", "adjusted_p", "verdict", "confounded", "failed", "runs", "memory_tier", "durable",
 )  # fmt: skip
-SERIES_COLUMNS = ("run", "group", "configuration", "second", "tps", "latency_ms", "warmup")
+# sysbench's per-second columns too, once the samples have them (runs.bench.selectors.run_page).
+SERIES_COLUMNS = ("run", "group", "configuration", "driver", "second", "tps", "latency_ms", "warmup", *SAMPLE_EXTRAS)
 
 
 def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
@@ -29,9 +31,10 @@ def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
                     "unit": table.metric.unit,
                     "group": row.group.index,
                     "configuration": row.group.label,
+                    "driver": " / ".join(sorted({run.driver for run in row.group.runs})),
                     "baseline": row.group is result.baseline,
                     **row.summary.as_json(),
-                    **{key: comparison.get(key) for key in SUMMARY_COLUMNS[14:22]},
+                    **{key: comparison.get(key) for key in SUMMARY_COLUMNS[15:23]},
                     "confounded": row.marker,  # "⚠ confounded: clients 4 vs 8": what the verdict mixes in
                     "failed": row.failed,
                     "runs": [pk for pk, _ in row.values],
@@ -53,22 +56,13 @@ def group_method_labels(runs: Sequence[Run]) -> dict[str, str]:
 def series_rows(result: ComparisonResult) -> Iterator[dict[str, Any]]:
     """Every per-second sample of every compared run, run by run."""
     group_of = {run.pk: group for group in result.groups for run in group.runs}
-    samples = (
-        RunSample.objects.filter(run_id__in=list(group_of))
-        .order_by("run_id", "second")
-        .values_list("run_id", "second", "tps", "latency_ms", "warmup")
-    )
-    for run_id, second, tps, latency, warmup in samples.iterator(chunk_size=5000):
+    driver_of = {run.pk: run.driver for group in result.groups for run in group.runs}
+    read = ("run_id", "second", "tps", "latency_ms", "warmup", *SAMPLE_EXTRAS)
+    samples = RunSample.objects.filter(run_id__in=list(group_of)).order_by("run_id", "second").values(*read)
+    for sample in samples.iterator(chunk_size=5000):
+        run_id = sample.pop("run_id")
         group = group_of[run_id]
-        yield {
-            "run": run_id,
-            "group": group.index,
-            "configuration": group.label,
-            "second": second,
-            "tps": tps,
-            "latency_ms": latency,
-            "warmup": warmup,
-        }
+        yield {"run": run_id, "group": group.index, "configuration": group.label, "driver": driver_of[run_id]} | sample
 
 
 # A spreadsheet runs a cell starting with one of these as a formula (OWASP, "CSV Injection"):

@@ -83,9 +83,16 @@ def outside(limit: float, below: bool) -> float:
 
 
 # Changes that keep the other fields valid at a limit (pgbench refuses more threads than clients).
+SYSBENCH_RUN: dict[str, object] = {
+    "driver": "sysbench",
+    "workload": "oltp_read_only",
+    "query_mode": "simple",
+}  # whose fields they are
 COMPANIONS: dict[str, dict[str, object]] = {
     "threads": {"clients": 10_000},
     "clients": {"threads": 1},
+    "sysbench_tables": SYSBENCH_RUN,
+    "sysbench_table_size": SYSBENCH_RUN,
     "warmup_run_clients": {"warmup_run_s": 5},  # its clients only with a warm-up run
 }
 

@@ -294,7 +294,8 @@ def test_the_series_export_has_every_sample_of_every_run(client_for: ClientFacto
     assert len(rows) == 5 * 5
     assert rows[0] == {
         "run": str(two_groups[0].pk), "group": "0", "configuration": "default mount options · warm-up 0 s",
-        "second": "1", "tps": "101.0", "latency_ms": "1.5", "warmup": "False",
+        "driver": "pgbench", "second": "1", "tps": "101.0", "latency_ms": "1.5", "warmup": "False",
+        "qps": "", "latency_p95_ms": "",
     }  # fmt: skip
     series = client_for("vera").get(reverse("compare-export-json"), params).json()["rows"]
     assert [r["tps"] for r in series] == [float(r["tps"]) for r in rows]
