@@ -41,7 +41,7 @@ def test_the_form_shows_the_chosen_driver_s_fields_and_queues_a_sysbench_run(pag
 
     assert {"scale", "threads", "query_mode", "partitions", "client_hosts"} <= set(pgbench_fields)
     assert not {"sysbench_tables", "sysbench_table_size"} & set(pgbench_fields)
-    assert pgbench_workloads == ["tpcb-like", "simple-update", "select-only", "custom"]
+    assert pgbench_workloads == ["tpcb-like", "simple-update", "select-only", "custom", "library"]
     assert {"sysbench_tables", "sysbench_table_size", "clients", "duration_s", "rate_limit_tps"} <= set(sysbench_fields)
     assert not {"scale", "threads", "query_mode", "partitions", "custom_script", "client_hosts", "warmup_run_s"} & set(
         sysbench_fields
