@@ -148,9 +148,11 @@ def test_the_data_that_must_fit_is_sysbench_s_rows() -> None:
     assert sysbench_need(10, 100_000).data_bytes == 10 * 100_000 * BYTES_PER_SYSBENCH_ROW
     assert fits == {}
     assert list(too_big) == ["sysbench_table_size"]
-    assert too_big["sysbench_table_size"][0].startswith("10 sysbench tables of 1,000,000 rows needs about 3.18 GiB")
+    # 10 x 1,000,000 rows x 256 B = 2.56e9 B, + 1 GiB of WAL + 40 MiB of cluster = 3.42 GiB. What fits in
+    # 932,007,903 B: twice the data (its WAL) and the cluster, (932,007,903 - 41,943,040) / 2 / 2560 rows.
+    assert too_big["sysbench_table_size"][0].startswith("10 sysbench tables of 1,000,000 rows needs about 3.42 GiB")
     assert too_big["sysbench_table_size"][0].endswith(
-        "choose 193,492 rows a table or fewer, fewer tables, or a larger device."
+        "choose 173,840 rows a table or fewer, fewer tables, or a larger device."
     )
 
 
