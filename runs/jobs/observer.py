@@ -16,7 +16,7 @@ from typing import Any
 from django.db import models
 
 from runs.common.db_retry import with_database_retry
-from runs.inventory.services.connect import host_connect
+from runs.inventory.services.connect import host_connected
 from runs.jobs import live
 from runs.jobs.kinds import KINDS, JobKind, kind_of
 from runs.lab.transport.process import Detached, cancel
@@ -102,8 +102,5 @@ class JobObserver:
                 return
             self._cancel_sent, processes = True, dict(self.processes)
         for on, process in processes.items():
-            connection = host_connect(self.host_of(on))
-            try:
+            with host_connected(self.host_of(on)) as connection:
                 cancel(connection, process)
-            finally:
-                connection.close()

@@ -9,7 +9,7 @@ import logging
 from datetime import datetime
 
 from runs.baselines.services.execute import device_identity
-from runs.inventory.services.connect import host_connect
+from runs.inventory.services.connect import host_connected
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.jobs.kinds import BASELINE, KINDS
 from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
@@ -41,11 +41,8 @@ def sweep_baseline(baseline_id: int) -> bool:
 
 def _clean_up(baseline: DeviceBaseline) -> str:
     try:
-        transport = host_connect(baseline.host)
-        try:
+        with host_connected(baseline.host) as transport:
             done = clean_fio_leftovers(transport, device_identity(baseline.device), baseline.run_key)
-        finally:
-            transport.close()
     except LabError as exc:
         log.warning("baseline %s: leftovers not cleaned up on %s: %s", baseline.pk, baseline.host.name, exc)
         return f"what it left on {baseline.host.name} could not be cleaned up ({exc})"

@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from runs.builds.services.builds import BuildRefused, build_refusal
 from runs.common.services.audit import audit_record
-from runs.inventory.services.connect import host_connect
+from runs.inventory.services.connect import host_connected
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.jobs.transitions import build_transition
 from runs.lab.errors import LabError
@@ -115,11 +115,8 @@ def _hide_install(build: PgBuild) -> PgInstall:
 
 
 def _remove_prefix(build: PgBuild) -> None:
-    transport = host_connect(build.host)
-    try:
+    with host_connected(build.host) as transport:
         remove_build(transport, build.prefix)
-    finally:
-        transport.close()
 
 
 def _forget(build: PgBuild, install: PgInstall, by: Any, request: HttpRequest | None) -> str:

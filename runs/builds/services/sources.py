@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from django.conf import settings
 
-from runs.inventory.services.connect import host_connect
+from runs.inventory.services.connect import host_connected
 from runs.lab.errors import LabError
 from runs.lab.pgbuild.options import BuildOptions, SourceKind
 from runs.lab.pgbuild.source import ADD_DEBIAN_SOURCE, SOURCE_CACHE
@@ -35,11 +35,8 @@ def host_sources_read(
     """What `host` has now: Debian sources in its cache, release tarballs in its tarball directory.
     A page passes short timeouts (PAGE_*): the user waits for the answer."""
     try:
-        connection = host_connect(host, connect_timeout_s=connect_timeout_s)
-        try:
+        with host_connected(host, connect_timeout_s=connect_timeout_s) as connection:
             return host_sources(connection, settings.PG_TARBALL_DIR, timeout_s=timeout_s)
-        finally:
-            connection.close()
     except LabError as exc:
         raise SourcesUnknown(f"could not ask {host.name} which PostgreSQL sources it has: {exc}") from exc
 

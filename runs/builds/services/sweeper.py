@@ -11,7 +11,7 @@ fails the build saying so, and gives the host to the next job.
 import logging
 from datetime import datetime
 
-from runs.inventory.services.connect import host_connect
+from runs.inventory.services.connect import host_connected
 from runs.jobs.dispatch import queue_dispatch, release_hosts
 from runs.jobs.kinds import BUILD, KINDS
 from runs.jobs.sweeper import Recovery, no_sign_of_life, sweep_job
@@ -45,11 +45,8 @@ def sweep_build(build_id: int) -> bool:
 def _clean_up(build: PgBuild) -> str:
     """Remove what the build left on its host; what was done, in words, for its error."""
     try:
-        transport = host_connect(build.host)
-        try:
+        with host_connected(build.host) as transport:
             clean_build_leftovers(transport, build.job_name)
-        finally:
-            transport.close()
     except LabError as exc:
         log.warning("build %s: leftovers not cleaned up on %s: %s", build.pk, build.host.name, exc)
         return f"its work directory on {build.host.name} could not be cleaned up ({exc})"

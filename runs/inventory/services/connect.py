@@ -1,6 +1,8 @@
 """From an inventory Host to a live connection to it (the only place the two layers meet)."""
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from django.conf import settings
 
@@ -34,6 +36,17 @@ def host_connect(host: Host, *, connect_timeout_s: float | None = None) -> Trans
     if connect_timeout_s is not None:
         target = dataclasses.replace(target, connect_timeout=connect_timeout_s)
     return SSHTransport(target)
+
+
+@contextmanager
+def host_connected(host: Host, *, connect_timeout_s: float | None = None) -> Iterator[Transport]:
+    """A connection for one short piece of work (a cleanup, a listing, a signal), closed after it
+    whatever happens. Failing to connect raises as host_connect does."""
+    transport = host_connect(host, connect_timeout_s=connect_timeout_s)
+    try:
+        yield transport
+    finally:
+        transport.close()
 
 
 def host_connect_for_run(host: Host) -> ReconnectingTransport:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from runs.inventory.services.connect import host_connect
+from runs.inventory.services.connect import host_connected
 from runs.lab.errors import LabError
 from runs.lab.host.now import HostNow, host_now
 from runs.models import Host
@@ -26,11 +26,8 @@ MAX_THREADS = 8
 def _read(host: Host) -> HostNow | str:
     """The host's reading, or why there is none (for the page)."""
     try:
-        connection = host_connect(host, connect_timeout_s=PAGE_CONNECT_TIMEOUT_S)
-        try:
+        with host_connected(host, connect_timeout_s=PAGE_CONNECT_TIMEOUT_S) as connection:
             return host_now(connection)
-        finally:
-            connection.close()
     except (LabError, ValidationError, ValueError, OSError) as exc:  # also an inventory entry that cannot connect
         return str(exc) or type(exc).__name__
 

@@ -26,6 +26,7 @@ from runs.baselines.services import execute as baseline_execute
 from runs.baselines.services import sweeper as baseline_sweeper
 from runs.baselines.services.baselines import baseline_queue
 from runs.baselines.services.execute import baseline_execute as execute
+from runs.inventory.services import connect as inventory_connect
 from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch_jobs, release_hosts
 from runs.jobs.heartbeat import stale_after_s
@@ -81,7 +82,7 @@ def lab(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     monkeypatch.setattr(baseline_execute, "host_connect_for_run", lambda host: FakeTransport())
     monkeypatch.setattr(baseline_execute, "host_connect", lambda host: FakeTransport())
     monkeypatch.setattr(baseline_execute, "run_fio", run_fio)
-    monkeypatch.setattr(baseline_sweeper, "host_connect", lambda host: FakeTransport())
+    monkeypatch.setattr(inventory_connect, "host_connect", lambda host, **options: FakeTransport())  # the sweeper
     monkeypatch.setattr(
         baseline_sweeper, "clean_fio_leftovers", lambda t, identity, key: fake.cleaned.append(key) or ["stopped fio"]
     )

@@ -3,9 +3,7 @@ variables: bad values are refused beside their field, naming what is allowed, an
 written; good ones reach the run, its command and "what differs"."""
 
 import pytest
-from django.test import Client
 from django.urls import reverse
-from rest_framework.test import APIClient
 
 from runs.bench.services.lab_specs import benchmark_spec
 from runs.bench.spec_checks import Inventory
@@ -16,8 +14,8 @@ from runs.campaigns.services.campaigns import CampaignPlan, CampaignRefused, cam
 from runs.forms.campaigns import MatrixForm
 from runs.lab.pgbench.commands import Connection, init_command, run_command
 from runs.models import Campaign, Host, Run
+from runs.tests.bench.queueing import assert_the_api_refuses, assert_the_form_refuses, form, lab1
 from runs.tests.conftest import ClientFactory
-from runs.tests.factories import make_device, make_host, make_pg_install, make_user, run_form_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -33,43 +31,18 @@ REFUSED = [
 ]
 
 
-def lab1() -> Host:
-    host = make_host(name="lab1")
-    make_device(host, wipe_allowed=True, capacity_bytes=2**30)
-    make_pg_install(host)
-    return host
-
-
-def form(host: Host, **changes: object) -> dict[str, object]:
-    return run_form_fields(host, host.devices.get(), host.pg_installs.get(), **changes)
-
-
 @pytest.mark.parametrize("changes, field, message", REFUSED)
 def test_the_form_refuses_a_bad_value_beside_its_field_and_queues_nothing(
     client_for: ClientFactory, changes: dict[str, object], field: str, message: str
 ) -> None:
-    otto: Client = client_for("otto")
-    response = otto.post(reverse("run-new"), form(lab1(), **changes))
-
-    assert response.status_code == 400
-    errors = response.context["form"].errors[field]
-    assert any(message in error for error in errors), errors
-    assert not Run.objects.exists()
+    assert_the_form_refuses(client_for("otto"), form(lab1(), **changes), field, message)
 
 
 @pytest.mark.parametrize("changes, field, message", REFUSED)
 def test_the_api_refuses_a_bad_value_naming_the_field_and_writes_nothing(
     changes: dict[str, object], field: str, message: str
 ) -> None:
-    api = APIClient()
-    api.force_authenticate(make_user("otto", "operator"))
-    body = form(lab1(), rate_limit_tps=None, random_seed=None) | changes
-
-    response = api.post("/api/runs/", body, format="json")
-
-    assert response.status_code == 400, response.json()
-    assert any(message in error for error in response.json()[field]), response.json()
-    assert not Run.objects.exists()
+    assert_the_api_refuses(form(lab1(), rate_limit_tps=None, random_seed=None) | changes, field, message)
 
 
 def test_the_options_reach_the_run_and_its_commands(client_for: ClientFactory) -> None:

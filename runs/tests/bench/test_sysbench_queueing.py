@@ -3,7 +3,6 @@ between the driver and the other fields refuses beside its field, naming what is
 nothing is written; a good sysbench run is queued, and a campaign may mix both drivers."""
 
 import pytest
-from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
@@ -13,8 +12,9 @@ from runs.campaigns.matrix import MatrixError, Variable, check_variables, expand
 from runs.forms.campaigns import MatrixForm
 from runs.lab.sysbench.data_size import BYTES_PER_SYSBENCH_ROW, sysbench_need
 from runs.models import Host, Run
+from runs.tests.bench.queueing import assert_the_api_refuses, assert_the_form_refuses, form, lab1
 from runs.tests.conftest import ClientFactory
-from runs.tests.factories import make_device, make_host, make_pg_install, make_user, run_form_fields
+from runs.tests.factories import make_host, make_pg_install, make_user
 
 pytestmark = pytest.mark.django_db
 
@@ -50,45 +50,20 @@ PGBENCH_REFUSED: list[tuple[dict[str, object], str, str]] = [
 ]
 
 
-def lab1() -> Host:
-    host = make_host(name="lab1")
-    make_device(host, wipe_allowed=True, capacity_bytes=2**30)
-    make_pg_install(host)
-    return host
-
-
-def form(host: Host, **changes: object) -> dict[str, object]:
-    return run_form_fields(host, host.devices.get(), host.pg_installs.get(), **changes)
-
-
 @pytest.mark.parametrize(
     "changes, field, message", [({**SYSBENCH, **c}, f, m) for c, f, m in REFUSED] + PGBENCH_REFUSED
 )
 def test_the_form_refuses_what_the_driver_cannot_run_beside_its_field(
     client_for: ClientFactory, changes: dict[str, object], field: str, message: str
 ) -> None:
-    otto: Client = client_for("otto")
-    response = otto.post(reverse("run-new"), form(lab1(), **changes))
-
-    assert response.status_code == 400
-    errors = response.context["form"].errors[field]
-    assert any(message in error for error in errors), errors
-    assert not Run.objects.exists()
+    assert_the_form_refuses(client_for("otto"), form(lab1(), **changes), field, message)
 
 
 @pytest.mark.parametrize("changes, field, message", [({**SYSBENCH, **c}, f, m) for c, f, m in REFUSED[:3]])
 def test_the_api_refuses_with_400_naming_the_field_and_writes_nothing(
     changes: dict[str, object], field: str, message: str
 ) -> None:
-    api = APIClient()
-    api.force_authenticate(make_user("otto", "operator"))
-    body = form(lab1(), rate_limit_tps=None, random_seed=None) | changes
-
-    response = api.post("/api/runs/", body, format="json")
-
-    assert response.status_code == 400, response.json()
-    assert any(message in error for error in response.json()[field]), response.json()
-    assert not Run.objects.exists()
+    assert_the_api_refuses(form(lab1(), rate_limit_tps=None, random_seed=None) | changes, field, message)
 
 
 def test_client_hosts_are_refused_for_sysbench(client_for: ClientFactory) -> None:

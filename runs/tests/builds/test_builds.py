@@ -29,6 +29,7 @@ from runs.builds.services import sweeper as build_sweeper
 from runs.builds.services.builds import BuildRefused, build_fields, build_queue
 from runs.builds.services.execute import build_execute as execute
 from runs.builds.services.remove import BuildRemoveFailed
+from runs.inventory.services import connect as inventory_connect
 from runs.jobs import live
 from runs.jobs.cancel import JobRefused, job_cancel
 from runs.jobs.dispatch import queue_dispatch, queue_dispatch_jobs, release_hosts
@@ -101,7 +102,7 @@ def lab(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     leaves this process (the dispatcher's sends are recorded)."""
     fake = SimpleNamespace(build=None, removed=[], cleaned=[], sent_builds=[], sent_runs=[], unreachable=False)
 
-    def connect(host: Host) -> FakeTransport:
+    def connect(host: Host, **options: object) -> FakeTransport:
         if fake.unreachable:
             raise LabError(f"{host.name}: no route to host")
         return FakeTransport(host)
@@ -117,9 +118,8 @@ def lab(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     monkeypatch.setattr(build_execute, "host_connect_for_run", connect)
     monkeypatch.setattr(build_execute, "host_connect", connect)
     monkeypatch.setattr(build_execute, "build_postgres", build_postgres)
-    monkeypatch.setattr(build_remove, "host_connect", connect)
+    monkeypatch.setattr(inventory_connect, "host_connect", connect)  # host_connected: remove, sweeper
     monkeypatch.setattr(build_remove, "remove_build", remove)
-    monkeypatch.setattr(build_sweeper, "host_connect", connect)
     monkeypatch.setattr(build_sweeper, "clean_build_leftovers", lambda t, job: fake.cleaned.append(job))
     sent = record_sent_tasks(monkeypatch)
     fake.sent_builds, fake.sent_runs = sent["runs.execute_build"], sent["runs.execute_run"]
