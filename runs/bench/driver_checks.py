@@ -4,8 +4,9 @@ and its other fields. Pure: values in, (form field, message) pairs out.
 A run's driver is pgbench or sysbench (Run.driver). Its workload must be one of the driver's own
 (pgbench's built-in scripts or a custom script; sysbench's OLTP tests), and a field the driver
 cannot honour must keep the value that means "not used", so nothing a person set is silently
-ignored: for sysbench, pgbench's script, query mode, latency limit, per-transaction log, client
-hosts, scale and every `pgbench -i` option; for pgbench, sysbench's tables and table size. The
+ignored: for sysbench, pgbench's script, a library script (the library holds pgbench scripts), query
+mode, latency limit, per-transaction log, client hosts, a separate warm-up run, scale and every
+`pgbench -i` option; for pgbench, sysbench's tables and table size. The
 "threads" field is pgbench's -j; sysbench runs one thread per client (its --threads is the number of
 clients), so a sysbench spec's threads are its clients (RunSpec holds them so).
 """
@@ -62,7 +63,7 @@ def unused_value(name: str) -> object:
 def driver_fields() -> dict[str, object]:
     """What the queue form shows for each driver (static/js/run_form_driver.js): each driver's workloads
     and default one, the fields only one driver uses, and the value a hidden one is sent with."""
-    # The warm-up run is pgbench's too (spec_checks refuses it for sysbench).
+    # The warm-up run is pgbench's too (_sysbench_problems refuses it).
     warmup_run = ("warmup_run_s", "warmup_run_clients")
     pgbench_only = [*_PGBENCH_ONLY, *warmup_run, "threads", "log_sampling_rate", CLIENT_FIELD, "shared_database"]
     return {
@@ -102,8 +103,20 @@ def _sysbench_problems(spec: RunSpec, ok: Callable[..., bool]) -> Iterator[Probl
         if getattr(spec, name) != (unused := unused_value(name)):
             shown = "empty" if unused in ("", None) else "no" if unused is False else repr(unused).strip("'")
             yield name, f"{why}: leave it {shown} for driver sysbench."
+    if spec.library_script_id is not None or spec.workload_params:
+        yield (
+            "library_script",
+            "The workload library holds pgbench scripts; sysbench runs its own tests: leave the library script "
+            "and its parameters empty.",
+        )
     if spec.log_sampling_rate not in _NO_LOG:
         yield "log_sampling_rate", "sysbench keeps no per-transaction log: leave the log sampling empty or at 1."
+    if spec.warmup_run_s and ok("warmup_run_s"):
+        yield (
+            "warmup_run_s",
+            "A warm-up run is pgbench's; sysbench warms up within its run: set warm-up (s) instead, and warm-up "
+            "run (s) to 0.",
+        )
     if spec.client_host_ids:
         yield (
             CLIENT_FIELD,

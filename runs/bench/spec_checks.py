@@ -299,9 +299,6 @@ def _check_workload(spec: RunSpec, inventory: Inventory, problems: _Problems) ->
     for field, message in driver_problems(spec, problems.ok):  # the driver against the rest (driver_checks)
         problems.add(field, message)
     if spec.driver != Driver.PGBENCH:
-        if spec.library_script_id is not None or spec.workload_params:
-            problems.add("library_script", "The workload library holds pgbench scripts; sysbench runs its own "
-                                           "tests: leave the library script and its parameters empty.")  # fmt: skip
         return  # sysbench's own options are driver_checks'; pgbench's follow
     if not problems.ok("workload"):
         return
@@ -342,15 +339,13 @@ def _check_workload(spec: RunSpec, inventory: Inventory, problems: _Problems) ->
 
 def _check_warmup_run(spec: RunSpec, problems: _Problems) -> None:
     """A separate warm-up run: its clients only with its seconds, and pgbench on the server or on
-    one client host (several hosts' warm-ups are not started together)."""
+    one client host (several hosts' warm-ups are not started together). It is pgbench's: driver_checks
+    refuses it for sysbench."""
     if not problems.ok("warmup_run_s", "warmup_run_clients"):
         return
     if spec.warmup_run_clients is not None and not spec.warmup_run_s:
         problems.add("warmup_run_clients", "Warm-up run clients need a warm-up run: set warm-up run (s), or leave "
                                            "the clients empty.")  # fmt: skip
-    if spec.warmup_run_s and spec.driver != Driver.PGBENCH:
-        problems.add("warmup_run_s", f"A warm-up run is pgbench's; {spec.driver} warms up within its run: set "
-                                     "warm-up (s) instead, and warm-up run (s) to 0.")  # fmt: skip
     if spec.warmup_run_s and len(spec.client_host_ids) > 1:
         problems.add("warmup_run_s", "A warm-up run is for pgbench on the server or on one client host; with "
                                      f"{len(spec.client_host_ids)} client hosts set it to 0.")  # fmt: skip

@@ -11,7 +11,7 @@ from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import MatrixError, Variable, check_variables, expand
 from runs.forms.campaigns import MatrixForm
 from runs.lab.sysbench.data_size import BYTES_PER_SYSBENCH_ROW, sysbench_need
-from runs.models import Host, Run
+from runs.models import Host, Run, WorkloadScript
 from runs.tests.bench.queueing import assert_the_api_refuses, assert_the_form_refuses, form, lab1
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_host, make_pg_install, make_user
@@ -129,6 +129,22 @@ def test_the_data_that_must_fit_is_sysbench_s_rows() -> None:
     assert too_big["sysbench_table_size"][0].endswith(
         "choose 173,840 rows a table or fewer, fewer tables, or a larger device."
     )
+
+
+def test_a_library_script_is_refused_for_sysbench_beside_its_field() -> None:
+    host = lab1()
+    script = WorkloadScript.objects.get(name="read-mostly")
+    spec = RunSpec(
+        server_host_id=host.pk, device_id=host.devices.get().pk, filesystem="ext4",
+        pg_install_id=host.pg_installs.get().pk, driver="sysbench", workload="oltp_read_only",
+    )  # fmt: skip
+
+    with_script = spec_errors(spec.replace(library_script_id=script.pk), Inventory.load())
+    with_parameters = spec_errors(spec.replace(workload_params={"read_percent": 50}), Inventory.load())
+
+    for errors in (with_script, with_parameters):
+        assert list(errors) == ["library_script"], errors
+        assert "The workload library holds pgbench scripts; sysbench runs its own tests" in errors["library_script"][0]
 
 
 def base_spec(host: Host) -> RunSpec:
