@@ -3,15 +3,17 @@ between the driver and the other fields refuses beside its field, naming what is
 nothing is written; a good sysbench run is queued, and a campaign may mix both drivers."""
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 from rest_framework.test import APIClient
 
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import MatrixError, Variable, check_variables, expand
+from runs.campaigns.services.campaigns import CampaignPlan, campaign_create
 from runs.forms.campaigns import MatrixForm
 from runs.lab.sysbench.data_size import BYTES_PER_SYSBENCH_ROW, sysbench_need
-from runs.models import Host, Run, WorkloadScript
+from runs.models import Host, Run, RunState, WorkloadScript
 from runs.tests.bench.queueing import assert_the_api_refuses, assert_the_form_refuses, form, lab1
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_host, make_pg_install, make_user
@@ -200,3 +202,24 @@ def test_the_campaign_page_sweeps_the_driver_s_fields() -> None:
     assert all(cell.valid for cell in cells), [cell.reasons() for cell in cells]
     assert not bad.is_valid()
     assert "sysbench_tables: 'many' is not a whole number" in bad.errors["__all__"][0]
+
+
+def test_a_campaign_of_both_drivers_warns_on_its_page_that_their_transactions_differ(
+    users: dict[str, User], client_for: ClientFactory
+) -> None:
+    host = lab1()
+    variables = [Variable("workload", ("tpcb-like", "oltp_read_write"))]
+    plan = CampaignPlan(name="both", description="", base=base_spec(host).replace(scale=10), variables=variables,
+                        repetitions=2)  # fmt: skip
+    campaign = campaign_create(plan=plan, by=users["otto"])
+    for run in Run.objects.filter(campaign=campaign):
+        run.state, run.steady_tps_mean = RunState.DONE, 300.0 if run.driver == "sysbench" else 500.0
+        run.save(update_fields=["state", "steady_tps_mean"])
+
+    page = client_for("vera").get(reverse("campaign-detail", args=[campaign.pk]))
+
+    assert page.status_code == 200
+    warnings = page.context["warnings"]
+    assert warnings, page.context["tables"]
+    assert warnings[0].startswith("These runs used different drivers (pgbench: group 0; sysbench: group 1)")
+    assert "their tps are different units" in page.content.decode()
