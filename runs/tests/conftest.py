@@ -86,11 +86,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         code = _code_of(item)
         for marker, calls in NEEDS.items():
-            if marker not in item.keywords and any(call in code for call in calls):
+            if not item.get_closest_marker(marker) and any(call in code for call in calls):
                 item.add_marker(marker)
         if not config.pluginmanager.hasplugin("xdist"):
             continue
-        if any(marker in item.keywords for marker in ONE_AT_A_TIME) or any(call in code for call in RUN_USER_CALLS):
+        # Markers, not keywords: a test's keywords hold its packages' names, and every test in
+        # runs/tests/lab/ (parsers, option checks: a thousand pure tests) waited in the one line.
+        if any(item.get_closest_marker(marker) for marker in ONE_AT_A_TIME) or any(c in code for c in RUN_USER_CALLS):
             item.add_marker(pytest.mark.xdist_group(THIS_MACHINE))
 
 
