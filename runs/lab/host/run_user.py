@@ -57,33 +57,35 @@ _STOP_ALL = (
 )
 
 
-def ensure_run_user(transport: Transport) -> None:
-    """Create RUN_USER unless it exists; refuse to use one that is not unprivileged."""
-    found = transport.run(["sh", "-c", _ENSURE, "sh", RUN_USER], check=False)
+def ensure_run_user(transport: Transport, user: str = RUN_USER) -> None:
+    """Create RUN_USER unless it exists; refuse to use one that is not unprivileged. (Another
+    `user` only for tests that give an account rights to see it refused: RUN_USER is shared by
+    every run on hosts that share this machine's /etc.)"""
+    found = transport.run(["sh", "-c", _ENSURE, "sh", user], check=False)
     if found.exit_status != 0:
-        raise LabError(f"cannot create the OS user {RUN_USER} on {transport.label}: {found.stderr.strip()}")
+        raise LabError(f"cannot create the OS user {user} on {transport.label}: {found.stderr.strip()}")
     facts = dict(line.partition(" ")[::2] for line in found.stdout.splitlines())
     problems = []
     if facts.get("uid") in (None, "0"):
         problems.append(f"uid {facts.get('uid')}")
     if facts.get("sharing") != "1":
         problems.append(f"its uid is shared by {facts.get('sharing')} accounts")
-    if facts.get("groups") != RUN_USER:
+    if facts.get("groups") != user:
         problems.append(f"groups {facts.get('groups')}")
     if facts.get("members"):
         problems.append(f"its group also holds {facts['members']}")
     if problems:
         raise LabError(
-            f"the OS user {RUN_USER} on {transport.label} is not unprivileged ({'; '.join(problems)}): "
+            f"the OS user {user} on {transport.label} is not unprivileged ({'; '.join(problems)}): "
             "benchlab runs benchmarks only as a user with no other rights"
         )
 
 
-def stop_run_user_processes(transport: Transport) -> None:
-    """Stop every process of RUN_USER on the host (its PID namespace): one run's leftovers must
-    not outlive it (hosts are claimed one run at a time)."""
-    if transport.run(["sh", "-c", _STOP_ALL, "sh", RUN_USER], check=False).exit_status != 0:
-        raise LabError(f"processes of {RUN_USER} on {transport.label} survived SIGKILL")
+def stop_run_user_processes(transport: Transport, user: str = RUN_USER) -> None:
+    """Stop every process of RUN_USER (or, in tests, of `user`) on the host (its PID namespace):
+    one run's leftovers must not outlive it (hosts are claimed one run at a time)."""
+    if transport.run(["sh", "-c", _STOP_ALL, "sh", user], check=False).exit_status != 0:
+        raise LabError(f"processes of {user} on {transport.label} survived SIGKILL")
 
 
 def as_run_user(argv: Sequence[str]) -> list[str]:

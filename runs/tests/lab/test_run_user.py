@@ -1,5 +1,9 @@
 """benchlab's unprivileged OS user on this machine (root: useradd, runuser): it is created once,
-refused when it has other rights, and root never follows its symlinks or signals for it."""
+refused when it has other rights, and root never follows its symlinks or signals for it.
+
+The tests that give an account rights, or stop all of its processes, do it to an account of their
+own (`throwaway_user`), made and checked as RUN_USER is: runs on the virtual lab (whose hosts share
+this machine's /etc) and on this machine may be using RUN_USER at the same time."""
 
 import os
 import subprocess
@@ -12,13 +16,28 @@ from runs.lab.errors import CommandFailed, LabError
 from runs.lab.host.run_user import (
     RUN_USER,
     append_as_run_user,
-    as_run_user,
     ensure_run_user,
     read_as_run_user,
     signal_as_run_user,
     stop_run_user_processes,
 )
+from runs.lab.transport.interface import as_user
 from runs.lab.transport.local import LocalTransport
+
+
+@pytest.fixture
+def throwaway_user() -> Iterator[str]:
+    """An account of this test's own, made by ensure_run_user as RUN_USER is, and removed after."""
+    user = f"blab-test-{os.getpid()}"
+    ensure_run_user(LocalTransport(), user)
+    try:
+        yield user
+    finally:
+        subprocess.run(["userdel", user], check=True, capture_output=True)
+        for deny in ("/etc/cron.deny", "/etc/at.deny"):  # ensure_run_user keeps the account out of cron and at
+            path = Path(deny)
+            if path.exists():
+                path.write_text("".join(line for line in path.read_text().splitlines(True) if line.strip() != user))
 
 
 @pytest.fixture
@@ -43,14 +62,11 @@ def test_the_user_is_created_once_with_no_rights_but_its_own() -> None:
     assert int(uid) > 0 and groups == [RUN_USER]
 
 
-def test_a_user_with_more_rights_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    ensure_run_user(LocalTransport())
-    subprocess.run(["usermod", "-a", "-G", "disk", RUN_USER], check=True)  # could read raw disks
-    try:
-        with pytest.raises(LabError, match=r"not unprivileged.*disk"):
-            ensure_run_user(LocalTransport())
-    finally:
-        subprocess.run(["gpasswd", "-d", RUN_USER, "disk"], check=True, capture_output=True)
+def test_a_user_with_more_rights_is_refused(throwaway_user: str) -> None:
+    subprocess.run(["usermod", "-a", "-G", "disk", throwaway_user], check=True)  # could read raw disks
+
+    with pytest.raises(LabError, match=rf"OS user {throwaway_user} on .* not unprivileged.*disk"):
+        ensure_run_user(LocalTransport(), throwaway_user)
 
 
 def test_a_symlink_planted_by_the_user_does_not_make_root_read_a_file(run_user_dir: Path, root_only_file: Path) -> None:
@@ -89,16 +105,15 @@ def test_a_signal_as_the_user_reaches_only_the_users_processes() -> None:
         bystander.wait()
 
 
-def test_whatever_the_user_left_running_is_stopped_and_nobody_elses() -> None:
-    ensure_run_user(LocalTransport())
+def test_whatever_the_user_left_running_is_stopped_and_nobody_elses(throwaway_user: str) -> None:
     leftover = (
         LocalTransport()
-        .run(as_run_user(["sh", "-c", "setsid sleep 600 >/dev/null 2>&1 & echo $!"]), cwd="/")
+        .run(as_user(throwaway_user, ["sh", "-c", "setsid sleep 600 >/dev/null 2>&1 & echo $!"]), cwd="/")
         .stdout.strip()
     )
     bystander = subprocess.Popen(["sleep", "600"])  # root's
     try:
-        stop_run_user_processes(LocalTransport())
+        stop_run_user_processes(LocalTransport(), throwaway_user)
 
         assert not Path(f"/proc/{leftover}").exists() or "Z" in Path(f"/proc/{leftover}/stat").read_text().split()[2]
         assert bystander.poll() is None
@@ -107,11 +122,10 @@ def test_whatever_the_user_left_running_is_stopped_and_nobody_elses() -> None:
         bystander.wait()
 
 
-def test_a_user_whose_group_has_other_members_is_refused() -> None:
-    ensure_run_user(LocalTransport())
-    subprocess.run(["usermod", "-a", "-G", RUN_USER, "nobody"], check=True)
+def test_a_user_whose_group_has_other_members_is_refused(throwaway_user: str) -> None:
+    subprocess.run(["usermod", "-a", "-G", throwaway_user, "nobody"], check=True)
     try:
         with pytest.raises(LabError, match="its group also holds nobody"):
-            ensure_run_user(LocalTransport())
+            ensure_run_user(LocalTransport(), throwaway_user)
     finally:
-        subprocess.run(["gpasswd", "-d", "nobody", RUN_USER], check=True, capture_output=True)
+        subprocess.run(["gpasswd", "-d", "nobody", throwaway_user], check=True, capture_output=True)
