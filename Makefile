@@ -17,12 +17,14 @@ run: setup pg-sources
 # the environment says PYTHONDONTWRITEBYTECODE: rewriting every test module again took 10 s a run.
 PYTEST = PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/var/pycache $(VENV)/bin/pytest
 
-# Everything, on a pytest-xdist worker per core: what uses the virtual lab, a Celery worker or
-# benchlab's OS user runs on one of them, one test after another (conftest), the rest beside it.
-# 22 minutes on the 2-core VM (25 Nov 2026), most of it that one worker's lab tests.
+# Everything, on a pytest-xdist worker per core and one more: what uses the virtual lab, a Celery
+# worker or benchlab's OS user runs in two lines (conftest: this machine's, and a second virtual
+# lab's), each on a worker of its own, one test after another; the rest beside them. The lines
+# mostly wait on their labs, hence the extra worker. One line alone took 38-40 minutes (27 Nov 2026).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: setup pg-sources $(VENV)/.dev-deps static-files
 	$(MAKE) --no-print-directory lint
-	$(PYTEST) -n auto --dist loadgroup
+	$(PYTEST) -n $(TEST_WORKERS) --dist loadgroup
 
 # What needs no virtual lab, Celery worker, uvicorn nor browser (conftest marks those from the
 # code): the tier to run while editing, on a pytest-xdist worker per core as make test. 1.9-3.1

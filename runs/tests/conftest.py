@@ -68,15 +68,31 @@ def _source_of(function: Any) -> str:
     return inspect.getsource(function)
 
 
-# Tests that create benchlab's OS user on this machine, change its groups or work in its
-# directories share that one user, and so do runs on the virtual lab (its hosts share this
-# machine's /etc) and in a Celery worker: pytest-xdist gives them all to one worker, one after
-# another (--dist loadgroup), with the virtual lab and the Celery worker of its session.
+# What uses the virtual lab, a Celery worker or benchlab's OS user runs in one of two lines, each
+# on a pytest-xdist worker of its own, one test after another (--dist loadgroup), with the virtual
+# lab and the Celery worker of that worker's session; the rest runs beside them (make test runs a
+# worker more than the cores: the lines mostly wait on their labs).
+# - THIS_MACHINE: whatever acts on this machine itself: work in the OS user's directories here,
+#   runs on this machine (a run's start stops every process of the user in this machine's PID
+#   namespace), and the rest of the lab tests.
+# - SECOND_LAB: jobs, builds and campaigns, whose runs are on their own virtual lab only: its
+#   hosts' processes live in PID namespaces of their own, and the lab hosts share this machine's
+#   /etc only through ensure_run_user, which retries when two create the user at once. The
+#   builds of test_build_lab and test_page_size_lab share /var/cache/benchlab/test-builds: both
+#   are in this line.
 RUN_USER_CALLS = ("ensure_run_user(", "run_user_dir")
+ON_THIS_MACHINE = (*RUN_USER_CALLS, "LocalTransport(", "is_local", "register_local_host")
 ONE_AT_A_TIME = ("lab", "worker")
-
+SECOND_LAB_PACKAGES = ("runs/tests/jobs/", "runs/tests/builds/", "runs/tests/campaigns/")
 
 THIS_MACHINE = "this-machine"
+SECOND_LAB = "second-lab"
+LINES = (THIS_MACHINE, SECOND_LAB)
+
+
+def _line_of(item: pytest.Item, code: str) -> str:
+    second = item.nodeid.startswith(SECOND_LAB_PACKAGES) and not any(call in code for call in ON_THIS_MACHINE)
+    return SECOND_LAB if second else THIS_MACHINE
 
 
 # First: pytest-xdist's own hook reads the xdist_group markers in this same hook (it suffixes
@@ -93,7 +109,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # Markers, not keywords: a test's keywords hold its packages' names, and every test in
         # runs/tests/lab/ (parsers, option checks: a thousand pure tests) waited in the one line.
         if any(item.get_closest_marker(marker) for marker in ONE_AT_A_TIME) or any(c in code for c in RUN_USER_CALLS):
-            item.add_marker(pytest.mark.xdist_group(THIS_MACHINE))
+            item.add_marker(pytest.mark.xdist_group(_line_of(item, code)))
 
 
 @pytest.hookimpl(trylast=True)
@@ -106,7 +122,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     ungrouped = [
         item.nodeid
         for item in session.items
-        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(f"@{THIS_MACHINE}")
+        if item.get_closest_marker("xdist_group") and not item.nodeid.endswith(tuple(f"@{line}" for line in LINES))
     ]
     if ungrouped:
         message = f"--dist loadgroup did not group {len(ungrouped)} tests, e.g. {ungrouped[0]}"

@@ -1,6 +1,7 @@
 """The virtual lab for integration tests: brought up once per test session by scripts/lab
 with a lab number of its own, and checked to have left nothing behind when it goes down."""
 
+import fcntl
 import json
 import os
 import random
@@ -113,14 +114,22 @@ def free_lab_id() -> int:
     raise RuntimeError("no free lab number")
 
 
+# Two sessions (make test's two lines of lab tests, or two checkouts) starting a lab at once could
+# pick one number: the second `up` would fail and its `down` take the first's lab away. A number is
+# picked and its bridge made under this machine-wide lock.
+START_LOCK = Path("/run/lock/benchlab-virtual-lab-start")
+
+
 def start_lab() -> VirtualLab:
-    lab_id = free_lab_id()
-    try:
-        lab_command(lab_id, "up", "--hosts", "3", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
-        return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
-    except BaseException:
-        lab_command(lab_id, "down")  # whatever `up` made before it failed
-        raise
+    with START_LOCK.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lab_id = free_lab_id()
+        try:
+            lab_command(lab_id, "up", "--hosts", "3", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
+            return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
+        except BaseException:
+            lab_command(lab_id, "down")  # whatever `up` made before it failed
+            raise
 
 
 def leftovers(lab: VirtualLab) -> list[str]:
