@@ -14,7 +14,7 @@ CUSTOM = "custom"
 class ScheduleForm(forms.Form):
     name = forms.CharField(max_length=150, help_text="Each round is a campaign named “<this> · round N”.")
     times = forms.ChoiceField(
-        label="when",
+        label="When",
         choices=[(key, preset.title) for key, preset in CRON_PRESETS.items()] + [(CUSTOM, "crontab (below)")],
         initial="nightly",
     )
