@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "knox",
     "axes",
     "csp",
+    "django_celery_beat",
     "runs",
 ]
 
@@ -280,6 +281,10 @@ CELERY_BEAT_SCHEDULE = {
     "dispatch-queue": {"task": "runs.dispatch_queue", "schedule": 30.0},
     "sweep-stale-runs": {"task": "runs.sweep_stale_runs", "schedule": 30.0},
 }
+# Beat keeps its schedule in the database (django_celery_beat): the entries above are written there
+# as it starts, beside each campaign schedule's crontab (runs.schedules), which it reads as they change.
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = TIME_ZONE  # a schedule's "02:00" is in the site's time zone
 # A running run's worker stamps its heartbeat this often; a run silent for STALE_AFTER has lost its
 # worker and is ended by the sweeper (runs/jobs/sweeper.py).
 BENCHLAB_HEARTBEAT_EVERY_S = env_seconds("BENCHLAB_HEARTBEAT_EVERY_S", 15.0, low=0.5, high=600.0)

@@ -22,6 +22,7 @@ from runs.jobs.execute import Execution, job_execute
 from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import RUN
 from runs.jobs.sweeper import resend_claimed_jobs, sweep_stale_jobs
+from runs.schedules.services.rounds import schedule_fire
 
 
 class WorkerSelfCheck(TypedDict):
@@ -75,6 +76,13 @@ def reattach_run(run_id: int) -> str:
     """Finish a run whose worker died while it was measuring (sent by the sweeper). Not late
     acks: if this worker dies too, the sweeper finds the run silent again and sends it anew."""
     return run_reattach(run_id=run_id)
+
+
+@shared_task(name="runs.schedule_round")
+def schedule_round(schedule_id: int) -> str:
+    """A campaign schedule's time has come (beat, django_celery_beat): queue its next round or record why not."""
+    firing = schedule_fire(schedule_id=schedule_id)
+    return firing.outcome if firing is not None else "nothing (the schedule is gone or paused)"
 
 
 @shared_task(name="runs.dispatch_queue")

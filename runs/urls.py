@@ -1,7 +1,7 @@
 from django.urls import include, path
 
 from runs.jobs.kinds import BUILD, RUN
-from runs.views import builds, campaigns, cancel, compare, health, home, live, method, runs, shares, studies
+from runs.views import builds, campaigns, cancel, compare, health, home, live, method, runs, schedules, shares, studies
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -26,6 +26,13 @@ urlpatterns = [
     path("campaigns/<id:campaign_id>/", campaigns.campaign_detail, name="campaign-detail"),
     path("campaigns/<id:campaign_id>/cancel", campaigns.campaign_cancel_view, name="campaign-cancel"),
     path("campaigns/<id:campaign_id>/retry", campaigns.campaign_retry_view, name="campaign-retry"),
+    path("campaigns/<id:campaign_id>/schedule", schedules.schedule_new, name="schedule-new"),
+    path("schedules/", schedules.schedules_page, name="schedules"),
+    path("schedules/<id:schedule_id>/", schedules.schedule_detail, name="schedule-detail"),
+    path("schedules/<id:schedule_id>/edit", schedules.schedule_edit, name="schedule-edit"),
+    path("schedules/<id:schedule_id>/enable", schedules.schedule_enable, name="schedule-enable"),
+    path("schedules/<id:schedule_id>/run-now", schedules.schedule_run_now, name="schedule-run-now"),
+    path("schedules/<id:schedule_id>/delete", schedules.schedule_delete_view, name="schedule-delete"),
     path("campaigns/page-size/builds", studies.study_after_builds_new, name="study-after-builds-new"),
     path("campaigns/after-builds/<id:study_id>/", studies.study_after_builds_page, name="study-after-builds"),
     path("compare/", compare.compare_page, name="compare"),

@@ -6,6 +6,7 @@ from runs.api.baselines import BaselineViewSet
 from runs.api.builds import BuildViewSet
 from runs.api.campaigns import CampaignViewSet
 from runs.api.comparisons import ComparisonViewSet
+from runs.api.schedules import ScheduleViewSet
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
 
 router = DefaultRouter()
@@ -17,6 +18,7 @@ router.register("campaigns", CampaignViewSet, basename="campaign")
 router.register("comparisons", ComparisonViewSet, basename="comparison")
 router.register("builds", BuildViewSet, basename="build")
 router.register("baselines", BaselineViewSet, basename="baseline")
+router.register("schedules", ScheduleViewSet, basename="schedule")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -9,11 +9,13 @@ from django import forms
 from django.utils.datastructures import MultiValueDict
 
 from runs.bench.specs import RunSpec
+from runs.campaigns.matrix import variables_from_json
 from runs.campaigns.preset_hosts import PresetRefused
 from runs.campaigns.presets import PRESETS, preset_initial
 from runs.campaigns.services.campaigns import CampaignPlan
 from runs.forms.campaigns import CampaignForm, MatrixForm
 from runs.forms.runs import RunForm
+from runs.models import Campaign
 
 
 class PresetInvalid(Exception):
@@ -40,6 +42,26 @@ def plan_from_forms(
         target_ci_pct=campaign["target_ci_pct"],
         max_repetitions=campaign["max_repetitions"],
         preset=preset if preset in PRESETS else "",
+    )
+
+
+def plan_of_campaign(campaign: Campaign, name: str) -> CampaignPlan:
+    """The plan `campaign` was queued with, under another name: a schedule's round is it expanded
+    again against the inventory of its day. MatrixError if its variables no longer check."""
+    return CampaignPlan(
+        name=name,
+        description=campaign.description,
+        base=RunSpec.from_json(campaign.base_spec),
+        variables=variables_from_json(campaign.variables),
+        repetitions=campaign.repetitions,
+        order=campaign.order,
+        seed=campaign.seed,  # the same order each round
+        fresh_database=campaign.fresh_database,
+        preset=campaign.preset,
+        target_ci_pct=campaign.target_ci_pct,
+        max_repetitions=campaign.max_repetitions,
+        fio_baseline=campaign.fio_baseline,
+        fio_canary=campaign.fio_canary,
     )
 
 

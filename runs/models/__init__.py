@@ -40,6 +40,7 @@ from runs.models.runs import (
     RunWarmupSample,
     Workload,
 )
+from runs.models.schedules import CampaignSchedule, RoundOutcome, ScheduleRound
 from runs.models.shares import ShareKind, ShareLink
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
 from runs.models.workloads import WorkloadScript
@@ -69,6 +70,7 @@ __all__ = [
     "CacheState",
     "Campaign",
     "CampaignConfiguration",
+    "CampaignSchedule",
     "DataState",
     "Device",
     "DeviceBaseline",
@@ -80,6 +82,7 @@ __all__ = [
     "PgBuild",
     "PgInstall",
     "QueryMode",
+    "RoundOutcome",
     "Run",
     "RunArtifact",
     "RunClient",
@@ -90,6 +93,7 @@ __all__ = [
     "RunState",
     "RunTransition",
     "RunWarmupSample",
+    "ScheduleRound",
     "ShareKind",
     "ShareLink",
     "StudyAfterBuilds",

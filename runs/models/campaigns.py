@@ -73,9 +73,18 @@ class Campaign(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="campaigns"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # A round of a schedule (runs.models.schedules): which, and its number (1, 2, …). A deleted
+    # schedule leaves its rounds as campaigns of their own.
+    schedule = models.ForeignKey(
+        "runs.CampaignSchedule", on_delete=models.SET_NULL, null=True, blank=True, related_name="rounds"
+    )
+    schedule_round = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["schedule", "schedule_round"], name="campaign_unique_schedule_round")
+        ]
 
     def __str__(self) -> str:
         return f"campaign {self.pk}: {self.name}"

@@ -5,6 +5,7 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
@@ -36,11 +37,13 @@ from runs.compare.results_table import results_table
 from runs.forms.campaigns import CampaignForm, MatrixForm
 from runs.forms.method import MethodReasonForm
 from runs.forms.runs import RunForm
+from runs.forms.schedules import ScheduleForm
 from runs.inventory.services.host_now import hosts_read_now
 from runs.jobs import live
 from runs.jobs.cancel import JobRefused
 from runs.method.selectors import campaign_preview_method, compared_method
 from runs.models import Campaign, CampaignConfiguration
+from runs.schedules.selectors import campaign_schedules
 from runs.views.refusals import refused
 
 
@@ -185,14 +188,24 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
 @require_safe
 @permission_required("runs.view_host", raise_exception=True)
 def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
-    campaign = get_object_or_404(Campaign.objects.select_related("created_by"), pk=campaign_id)
+    campaign = get_object_or_404(Campaign.objects.select_related("created_by", "schedule"), pk=campaign_id)
+    return campaign_page(request, campaign)
+
+
+def campaign_page(
+    request: HttpRequest, campaign: Campaign, schedule_form: ScheduleForm | None = None, status: int = 200
+) -> HttpResponse:
+    """The campaign's own page (`schedule_form`: the schedule form posted, with its errors)."""
     try:
         context = campaign_context(campaign, request.GET.get("baseline"))
     except BadParameter as exc:
         return refused(request, str(exc))
     context["cancel_refusal"] = campaign_owner_refusal(request.user, campaign, "cancel")
     context["retry_refusal"] = campaign_owner_refusal(request.user, campaign, "retry")
-    return render(request, "runs/campaign_detail.html", context)
+    context["schedule_refusal"] = campaign_owner_refusal(request.user, campaign, "schedule")
+    context["schedules"], context["tz"] = campaign_schedules(campaign), settings.TIME_ZONE
+    context["schedule_form"] = schedule_form or ScheduleForm(initial={"name": campaign.name})
+    return render(request, "runs/campaign_detail.html", context, status=status)
 
 
 def campaign_context(campaign: Campaign, baseline_asked: str | None) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from runs.models import (
     BaselineState,
     BuildState,
     Campaign,
+    CampaignSchedule,
     Device,
     DeviceBaseline,
     Host,
@@ -47,6 +48,7 @@ from runs.models import (
     Run,
     RunState,
 )
+from runs.schedules.crontab import Crontab
 from runs.tests.builds.test_builds import form_fields as build_form_fields
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
 from runs.tests.job_factories import make_baseline, make_build, make_campaign
@@ -352,8 +354,12 @@ API_BODIES = {
     "cancel a build": ApiBody(lambda lab: f"/api/builds/{lab.build.pk}/cancel/", lambda lab: {}),
     "remove a build": ApiBody(lambda lab: f"/api/builds/{lab.build.pk}/remove/", lambda lab: {}),
     "cancel a baseline": ApiBody(lambda lab: f"/api/baselines/{lab.baseline.pk}/cancel/", lambda lab: {}),
+    "schedule a campaign": ApiBody(
+        lambda lab: "/api/schedules/",
+        lambda lab: {"campaign": lab.campaign.pk, "name": "junk", "enabled": True} | Crontab().as_dict(),
+    ),
 }
-WRITTEN = (Run, Campaign, PgBuild, DeviceBaseline, AuditEvent)
+WRITTEN = (Run, Campaign, PgBuild, DeviceBaseline, AuditEvent, CampaignSchedule)
 TEXT_VARIABLES = {"filesystem", "mkfs_options", "mount_options", "pg_settings", "workload", "query_mode"}
 
 

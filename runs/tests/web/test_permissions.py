@@ -37,6 +37,7 @@ from runs.models import (
     AuditAction,
     AuditEvent,
     Campaign,
+    CampaignSchedule,
     Device,
     DeviceBaseline,
     Host,
@@ -48,6 +49,8 @@ from runs.models import (
     StudyAfterBuilds,
     WorkloadScript,
 )
+from runs.schedules.crontab import CRON_PRESETS
+from runs.schedules.services.schedules import schedule_create
 from runs.tests.conftest import ClientFactory, make_cast
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.job_factories import make_baseline, make_build, make_campaign
@@ -102,6 +105,7 @@ class Objects:
     study: StudyAfterBuilds  # otto's page-size study, waiting for that build
     baseline: DeviceBaseline  # a fio baseline otto queued on the device
     script: WorkloadScript  # an admin's library script no run has used (so still editable)
+    schedule: CampaignSchedule  # otto's schedule repeating his campaign
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,10 @@ def campaign_pk(objects: Objects) -> list[Any]:
     return [objects.campaign.pk]
 
 
+def schedule_pk(objects: Objects) -> list[Any]:
+    return [objects.schedule.pk]
+
+
 def token_of(kind: str) -> Callable[[Objects], list[Any]]:
     return lambda objects: [objects.share_tokens[kind]]
 
@@ -255,6 +263,14 @@ MATRIX: dict[str, Row] = {
     # another operator is refused: test_refusals.py).
     "campaign-cancel": Row(OPERATORS, POST, campaign_pk),
     "campaign-retry": Row(OPERATORS, POST, campaign_pk),
+    # Schedules: viewers see them; otto's own (and admins) make, change, pause, fire and delete them.
+    "schedules": Row(VIEWERS),
+    "schedule-detail": Row(VIEWERS, args=schedule_pk),
+    "schedule-new": Row(OPERATORS, POST, campaign_pk),
+    "schedule-edit": Row(OPERATORS, POST, schedule_pk),
+    "schedule-enable": Row(OPERATORS, POST, schedule_pk),
+    "schedule-run-now": Row(OPERATORS, POST, schedule_pk),
+    "schedule-delete": Row(OPERATORS, POST, schedule_pk),
     # Queues the builds the page-size study lacks (refused here, with the reason: the test's host
     # cannot be asked which package it has), then follows them.
     "study-after-builds-new": Row(OPERATORS, POST),
@@ -288,6 +304,15 @@ MATRIX: dict[str, Row] = {
     "api:campaign-detail": Row(VIEWERS, API_READ, args=campaign_pk, kind="api"),
     "api:campaign-cancel": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:campaign-retry": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:schedule-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:schedule-detail": Row(
+        VIEWERS,
+        API_READ | {"put", "patch", "delete"},
+        args=schedule_pk,
+        kind="api",
+        who_by_method={"put": OPERATORS, "patch": OPERATORS, "delete": OPERATORS},
+    ),
+    "api:schedule-run-now": Row(OPERATORS, API_POST, schedule_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:api-root": Row(VIEWERS, API_READ, kind="api"),
     "api:host-list": Row(VIEWERS, API_READ, kind="api"),
     "api:host-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.host), kind="api"),
@@ -344,6 +369,9 @@ MATRIX: dict[str, Row] = {
     **record_rows("runs_pgbuild", lambda objects: objects.build, ADMINS),
     # fio baselines: the admin role sees them; nobody adds, edits or deletes one there.
     **record_rows("runs_devicebaseline", lambda objects: objects.baseline, ADMINS),
+    # Campaign schedules: the admin role sees them and pauses or resumes them (actions); nobody adds,
+    # edits or deletes one there.
+    **record_rows("runs_campaignschedule", lambda objects: objects.schedule, ADMINS),
     # Share links: the admin role sees and revokes them (an action); nobody adds, edits or deletes one.
     **record_rows("runs_sharelink", lambda objects: objects.share, ADMINS),
     # Accounts, roles, API tokens and login locks are the superusers' (the admin role runs the lab).
@@ -396,8 +424,9 @@ def outcome_of_status(status: int, request: str) -> str:
     if status in named:
         return named[status]
     # 400 is an answer to the role: it got through and its (empty) input was refused. Health
-    # pages answer 503 when a component is down; that is still an answer to the user.
-    assert status in (200, 400, 503), f"{request}: unexpected status {status}"
+    # pages answer 503 when a component is down; that is still an answer to the user. An API's
+    # DELETE done answers 204.
+    assert status in (200, 204, 400, 503), f"{request}: unexpected status {status}"
     return ALLOWED
 
 
@@ -449,6 +478,9 @@ def make_objects(users: dict[str, User]) -> Objects:
         study=study,
         baseline=baseline,
         script=_new_workload_script(),
+        schedule=schedule_create(
+            campaign=campaign, name="nightly", crontab=CRON_PRESETS["nightly"].crontab, by=users["otto"]
+        ),
     )
 
 
