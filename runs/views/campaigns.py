@@ -42,6 +42,7 @@ from runs.jobs.cancel import JobRefused
 from runs.method.selectors import campaign_preview_method, compared_method
 from runs.models import Campaign, CampaignConfiguration
 from runs.views.refusals import refused
+from runs.watch.selectors import campaign_series
 
 
 @require_safe
@@ -190,6 +191,7 @@ def campaign_detail(request: HttpRequest, campaign_id: int) -> HttpResponse:
         context = campaign_context(campaign, request.GET.get("baseline"))
     except BadParameter as exc:
         return refused(request, str(exc))
+    context["series"] = campaign_series(campaign.pk)
     context["cancel_refusal"] = campaign_owner_refusal(request.user, campaign, "cancel")
     context["retry_refusal"] = campaign_owner_refusal(request.user, campaign, "retry")
     return render(request, "runs/campaign_detail.html", context)

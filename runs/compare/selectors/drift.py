@@ -174,12 +174,15 @@ class SpannedChange:
     before: int  # compared runs on that host or device before the change
     after: int  # and after it
 
-    def said(self) -> str:
-        """The warning, fit for shared pages too: no install's path, and no serial or configure
-        line (they name paths and drives; the host's page shows them)."""
+    def said_between(self, between: str = "") -> str:
+        """The change, fit for shared pages too: no install's path, and no serial or configure
+        line (they name paths and drives; the host's page shows them); `between` as Change.said."""
         fact = self.change.fact.split(" (/", 1)[0]
-        said = self.change.said(self.subject, fact=fact, with_values=fact not in PRIVATE_FACTS)
-        return f"{said}; compared runs on both sides ({self.before} before, {self.after} after)"
+        return self.change.said(self.subject, fact=fact, with_values=fact not in PRIVATE_FACTS, between=between)
+
+    def said(self) -> str:
+        """The comparison's warning."""
+        return f"{self.said_between()}; compared runs on both sides ({self.before} before, {self.after} after)"
 
 
 def comparison_drift(runs: Sequence[Run]) -> list[SpannedChange]:

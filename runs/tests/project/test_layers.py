@@ -95,6 +95,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "compare": {"bench", "common", "lab", "models"},
     "campaigns": {"baselines", "bench", "builds", "common", "compare", "forms", "jobs", "lab", "method", "models"},
     "method": {"bench", "common", "compare", "lab", "models"},
+    "watch": {"bench", "common", "compare", "models"},
 }
 
 
