@@ -4,25 +4,28 @@
 
 A round is one campaign's runs of the configuration (its repetitions give the spread), or one run
 made outside campaigns; only runs that are done count. Keys are computed here from the runs'
-specifications, not stored: every done run's specification is read (one query) to find a series'
-runs. A stored key (a column, migration 0034_watch) would make that an index lookup when the lab
-has many thousands of runs. Each read is a fixed number of queries.
+specifications, not stored: every done run is read with a fingerprint of its specification, and
+each distinct specification once, to find a series' runs. A stored key (a column, migration
+0034_watch) would make that an index lookup once the lab has many tens of thousands of runs. Each
+read is a fixed number of queries.
 """
 
+import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import OuterRef, Q
-from django.db.models.functions import Coalesce
+from django.db.models import CharField, Func, OuterRef, Q, QuerySet, TextField
+from django.db.models.functions import Cast, Coalesce
 
 from runs.bench.spec_labels import EMPTY_VALUES, spec_value
-from runs.bench.specs import CLIENTS, MODEL_FIELDS
+from runs.bench.specs import CLIENTS, MODEL_FIELDS, PARAMS, PER_RUN_FIELDS
 from runs.compare.metrics import METRICS, Metric, metric_annotations
-from runs.compare.selectors.drift import SpannedChange, comparison_drift
+from runs.compare.selectors.drift import SpannedChange, drift_among
 from runs.compare.stats import format_p
 from runs.models import Run, RunClient, RunState
 from runs.watch.changepoints import ChangePoint, Detection, detect
@@ -127,41 +130,69 @@ class SeriesDetail:
     changes: list[SeriesChange] = field(default_factory=list)  # every metric's, in round order
 
 
-def _done_runs(where: Q | None = None) -> list[Run]:
-    """Every done run (or those `where` says): its specification, campaign, time and metrics (one query)."""
+# A run's specification as _configurations reads it: its columns but the seed's (each run's own),
+# the parameters as JSON text and the client hosts in order.
+SPEC_COLUMNS = tuple(name for name in MODEL_FIELDS if name not in (PARAMS, *PER_RUN_FIELDS))
+
+
+class _Fingerprint(Func):
+    """md5 of a row of the given values as PostgreSQL writes it (each value quoted as needed): equal
+    for equal specifications, so each distinct one is read and keyed once. Not the series key,
+    which is runs.watch.series's alone: this only groups identical rows."""
+
+    template = "md5(ROW(%(expressions)s)::text)"
+    output_field = CharField()
+
+
+def _with_specs(runs: QuerySet[Run]) -> QuerySet[Run]:
     clients = RunClient.objects.filter(run=OuterRef("pk")).order_by("position").values("host_id")
-    return list(
-        Run.objects.filter(where or Q(), state=RunState.DONE)
-        .annotate(at=Coalesce("started_at", "created_at"), client_ids=ArraySubquery(clients), **metric_annotations())
-        .only("pk", "campaign_id", "started_at", "created_at", "state", *MODEL_FIELDS, *METRIC_COLUMNS)
-        .order_by("at", "pk")
+    return runs.annotate(client_ids=ArraySubquery(clients), params_text=Cast(PARAMS, TextField()))
+
+
+def _configurations(where: Q | None = None) -> list[dict[str, Any]]:
+    """Every done run's (or those `where` says) id, campaign, time and series key, in time order.
+    Two queries: the runs with a fingerprint of their specification, then one run of each distinct
+    specification (a year of nightly runs of 20 configurations is 20 specifications to key)."""
+    runs = _with_specs(Run.objects.filter(where or Q(), state=RunState.DONE))
+    runs = runs.annotate(
+        at=Coalesce("started_at", "created_at"), fingerprint=_Fingerprint(*SPEC_COLUMNS, "params_text", "client_ids")
     )
+    rows = list(runs.order_by("at", "pk").values("pk", "campaign_id", "at", "fingerprint"))
+    one_each = {row["fingerprint"]: row["pk"] for row in rows}
+    keys = {}
+    for spec in _with_specs(Run.objects.filter(pk__in=one_each.values())).values(
+        "pk", *SPEC_COLUMNS, "params_text", "client_ids"
+    ):
+        spec |= {PARAMS: json.loads(spec["params_text"]), CLIENTS: spec["client_ids"]} | dict.fromkeys(PER_RUN_FIELDS)
+        keys[spec["pk"]] = series_key(spec_of_row(spec))
+    return [row | {"key": keys[one_each[row["fingerprint"]]]} for row in rows]
 
 
-def run_series_key(run: Run) -> str:
-    """The series key of a run read by _done_runs (its client hosts annotated as client_ids)."""
-    row = {name: getattr(run, name) for name in MODEL_FIELDS} | {CLIENTS: run.client_ids}  # type: ignore[attr-defined]
-    return series_key(spec_of_row(row))
-
-
-def _by_series(runs: Iterable[Run]) -> dict[str, list[Run]]:
-    found: dict[str, list[Run]] = {}
-    for run in runs:
-        found.setdefault(run_series_key(run), []).append(run)
+def _by_series(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        found.setdefault(row["key"], []).append(row)
     return found
 
 
-def rounds_of(runs: Sequence[Run]) -> tuple[list[Round], list[list[Run]]]:
+def rounds_of(rows: Sequence[dict[str, Any]]) -> list[Round]:
     """The runs (in time order) as rounds: each campaign's together, each run outside one alone."""
-    groups: dict[tuple[str, int], list[Run]] = {}
-    for run in runs:
-        groups.setdefault(("c", run.campaign_id) if run.campaign_id else ("r", run.pk), []).append(run)
-    ordered = sorted(groups.values(), key=lambda members: (members[0].at, members[0].pk))  # type: ignore[attr-defined]
-    rounds = [
-        Round(i, members[0].at, members[0].campaign_id, tuple(run.pk for run in members))  # type: ignore[attr-defined]
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(("c", row["campaign_id"]) if row["campaign_id"] else ("r", row["pk"]), []).append(row)
+    ordered = sorted(groups.values(), key=lambda members: (members[0]["at"], members[0]["pk"]))
+    return [
+        Round(i, members[0]["at"], members[0]["campaign_id"], tuple(row["pk"] for row in members))
         for i, members in enumerate(ordered, start=1)
     ]
-    return rounds, ordered
+
+
+def _measured(run_ids: Iterable[int]) -> dict[int, Run]:
+    """The runs' metric columns, as attributes of a stand-in for each Run (runs.compare.metrics reads
+    them off a Run): one query, and no model instances, which took a third of a 365-round page."""
+    rows = Run.objects.filter(pk__in=list(run_ids)).annotate(**metric_annotations())
+    fields = ("pk", *METRIC_COLUMNS, *metric_annotations())
+    return {row["pk"]: cast(Run, SimpleNamespace(**row)) for row in rows.values(*fields)}
 
 
 def _spread(values: list[float]) -> Spread | None:
@@ -172,32 +203,34 @@ def _spread(values: list[float]) -> Spread | None:
     return Spread(len(values), mean, min(values), max(values), sd)
 
 
-def _metric_spreads(metric: Metric, members: Sequence[Sequence[Run]]) -> list[Spread | None]:
+def _detected(metric: Metric, members: Sequence[Sequence[Run]]) -> tuple[list[Spread | None], Detection]:
+    """Per round (its runs): the metric's spread, and the change points of the rounds' means."""
     spreads = []
     for runs in members:
         values = [float(v) for run in runs if (v := metric.value(run)) is not None and math.isfinite(v)]
         spreads.append(_spread(values))
-    return spreads
-
-
-def _detected(metric: Metric, members: Sequence[Sequence[Run]]) -> tuple[list[Spread | None], Detection]:
-    spreads = _metric_spreads(metric, members)
     return spreads, detect([s.mean if s else None for s in spreads])
 
 
+def _members(rounds: Sequence[Round], measured: dict[int, Run]) -> list[list[Run]]:
+    return [[measured[pk] for pk in r.run_ids] for r in rounds]
+
+
 def series_list() -> list[SeriesSummary]:
-    """Every configuration with two rounds or more, the most recently run first (two queries)."""
+    """Every configuration with two rounds or more, the most recently run first (six queries at
+    most: the specifications, the metrics, the titles' runs with their client hosts)."""
     recurring = []
-    for key, runs in _by_series(_done_runs()).items():
-        rounds, members = rounds_of(runs)
+    for key, rows in _by_series(_configurations()).items():
+        rounds = rounds_of(rows)
         if len(rounds) >= 2:
-            points = sum(len(_detected(metric, members)[1].points) for metric in METRICS)
-            recurring.append((key, runs, rounds, points))
-    titled = _titled([runs[-1].pk for _, runs, _, _ in recurring])
-    summaries = [
-        SeriesSummary(key, titled[runs[-1].pk], len(rounds), len(runs), rounds[-1].at, points)
-        for key, runs, rounds, points in recurring
-    ]
+            recurring.append((key, rows, rounds))
+    measured = _measured(row["pk"] for _, rows, _ in recurring for row in rows)
+    titled = _titled([rows[-1]["pk"] for _, rows, _ in recurring])
+    summaries = []
+    for key, rows, rounds in recurring:
+        members = _members(rounds, measured)
+        points = sum(len(_detected(metric, members)[1].points) for metric in METRICS)
+        summaries.append(SeriesSummary(key, titled[rows[-1]["pk"]], len(rounds), len(rows), rounds[-1].at, points))
     return sorted(summaries, key=lambda s: s.last_at, reverse=True)
 
 
@@ -248,13 +281,17 @@ def _changes(
 
 def series_detail(key: str) -> SeriesDetail | None:
     """The series' rounds, per metric its spreads and change points, and its drift; None if no
-    done run has this key. A fixed number of queries (the runs, their details, the drift's)."""
-    runs = _by_series(_done_runs()).get(key)
-    if not runs:
+    done run has this key. Eight queries at most: the specifications (two), the metrics, the last
+    run's details (three), the drift (two)."""
+    rows = _by_series(_configurations()).get(key)
+    if not rows:
         return None
-    rounds, members = rounds_of(runs)
-    detailed = {run.pk: run for run in _with_details().filter(pk__in=[run.pk for run in runs])}
-    drift = _drift_events(comparison_drift([detailed[run.pk] for run in runs]), rounds)
+    rounds = rounds_of(rows)
+    run_ids = [row["pk"] for row in rows]
+    members = _members(rounds, _measured(run_ids))
+    last = _with_details().get(pk=rows[-1]["pk"])  # a series' runs share their hosts and device
+    spanned = drift_among(run_ids, {host.pk: host.name for host in last.hosts}, {last.device_id: str(last.device)})
+    drift = _drift_events(spanned, rounds)
     metrics, changes = [], []
     for metric in METRICS:
         spreads, detection = _detected(metric, members)
@@ -264,7 +301,7 @@ def series_detail(key: str) -> SeriesDetail | None:
             changes += mine
     order = {metric.key: i for i, metric in enumerate(METRICS)}
     changes.sort(key=lambda change: (change.round_after.number, order[change.metric.key]))
-    return SeriesDetail(key, series_title(detailed[runs[-1].pk]), rounds, metrics, drift, len(runs), changes)
+    return SeriesDetail(key, series_title(last), rounds, metrics, drift, len(rows), changes)
 
 
 # Columns in every series key that are cheap to filter on: a run's series is among the done runs
@@ -274,22 +311,22 @@ NARROWING = ("server_host_id", "device_id", "pg_install_id", "workload")
 
 def recurring_series(runs: Sequence[Run]) -> dict[int, tuple[str, int]]:
     """Per done run among `runs`: its series' key and number of rounds, when it recurs (two rounds
-    or more). One query, over the done runs on the same hosts, devices, installs and workloads."""
+    or more). Two queries, over the done runs on the same hosts, devices, installs and workloads."""
     done = [run for run in runs if run.state == RunState.DONE]
     if not done:
         return {}
     where = Q(**{f"{name}__in": {getattr(run, name) for run in done} for name in NARROWING})
     found = {}
-    for key, members in _by_series(_done_runs(where)).items():
-        rounds, _ = rounds_of(members)
+    for key, rows in _by_series(_configurations(where)).items():
+        rounds = rounds_of(rows)
         if len(rounds) >= 2:
-            found.update({run.pk: (key, len(rounds)) for run in members})
+            found.update({row["pk"]: (key, len(rounds)) for row in rows})
     return {run.pk: found[run.pk] for run in done if run.pk in found}
 
 
 def campaign_series(campaign_id: int) -> dict[int, tuple[str, int]]:
     """Per configuration (its index) of the campaign: its series' key and number of rounds, when
-    it recurs (two queries)."""
+    it recurs (three queries)."""
     runs = list(
         Run.objects.filter(campaign_id=campaign_id, state=RunState.DONE)
         .select_related("configuration")
@@ -302,7 +339,10 @@ def campaign_series(campaign_id: int) -> dict[int, tuple[str, int]]:
 def chart_data(detail: SeriesDetail) -> dict[str, Any]:
     """What the series page's charts draw (static/js/series_detail.js)."""
     return {
-        "rounds": [{"number": r.number, "at": r.at.isoformat(), "ref": r.ref} for r in detail.rounds],
+        "rounds": [
+            {"number": r.number, "at": r.at.isoformat(), "campaign": r.campaign_id, "runs": r.run_ids}
+            for r in detail.rounds
+        ],
         "drift": [{"after": e.round_after, "before": e.round_before, "text": e.text} for e in detail.drift],
         "metrics": [
             {

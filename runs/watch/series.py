@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runs.bench.specs import PER_RUN_FIELDS, SPEC_FIELDS, RunSpec
+from runs.bench.specs import CONFIGURATION_FIELDS, SPEC_FIELDS, RunSpec
 
 KEY_LENGTH = 16
 KEY_PATTERN = re.compile(rf"[0-9a-f]{{{KEY_LENGTH}}}")
@@ -51,7 +51,8 @@ TITLE_FIELDS = (
 
 def series_key(spec: RunSpec) -> str:
     """The key of the series the spec's runs belong to."""
-    configuration = {name: value for name, value in spec.as_json().items() if name not in PER_RUN_FIELDS}
+    # Tuples (client hosts, parameters' pairs) are written as JSON lists.
+    configuration = {name: getattr(spec, name) for name in CONFIGURATION_FIELDS}
     text = json.dumps(configuration, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
 

@@ -6,6 +6,27 @@
   const { axisTitle, withUnit, eventMarkers, markerLegendItems, make, valueAxis, figure, colour } = window.BenchlabCharts;
   const parent = document.getElementById("series-figures");
   const CHANGE = "#c0392b";
+
+  // ---- the rounds, each linked to its campaign and runs (a URL of id 0 from the page, its id put in).
+  const table = document.getElementById("round-table");
+  const url = (template, id) => template.replace(/\/0\/$/, `/${id}/`);
+  const link = (template, id, text) => {
+    const made = document.createElement("a");
+    made.href = url(template, id);
+    made.textContent = text;
+    return made;
+  };
+  const started = new Intl.DateTimeFormat("en-GB", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
+  for (const round of data.rounds) {
+    const row = table.tBodies[0].insertRow();
+    row.insertCell().textContent = round.number;
+    row.insertCell().textContent = `${started.format(new Date(round.at))} UTC`;
+    const of = row.insertCell();
+    if (round.campaign) of.append(link(table.dataset.campaignUrl, round.campaign, `campaign ${round.campaign}`));
+    else of.textContent = "a single run";
+    const runs = row.insertCell();
+    round.runs.forEach((id, i) => runs.append(...(i ? [", "] : []), link(table.dataset.runUrl, id, String(id))));
+  }
   const DRIFT = "#555";
 
   for (const metric of data.metrics) {

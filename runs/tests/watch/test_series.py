@@ -8,10 +8,16 @@ import pytest
 from django.urls import reverse
 
 from runs.bench.specs import RunSpec
-from runs.models import Run
 from runs.tests.conftest import ClientFactory
 from runs.tests.watch.history import ROUND_TPS, History, make_history
-from runs.watch.selectors import campaign_series, recurring_series, run_series_key, series_detail, series_list
+from runs.watch.selectors import (
+    _by_series,
+    _configurations,
+    campaign_series,
+    recurring_series,
+    series_detail,
+    series_list,
+)
 from runs.watch.series import series_key
 
 pytestmark = pytest.mark.django_db
@@ -42,16 +48,11 @@ def test_client_hosts_in_another_order_are_another_series() -> None:
     assert series_key(SPEC.replace(client_host_ids=(5, 6))) != series_key(SPEC.replace(client_host_ids=(6, 5)))
 
 
-def test_a_run_read_as_values_has_its_specs_key(history: History) -> None:
+def test_runs_read_as_values_are_keyed_as_their_specs(history: History) -> None:
+    by_series = _by_series(_configurations())
     run = history.rounds[0][0]
-    [read] = [r for r in _done() if r.pk == run.pk]
-    assert run_series_key(read) == series_key(RunSpec.from_run(run))
-
-
-def _done() -> list[Run]:
-    from runs.watch.selectors import _done_runs
-
-    return _done_runs()
+    assert run.pk in {row["pk"] for row in by_series[series_key(RunSpec.from_run(run))]}
+    assert sorted(len(rows) for rows in by_series.values()) == [1, 24]  # the 8-client run alone
 
 
 def test_the_list_has_the_recurring_configuration_only(history: History) -> None:
@@ -63,7 +64,7 @@ def test_the_list_has_the_recurring_configuration_only(history: History) -> None
 
 
 def test_a_series_has_its_rounds_spread_step_and_kernel_change(history: History) -> None:
-    key = run_series_key(next(r for r in _done() if r.pk == history.rounds[0][0].pk))
+    key = series_key(RunSpec.from_run(history.rounds[0][0]))
     detail = series_detail(key)
     assert detail is not None and len(detail.rounds) == 12 and detail.runs == 24
     first, second = detail.rounds[0], detail.rounds[1]
@@ -88,13 +89,14 @@ def test_a_series_has_its_rounds_spread_step_and_kernel_change(history: History)
 def test_a_series_is_read_in_a_fixed_number_of_queries(
     history: History, users: Any, django_assert_max_num_queries: Any
 ) -> None:
-    key = run_series_key(next(r for r in _done() if r.pk == history.rounds[0][0].pk))
-    with django_assert_max_num_queries(7):  # done runs, details, clients, hosts, drift (2-3)
+    key = series_key(RunSpec.from_run(history.rounds[0][0]))
+    # specifications (2), metrics, the last run with its client hosts (3), drift (2)
+    with django_assert_max_num_queries(8):
         series_detail(key)
-    with django_assert_max_num_queries(3):
+    with django_assert_max_num_queries(6):  # specifications (2), metrics, titles with their client hosts (3)
         series_list()
     make_history(users["ada"], host_name="lab2")  # twice the runs, another series
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         series_detail(key)
 
 
