@@ -43,7 +43,8 @@ MAD_TO_SD = 1.4826  # MAD of a normal sample times this estimates its sd
 
 @dataclass(frozen=True)
 class ChangePoint:
-    """A shift between round `index - 1` and round `index` (indexes into the values given)."""
+    """A shift between round `before_index` and round `index` (indexes into the values given; the
+    two are adjacent unless the rounds between had no value)."""
 
     index: int  # the first round after the change
     before_mean: float  # of the segment before (from the previous change point, or the start)
@@ -54,6 +55,7 @@ class ChangePoint:
     p: float  # Welch's, between the two segments
     rounds_before: int  # rounds in the segment before
     rounds_after: int
+    before_index: int  # the last round before the change
 
 
 @dataclass(frozen=True)
@@ -118,13 +120,24 @@ def _tested(x: npt.NDArray[np.float64], bounds: list[int], k: int, positions: li
     if found.welch_p is None:  # both sides constant: a step without noise is certain, its size exact
         mean_before, mean_after = float(before[0]), float(after[0])
         exact = mean_after / mean_before - 1 if mean_before else math.inf
-        return ChangePoint(positions[at], mean_before, mean_after, exact, exact, exact, 0.0, len(before), len(after))
+        return ChangePoint(
+            positions[at], mean_before, mean_after, exact, exact, exact, 0.0, len(before), len(after), positions[at - 1]
+        )
     low = None if found.ratio_ci_low is None else found.ratio_ci_low - 1
     high = None if found.ratio_ci_high is None else found.ratio_ci_high - 1
     mean_before, mean_after = float(before.mean()), float(after.mean())
     change = mean_after / mean_before - 1 if mean_before else math.inf
     return ChangePoint(
-        positions[at], mean_before, mean_after, change, low, high, found.welch_p, len(before), len(after)
+        positions[at],
+        mean_before,
+        mean_after,
+        change,
+        low,
+        high,
+        found.welch_p,
+        len(before),
+        len(after),
+        positions[at - 1],
     )
 
 

@@ -272,7 +272,7 @@ def _changes(
 ) -> list[SeriesChange]:
     found = []
     for point in detection.points:
-        before, after = rounds[point.index - 1], rounds[point.index]
+        before, after = rounds[point.before_index], rounds[point.index]
         near = [e for e in drift if e.round_before <= after.number and e.round_after >= before.number]
         identity = f"{key}:{metric.key}:{after.ref}"
         found.append(SeriesChange(metric, point, before, after, identity, near))

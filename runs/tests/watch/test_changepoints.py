@@ -64,7 +64,9 @@ def test_a_constant_series_has_no_change_point_and_says_why() -> None:
 def test_rounds_without_a_value_are_skipped_and_the_change_keeps_its_round() -> None:
     values: list[float | None] = [*STEP[:10], None, *STEP[10:25], math.nan, *STEP[25:]]
     [point] = detect(values).points
-    assert point.index == 21  # round 20 of STEP, one later for the None before it
+    assert (point.before_index, point.index) == (20, 21)  # round 20 of STEP, one later for the None before it
+    [across] = detect([*STEP[:20], None, None, *STEP[20:]]).points
+    assert (across.before_index, across.index) == (19, 22)  # the rounds without a value lie between
     assert point.rounds_before == 20 and point.rounds_after == 20  # the gaps are not rounds
     assert detect([None, 1000, 1010] * 4).reason == "8 rounds with a value: a change needs 5 on each side"
 
