@@ -30,6 +30,10 @@ def test_a_run_leads_to_its_series_with_the_step_and_the_kernel_change(page_serv
         charts = page.locator("#series-figures figure").count()
         captions = page.locator("#series-figures figcaption").all_text_contents()
         drift = page.locator("#drift-events li").all_text_contents()
+        rounds = page.locator("#round-table tbody tr").all_text_contents()
+        first_links = page.locator("#round-table tbody tr >> nth=0 >> a").evaluate_all(
+            "(a) => a.map((l) => l.pathname)"
+        )
         drawn = page.evaluate(
             "() => { const c = Chart.getChart(document.querySelector('#series-chart-steady_tps canvas'));"
             " return [c.data.datasets[2].data.length, c.options.plugins.eventMarkers.markers.map(m => m.x)]; }"
@@ -44,6 +48,9 @@ def test_a_run_leads_to_its_series_with_the_step_and_the_kernel_change(page_serv
     assert "lab1: kernel changed from 6.1.0-25-amd64 to 6.1.0-26-amd64 between round 6 and 7" in row
     assert charts == 2 and captions == ["tps (steady state) per round", "latency, mean per round"]
     assert drift == ["lab1: kernel changed from 6.1.0-25-amd64 to 6.1.0-26-amd64 between round 6 and 7"]
+    assert len(rounds) == 12 and rounds[1].startswith("2") and "a single run" in rounds[1]
+    campaign_id, run_ids = first.campaign_id, [run.pk for run in history.rounds[0]]
+    assert first_links == [f"/campaigns/{campaign_id}/", *(f"/runs/{pk}/" for pk in run_ids)]
     assert drawn == [12, [6.5, 6.5]]  # the change point and the kernel change, between rounds 6 and 7
     assert len(listed) == 1 and "12" in listed[0] and "lab1 · lab1:ssd" in listed[0]
     assert not violations and not errors, violations + errors
