@@ -39,7 +39,7 @@ static-files: setup
 
 # Measurements, not tests: side by side in one run, medians of interleaved repeats.
 # Every benchmark runs even when an earlier one misses its target; make fails at the end if any did.
-BENCHMARKS = sample_storage page_speed ingest live_viewers live_latency harness_overhead campaign_efficiency cleanup_sweep
+BENCHMARKS = sample_storage page_speed changepoints ingest live_viewers live_latency harness_overhead campaign_efficiency cleanup_sweep
 bench: setup
 	@status=0; for name in $(BENCHMARKS); do echo "== $$name"; $(PY) -m benchmarks.$$name || status=1; done; \
 	$(PY) -m benchmarks.report; exit $$status

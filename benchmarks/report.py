@@ -205,11 +205,24 @@ def _cleanup_sweep(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _changepoints(data: dict[str, Any]) -> list[str]:
+    found = data["detection"]
+    lines = [
+        f"Change-point detection over {found['series']:,} synthetic series of {found['rounds']} rounds (3 % noise, "
+        f"a quarter with a +5 % step): {found['total_s']:.1f} s in all, a median of {found['median_ms']:.2f} ms a "
+        f"series (p95 {found['p95_ms']:.2f} ms); steps found within 3 rounds {found['steps_found']} of "
+        f"{found['steps']}, noise-only series flagged {found['noise_flagged']} of {found['noise_series']}.",
+        "",
+    ]
+    return lines + _page_speed(data)
+
+
 SECTIONS: dict[str, tuple[str, Section]] = {
     "sample_storage": ("How per-second samples are stored", _sample_storage),
     "campaign_efficiency": ("Campaign efficiency (measured seconds / wall time)", _campaign_efficiency),
     "cleanup_sweep": ("A mount-option sweep's cleanup on the HDD-like disk (old / new)", _cleanup_sweep),
     "page_speed": ("Page speed (server time, 100 runs × 1,000 samples; 10,000 runs; a 1-hour run)", _page_speed),
+    "changepoints": ("The regression watch: change points, and a 365-round series' page", _changepoints),
     "harness_overhead": ("Harness overhead (benchlab / direct over ssh)", _harness_overhead),
     "ingest": ("Ingest: samples stored and forwarded", _ingest),
     "live_viewers": ("Live viewers", _live_viewers),

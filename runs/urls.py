@@ -1,7 +1,21 @@
 from django.urls import include, path
 
 from runs.jobs.kinds import BUILD, RUN
-from runs.views import builds, campaigns, cancel, compare, health, home, live, method, runs, schedules, shares, studies
+from runs.views import (
+    builds,
+    campaigns,
+    cancel,
+    compare,
+    health,
+    home,
+    live,
+    method,
+    runs,
+    schedules,
+    series,
+    shares,
+    studies,
+)
 
 urlpatterns = [
     path("runs/", runs.runs_page, name="runs"),
@@ -40,6 +54,8 @@ urlpatterns = [
     path("compare/print/", compare.compare_report, name="compare-report"),
     path("compare/export.csv", compare.compare_export, {"fmt": "csv"}, name="compare-export-csv"),
     path("compare/export.json", compare.compare_export, {"fmt": "json"}, name="compare-export-json"),
+    path("series/", series.series_page, name="series"),
+    path("series/<str:key>/", series.series_detail_page, name="series-detail"),
     path("", include("runs.urls_devices")),
     path("", include("runs.urls_inventory")),
     path("", home.home, name="home"),

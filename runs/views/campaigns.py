@@ -45,6 +45,7 @@ from runs.method.selectors import campaign_preview_method, compared_method
 from runs.models import Campaign, CampaignConfiguration
 from runs.schedules.selectors import campaign_schedules
 from runs.views.refusals import refused
+from runs.watch.selectors import campaign_series
 
 
 @require_safe
@@ -200,6 +201,7 @@ def campaign_page(
         context = campaign_context(campaign, request.GET.get("baseline"))
     except BadParameter as exc:
         return refused(request, str(exc))
+    context["series"] = campaign_series(campaign.pk)
     context["cancel_refusal"] = campaign_owner_refusal(request.user, campaign, "cancel")
     context["retry_refusal"] = campaign_owner_refusal(request.user, campaign, "retry")
     context["schedule_refusal"] = campaign_owner_refusal(request.user, campaign, "schedule")

@@ -31,6 +31,7 @@ from runs.method.selectors import run_method, spec_method
 from runs.method.services.acceptance import accepted_when_queued
 from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
 from runs.views.refusals import refused
+from runs.watch.selectors import recurring_series
 
 
 @require_safe
@@ -103,6 +104,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "outputs": run_outputs(run),
         "log": run_log(run) if run.is_finished else [],
         "method": run_method(run),
+        "series": recurring_series([run]).get(run.pk),
     }
     return render(request, "runs/run_detail.html", context)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import CharField, Func, Q, QuerySet
 from django.db.models.fields.json import KT, KeyTransform
 from django.db.models.functions import Coalesce
 
@@ -174,12 +174,15 @@ class SpannedChange:
     before: int  # compared runs on that host or device before the change
     after: int  # and after it
 
-    def said(self) -> str:
-        """The warning, fit for shared pages too: no install's path, and no serial or configure
-        line (they name paths and drives; the host's page shows them)."""
+    def said_between(self, between: str = "") -> str:
+        """The change, fit for shared pages too: no install's path, and no serial or configure
+        line (they name paths and drives; the host's page shows them); `between` as Change.said."""
         fact = self.change.fact.split(" (/", 1)[0]
-        said = self.change.said(self.subject, fact=fact, with_values=fact not in PRIVATE_FACTS)
-        return f"{said}; compared runs on both sides ({self.before} before, {self.after} after)"
+        return self.change.said(self.subject, fact=fact, with_values=fact not in PRIVATE_FACTS, between=between)
+
+    def said(self) -> str:
+        """The comparison's warning."""
+        return f"{self.said_between()}; compared runs on both sides ({self.before} before, {self.after} after)"
 
 
 def comparison_drift(runs: Sequence[Run]) -> list[SpannedChange]:
@@ -209,6 +212,54 @@ def comparison_drift(runs: Sequence[Run]) -> list[SpannedChange]:
         compared = _times(times, recorded, (run for run in ran if run.device_id == device_id))
         history = changes_of([device_observation(row) for row in mine])
         found += [SpannedChange(name, *spans) for spans in spanned(history.changes, compared)]
+    return found
+
+
+class _FactsFingerprint(Func):
+    """md5 of the environment's parts drift reads facts from: equal for runs that recorded the same
+    facts (and the same of whatever else those parts hold), read with five extractions of the
+    environment where the facts themselves take twenty."""
+
+    template = "md5(concat_ws('|', %(parts)s))"
+    output_field = CharField()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.extra["parts"] = ", ".join(f"runs_run.environment -> '{part}'" for part in DRIFT_PARTS)
+
+
+DRIFT_PARTS = ("host", "device", "postgresql", "client", "clients")  # where _annotations reads
+
+
+def _edges(rows: Sequence[dict[str, Any]]) -> list[int]:
+    """The ids of the rows (in time order) whose fingerprint differs from the row before or after:
+    a stretch of identical records says no more than its first and last (which bracket any change)."""
+    last = len(rows) - 1
+    prints = [row["facts"] for row in rows]
+    return [
+        row["pk"] for i, row in enumerate(rows) if i in (0, last) or not prints[i - 1] == prints[i] == prints[i + 1]
+    ]
+
+
+def drift_among(run_ids: Sequence[int], hosts: dict[int, str], devices: dict[int, str]) -> list[SpannedChange]:
+    """The changes on `hosts` and `devices` as these runs alone recorded them, each with how many of
+    the runs lie before and after it: for runs that all ran on those hosts and that device (a
+    series: its runs share them), whose own records bracket every change. Two queries: every run's
+    fingerprint of its facts, then the facts of the runs around a change."""
+    recorded = Run.objects.filter(pk__in=list(run_ids), state__in=ENDED, environment__has_key="host")
+    every = list(
+        recorded.annotate(at=Coalesce("started_at", "created_at"), facts=_FactsFingerprint())
+        .order_by("at", "pk")
+        .values("pk", "at", "facts")
+    )
+    times, rows = [row["at"] for row in every], list(_rows(Q(pk__in=_edges(every))))
+    found: list[SpannedChange] = []
+    for host_id, name in hosts.items():
+        history = changes_of([host_observation(row, host_id, name) for row in rows])
+        found += [SpannedChange(name, *spans) for spans in spanned(history.changes, times)]
+    for device_id, name in devices.items():
+        history = changes_of([device_observation(row) for row in rows if row["device_id"] == device_id])
+        found += [SpannedChange(name, *spans) for spans in spanned(history.changes, times)]
     return found
 
 

@@ -14,7 +14,7 @@ from django.urls import reverse
 from runs.bench.services.drift_facts import drift_facts
 from runs.compare.query import ComparisonQuery
 from runs.compare.selectors.comparison import compare_runs, comparison_data
-from runs.compare.selectors.drift import comparison_drift, device_drift, host_drift
+from runs.compare.selectors.drift import _edges, comparison_drift, device_drift, drift_among, host_drift
 from runs.lab.transport.interface import CommandResult
 from runs.models import Device, Host, PgInstall, Run, RunState
 from runs.tests.conftest import ClientFactory
@@ -191,3 +191,21 @@ def test_a_firmware_that_differs_between_groups_is_in_what_differs(lab: Any) -> 
     result = compare_runs(ComparisonQuery(run_ids=tuple(r.pk for r in old + new)))
     firmware = next(d for d in result.differences if d.label == "device firmware")
     assert firmware.cells == ["RVT04B6Q", "RVT05B6Q"] and not firmware.explained
+
+
+def test_drift_among_a_series_runs_reads_the_facts_of_the_runs_around_a_change_only(
+    lab: Any, django_assert_num_queries: Any
+) -> None:
+    runs = [ran(lab, day, recorded(firmware="RVT04B6Q" if day < 6 else "RVT05B6Q")) for day in range(10)]
+    with django_assert_num_queries(2):  # every run's fingerprint, then the facts of runs 1, 6, 7 and 10
+        [found] = drift_among([run.pk for run in runs], {lab[0].pk: "lab1"}, {lab[1].pk: "lab1:ssd0"})
+    assert (found.change.before.run_id, found.change.after.run_id) == (runs[5].pk, runs[6].pk)
+    assert (found.before, found.after) == (6, 4)
+    said = found.said_between("round 6 and 7")
+    assert said == "lab1:ssd0: firmware changed from RVT04B6Q to RVT05B6Q between round 6 and 7"
+
+
+def test_the_edges_of_stretches_of_identical_records_are_kept() -> None:
+    rows = [{"pk": i, "facts": facts} for i, facts in enumerate("aaabbba")]
+    assert _edges(rows) == [0, 2, 3, 5, 6]
+    assert _edges(rows[:1]) == [0] and _edges([]) == []

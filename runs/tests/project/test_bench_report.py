@@ -110,3 +110,31 @@ def test_harness_overhead_is_said_per_disk_against_the_target(tmp_path: Path, mo
     nvme = next(line for line in page.splitlines() if line.startswith("| nvme |"))
     assert nvme.startswith("| nvme | 8 | 990.0 | 1000.0 | 0.991 | 0.993 – 1.021 |") and nvme.endswith("| 0.5 | meets |")
     assert "| worker | 0.6 | 0.1 | 0.6 | 0.1 |" in page and "| lab vmstat | 0.0 | 0.0 | 0.0 | 0.0 |" in page
+
+
+def test_the_watch_section_says_detection_and_the_pages_against_their_target(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    where = {"machine": {"when": "now", "revision": "abc1234", "machine": "Linux", "cpus": 2, "python": "3.11"}}
+    detection = {"series": 1000, "rounds": 365, "total_s": 1.1, "median_ms": 0.44, "p95_ms": 3.98, "steps": 250,
+                 "steps_found": 228, "noise_series": 750, "noise_flagged": 0}  # fmt: skip
+    pages = {"series page (365 rounds × 3)": {"median_ms": 120.0, "p95_ms": 150.0, "bytes": 285528},
+             "series list (21 series)": {"median_ms": 250.0, "p95_ms": 300.0, "bytes": 9112}}  # fmt: skip
+    (tmp_path / "changepoints.json").write_text(json.dumps(where | {"detection": detection, "pages": pages}))
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+
+    page = report.report()
+
+    assert "over 1,000 synthetic series of 365 rounds" in page and "1.1 s in all, a median of 0.44 ms" in page
+    assert "steps found within 3 rounds 228 of 250, noise-only series flagged 0 of 750" in page
+    assert "| series page (365 rounds × 3) | 120.0 | 150.0 | 278.8 | meets |" in page
+    assert "| series list (21 series) | 250.0 | 300.0 | 8.9 | **misses** |" in page
+
+
+def test_the_watch_benchmark_finds_its_steps_and_spares_its_noise() -> None:
+    from benchmarks.changepoints import detection
+
+    found = detection(series=8, rounds=60, seed=1)
+    assert (found["series"], found["steps"], found["noise_series"]) == (8, 2, 6)
+    assert found["steps_found"] == 2 and found["noise_flagged"] == 0
+    assert 0 < found["median_ms"] <= found["p95_ms"]

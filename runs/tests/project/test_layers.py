@@ -96,6 +96,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "campaigns": {"baselines", "bench", "builds", "common", "compare", "forms", "jobs", "lab", "method", "models"},
     "method": {"bench", "common", "compare", "lab", "models"},
     "schedules": {"campaigns", "common", "models"},
+    "watch": {"bench", "common", "compare", "models"},
 }
 
 

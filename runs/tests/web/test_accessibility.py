@@ -41,6 +41,7 @@ from runs.tests.browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, sign
 from runs.tests.compare.test_browser_compare import CHARTS_DRAWN, make_study
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.watch.series import series_key
 
 AXE = ROOT / "var" / "test-vendor" / f"axe-core-{VERSIONS['axe-core']}" / "axe.js"
 # WCAG 2.0 and 2.1, levels A and AA, and axe's best practices (landmarks, headings, …).
@@ -187,7 +188,7 @@ def pages() -> dict[str, Any]:
     share_create(kind="comparison", target=ComparisonQuery(run_ids=tuple(ids[:4])), by=ada, title="barrier=0")
     return {
         "ids": ids, "run": runs[0].pk, "campaign": campaign.pk, "busy": busy.pk, "lost": lost.pk,
-        "cancelled": cancelled.pk,
+        "cancelled": cancelled.pk, "series": series_key(RunSpec.from_run(runs[0])),
     }  # fmt: skip
 
 
@@ -210,6 +211,8 @@ def main_pages(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "campaign-page": (f"/campaigns/{data['campaign']}/", ""),
         "comparison": (f"/compare/?runs={compared}", CHARTS_DRAWN),
         "shares": ("/shares/", ""),
+        "series-list": ("/series/", ""),
+        "series-page": (f"/series/{data['series']}/", "!!document.querySelector('#series-figures canvas')"),
         "health": ("/health/", ""),
         "not-found": ("/runs/999999/", ""),
     }

@@ -30,6 +30,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from knox.models import AuthToken
 
 from benchlab.asgi_handler import is_long_lived
+from runs.bench.specs import RunSpec
 from runs.common.services import health
 from runs.compare.query import ComparisonQuery
 from runs.compare.services.shares import share_create
@@ -55,6 +56,7 @@ from runs.tests.conftest import ClientFactory, make_cast
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.job_factories import make_baseline, make_build, make_campaign
 from runs.tests.web_server import WebServer, uvicorn
+from runs.watch.series import series_key
 
 LOGIN, FORBIDDEN, NOT_FOUND, NOT_ALLOWED, ALLOWED = "login", "forbidden", "not found", "not allowed", "allowed"
 REDIRECTS, MAX_REDIRECTS = frozenset({301, 302, 303, 307, 308}), 5
@@ -203,6 +205,10 @@ def token_of(kind: str) -> Callable[[Objects], list[Any]]:
     return lambda objects: [objects.share_tokens[kind]]
 
 
+def series_of_run(objects: Objects) -> list[Any]:
+    return [series_key(RunSpec.from_run(objects.run))]
+
+
 def compared_runs(objects: Objects) -> dict[str, str]:
     return {"runs": str(objects.run.pk)}
 
@@ -275,6 +281,9 @@ MATRIX: dict[str, Row] = {
     # cannot be asked which package it has), then follows them.
     "study-after-builds-new": Row(OPERATORS, POST),
     "study-after-builds": Row(VIEWERS, args=study_pk),
+    "series": Row(VIEWERS),
+    # The run is queued: its configuration has no done run yet, so no series (404 once allowed).
+    "series-detail": Row(VIEWERS, args=series_of_run, special={(r, m): NOT_FOUND for r in VIEWERS for m in READ}),
     "compare": Row(VIEWERS, query=compared_runs),
     "compare-data": Row(VIEWERS, query=compared_runs),
     "compare-report": Row(VIEWERS, query=compared_runs),
