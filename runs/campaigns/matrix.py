@@ -211,7 +211,7 @@ def _limit_ms(name: str) -> Callable[[Any], Change]:
             return _fixed({name: None})
         try:
             number = float(value) if not isinstance(value, bool) else None
-        except ValueError:
+        except (TypeError, ValueError):  # a list or an object in the JSON, or text
             number = None
         if number is None:
             raise MatrixError(f"{VARIABLE_LABELS[name]}: {value!r:.40} is not a number; give milliseconds, or null")

@@ -93,6 +93,8 @@ def test_a_campaign_refuses_a_value_naming_the_variable_and_writes_nothing(users
         check_variables([Variable("unlogged_tables", ("maybe",))])
     with pytest.raises(MatrixError, match=r"latency limit \(ms\): 'soon' is not a number"):
         check_variables([Variable("latency_limit_ms", ("soon",))])
+    with pytest.raises(MatrixError, match=r"latency limit \(ms\): \[\] is not a number"):  # JSON's list: was a 500
+        check_variables([Variable("latency_limit_ms", ([],))])
     plan = CampaignPlan(
         name="study", description="", base=base_spec(host), variables=[Variable("fillfactor", (5, 200))], repetitions=1
     )
