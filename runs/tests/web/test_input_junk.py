@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from runs.api.parsers import MAX_DEPTH
-from runs.campaigns.matrix import VARIABLES
+from runs.campaigns.variables import VARIABLES
 from runs.forms.runs import RUN_FIELDS
 from runs.models import (
     AuditEvent,
