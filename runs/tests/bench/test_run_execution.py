@@ -23,7 +23,7 @@ from runs.management.commands.lab_register import lab_host_name
 from runs.models import AuditAction, AuditEvent, Host, PgInstall, Run, RunClientSample, RunState
 from runs.tests.factories import make_user
 from runs.tests.virtual_lab import PG_BIN, VirtualLab
-from runs.tests.waits import wait_for_state, wait_until_finished
+from runs.tests.waits import wait_for_samples, wait_for_state, wait_until_finished
 from runs.tests.workers import CeleryWorker
 
 pytestmark = [pytest.mark.lab, pytest.mark.django_db(transaction=True, serialized_rollback=True)]
@@ -174,7 +174,7 @@ def test_cancel_stops_a_running_run_and_frees_its_host(
     otto = make_user("otto", "operator")
     run = new_run(lab_inventory["lab2"], otto, duration_s=120, warmup_s=0)
     wait_for_state(run, RunState.MEASURING)
-    time.sleep(2)
+    wait_for_samples(run, 2)  # not a fixed sleep: on a loaded machine the first second's line came late
 
     job_cancel(run, by=otto)
     run = wait_until_finished(run, timeout=90)
