@@ -120,12 +120,12 @@ def free_lab_id() -> int:
 START_LOCK = Path("/run/lock/benchlab-virtual-lab-start")
 
 
-def start_lab() -> VirtualLab:
+def start_lab(hosts: int = 3, ssd: str = "1G", hdd: str = "512M", ram: str = "384M") -> VirtualLab:
     with START_LOCK.open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         lab_id = free_lab_id()
         try:
-            lab_command(lab_id, "up", "--hosts", "3", "--ssd-size", "1G", "--hdd-size", "512M", "--ram-size", "384M")
+            lab_command(lab_id, "up", "--hosts", str(hosts), "--ssd-size", ssd, "--hdd-size", hdd, "--ram-size", ram)
             return VirtualLab(lab_id=lab_id, state=json.loads(lab_command(lab_id, "status", "--json")))
         except BaseException:
             lab_command(lab_id, "down")  # whatever `up` made before it failed

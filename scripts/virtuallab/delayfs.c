@@ -48,6 +48,7 @@ static long seek_us = -1;            /* --seek-ms; -1 = same as delay */
 static long flush_us = -1;           /* --flush-ms; -1 = same as delay */
 static char control_path[PATH_MAX];  /* empty = default /run/delayfs-<pid>.fail */
 static char pidfile_path[PATH_MAX];  /* empty = none */
+static char slow_path[PATH_MAX];     /* --slow; empty = never slowed */
 static int use_direct_io = 1;        /* --cached turns it off (for comparison) */
 
 /* Our own SIGTERM/SIGINT/SIGHUP handler (libfuse then keeps its hands off
@@ -85,10 +86,39 @@ static const char *rel(const char *path)
 	return *path ? path : ".";
 }
 
+/* Slowing down (a disk that wears): while the --slow file exists, every delay
+ * is multiplied by the number it holds ("3": three times as slow). Read again
+ * only when the file changes. Called with head_lock held, so the cache is safe. */
+static double slow_factor(void)
+{
+	static struct timespec seen_mtime;
+	static off_t seen_size = -1;
+	static double factor = 1.0;
+	struct stat st;
+
+	if (!slow_path[0] || stat(slow_path, &st) != 0)
+		return 1.0;
+	if (st.st_size != seen_size || st.st_mtim.tv_sec != seen_mtime.tv_sec ||
+	    st.st_mtim.tv_nsec != seen_mtime.tv_nsec) {
+		FILE *fp = fopen(slow_path, "r");
+		double read_factor = 1.0;
+
+		if (!fp || fscanf(fp, "%lf", &read_factor) != 1 || read_factor <= 0 || read_factor > 1000)
+			read_factor = 1.0;
+		if (fp)
+			fclose(fp);
+		factor = read_factor;
+		seen_size = st.st_size;
+		seen_mtime = st.st_mtim;
+	}
+	return factor;
+}
+
 static void sleep_us(long us)
 {
 	struct timespec ts;
 
+	us = (long)(us * slow_factor());
 	if (us <= 0)
 		return;
 	ts.tv_sec = us / 1000000;
@@ -468,6 +498,7 @@ static void usage(FILE *out, const char *prog)
 		"  --control PATH    while PATH exists, I/O returns EIO\n"
 		"                    (default /run/delayfs-<pid>.fail; not inside backing-dir)\n"
 		"  --pidfile PATH    write the daemon's pid there (removed on clean exit)\n"
+		"  --slow PATH       while PATH exists, every delay is multiplied by the number in it\n"
 		"  --cached          do not force direct_io (the page cache hides the delay)\n"
 		"  -f                stay in the foreground (recommended)\n"
 		"  -s, -d, -o OPT    passed to FUSE (single-threaded, debug, mount options)\n",
@@ -547,10 +578,10 @@ int main(int argc, char *argv[])
 		const char *a = argv[i];
 		const char *val = NULL;
 		const char *names[] = { "--delay-ms", "--seek-ms", "--flush-ms",
-					"--control", "--pidfile" };
+					"--control", "--pidfile", "--slow" };
 		int k, matched = -1;
 
-		for (k = 0; k < 5; k++) {
+		for (k = 0; k < 6; k++) {
 			size_t l = strlen(names[k]);
 
 			if (strncmp(a, names[k], l) == 0 && (a[l] == '\0' || a[l] == '=')) {
@@ -575,6 +606,7 @@ int main(int argc, char *argv[])
 			case 2: bad = parse_ms(a, val, &flush_us); break;
 			case 3: bad = absolutize(val, control_path, sizeof(control_path)); break;
 			case 4: bad = absolutize(val, pidfile_path, sizeof(pidfile_path)); break;
+			case 5: bad = absolutize(val, slow_path, sizeof(slow_path)); break;
 			}
 			if (bad) {
 				if (matched >= 3)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -71,6 +72,8 @@ class LabHost:
     delayfs_identity: str = ""
     delayfs_mount: str = ""
     hdd_fail_file: str = ""
+    hdd_slow_file: str = ""  # while it exists, the HDD's delays are multiplied by the number in it
+    kernel_release: str = ""  # what `uname -r` says on the host when faked (kernel_fake), else ""
     disks: dict[str, Disk] = field(default_factory=dict)
 
 
@@ -215,11 +218,13 @@ def start_host(lab: Lab, index: int, state: Path, sizes: dict[str, int], delay_m
     backing.mkdir(exist_ok=True)
     mount.mkdir(exist_ok=True)
     host.hdd_fail_file = str(host_dir / "hdd.fail")
+    host.hdd_slow_file = str(host_dir / "hdd.slow")
     Path(host.hdd_fail_file).unlink(missing_ok=True)
+    Path(host.hdd_slow_file).unlink(missing_ok=True)
     with (host_dir / "delayfs.log").open("ab") as log:
         delayfs = subprocess.Popen(
-            [str(build_delayfs(state)), str(backing), str(mount), "-f",
-             "--delay-ms", str(delay_ms), "--control", host.hdd_fail_file],
+            [str(build_delayfs(state)), str(backing), str(mount), "-f", "--delay-ms", str(delay_ms),
+             "--control", host.hdd_fail_file, "--slow", host.hdd_slow_file],
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
     host.delayfs_pid, host.delayfs_mount = delayfs.pid, str(mount)
@@ -343,8 +348,9 @@ def down(lab_id: int, force: bool = False) -> None:
         ram = host.disks.get("ram")
         if ram:
             Path(ram.image).unlink(missing_ok=True)
-        if host.hdd_fail_file:
-            Path(host.hdd_fail_file).unlink(missing_ok=True)
+        for control in (host.hdd_fail_file, host.hdd_slow_file):
+            if control:
+                Path(control).unlink(missing_ok=True)
         sh("ip", "link", "del", host.veth, check=False)
         sh("ip", "netns", "del", host.namespace, check=False)
     sh("ip", "link", "del", lab.bridge, check=False)
@@ -405,6 +411,7 @@ def status(lab_id: int) -> dict[str, object]:
                 "ssh_reachable": ssh_reachable,
                 "delayfs_alive": pid_alive(host.delayfs_pid, host.delayfs_identity),
                 "hdd_failing": bool(host.hdd_fail_file) and Path(host.hdd_fail_file).exists(),
+                "hdd_slowed": _slow_factor(host),
                 "disks": disks,
             }
         )
@@ -412,12 +419,71 @@ def status(lab_id: int) -> dict[str, object]:
 
 
 def set_hdd_failing(lab_id: int, host_name: str, failing: bool) -> None:
-    lab = Lab.load(lab_dir(lab_id) / "state.json")
-    host = next((h for h in lab.hosts if h.name == host_name), None)
-    if host is None:
-        raise SystemExit(f"lab: no host {host_name!r} in lab {lab_id}")
+    host = _host(Lab.load(lab_dir(lab_id) / "state.json"), host_name)
     control = Path(host.hdd_fail_file)
     if failing:
         control.touch()
     else:
         control.unlink(missing_ok=True)
+
+
+def _host(lab: Lab, host_name: str) -> LabHost:
+    host = next((h for h in lab.hosts if h.name == host_name), None)
+    if host is None:
+        raise SystemExit(f"lab: no host {host_name!r} in lab {lab.lab_id}")
+    return host
+
+
+def _slow_factor(host: LabHost) -> float | None:
+    control = Path(host.hdd_slow_file) if host.hdd_slow_file else None
+    return float(control.read_text()) if control and control.exists() else None
+
+
+def set_hdd_slow(lab_id: int, host_name: str, factor: float | None) -> None:
+    """Make a host's HDD `factor` times as slow (a disk wearing out), or as it was (None): delayfs
+    multiplies every delay by the number in the control file from its next request on."""
+    host = _host(Lab.load(lab_dir(lab_id) / "state.json"), host_name)
+    if not host.hdd_slow_file:
+        raise SystemExit(f"lab: {host_name}'s HDD was made before it could be slowed: take the lab down and up")
+    control = Path(host.hdd_slow_file)
+    if factor is None:
+        control.unlink(missing_ok=True)
+    elif not 0 < factor <= 1000:
+        raise SystemExit(f"lab: a slow-down factor is between 0 and 1000, not {factor:g}")
+    else:
+        control.write_text(f"{factor:g}\n")
+
+
+def set_kernel_release(lab_id: int, host_name: str, release: str | None) -> None:
+    """Make `uname -r` on a host say `release` (a kernel upgrade, as the host's drift facts see it),
+    or the machine's own again (None). The hosts share this machine's kernel; inside the host's own
+    mount namespace a script is bind-mounted over uname, which answers -r and passes the rest on."""
+    state = lab_dir(lab_id) / "state.json"
+    lab = Lab.load(state)
+    host = _host(lab, host_name)
+    if release is not None and not re.fullmatch(r"[0-9A-Za-z._+-]{1,64}", release):
+        raise SystemExit(f"lab: {release!r} is not a kernel release (letters, digits, . _ + -)")
+    inside = ["nsenter", "--mount", "--pid", "--target", str(_namespace_pid(host))]  # its /proc too: umount reads it
+    uname = shutil.which("uname") or "/usr/bin/uname"
+    sh(*inside, "umount", uname, check=False)  # a fake from before, if any
+    if release is not None:
+        real = Path(host.state_dir) / "uname.real"
+        shutil.copy2(uname, real)
+        fake = Path(host.state_dir) / "uname"
+        fake.write_text(
+            f'#!/bin/sh\n[ "$1" = "-r" ] && [ $# -eq 1 ] && {{ echo {release}; exit 0; }}\nexec {real} "$@"\n'
+        )
+        fake.chmod(0o755)
+        sh(*inside, "mount", "--bind", str(fake), uname)
+    host.kernel_release = release or ""
+    lab.save(state)
+
+
+def _namespace_pid(host: LabHost) -> int:
+    """A process inside the host's namespaces: the child of the `unshare` process recorded."""
+    if not pid_alive(host.sshd_pid, host.sshd_identity):
+        raise SystemExit(f"lab: {host.name} is down")
+    children = Path(f"/proc/{host.sshd_pid}/task/{host.sshd_pid}/children").read_text().split()
+    if not children:
+        raise SystemExit(f"lab: {host.name}'s sshd has no process inside its namespaces")
+    return int(children[0])
