@@ -234,6 +234,11 @@ def series_list() -> list[SeriesSummary]:
     return sorted(summaries, key=lambda s: s.last_at, reverse=True)
 
 
+def recurring_keys() -> list[str]:
+    """Every series with two rounds or more (two queries; nothing detected)."""
+    return [key for key, rows in _by_series(_configurations()).items() if len(rounds_of(rows)) >= 2]
+
+
 def _with_details() -> Any:
     return Run.objects.select_related("server_host", "device__host", "pg_install", "library_script").prefetch_related(
         "run_clients__host"
