@@ -15,26 +15,15 @@ from runs.models import NOTE_MAX, CampaignSchedule, ChangePointState, ScheduleSu
 from runs.notify.services.subscribers import SubscriberRefused, subscriber_add, subscriber_remove
 from runs.schedules.services.schedules import schedule_refusal
 from runs.watch.regressions.selectors import FILTERS, change_points
+from runs.watch.services.detect import change_point_payload
 from runs.watch.services.triage import TRIAGE_PERMISSION, TriageRefused, change_point_triage
 
 
 def change_point_json(point: StoredChangePoint) -> dict[str, Any]:
-    return {
+    """What a subscriber is told of it (runs.watch.services.detect), its row's id and its triage."""
+    return change_point_payload(point) | {
         "id": point.pk,
         "identity": point.identity,
-        "series": point.series_key,
-        "series_title": point.title,
-        "metric": point.metric,
-        "change": point.change,
-        "change_low": point.change_low,
-        "change_high": point.change_high,
-        "p": point.p,
-        "mean_before": point.before_mean,
-        "mean_after": point.after_mean,
-        "round_before": point.round_before,
-        "round_after": point.round_after,
-        "drift": point.drift.splitlines(),
-        "comparison_url": point.comparison_url,
         "detected_at": point.detected_at.isoformat(),
         "state": point.state,
         "note": point.note,

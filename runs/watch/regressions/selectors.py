@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 
 from runs.compare.metrics import METRICS, Metric
 from runs.models import ChangePointState, StoredChangePoint
+from runs.watch.selectors import change_size_text, change_verdict
 
 FILTERS = ("open", "acknowledged", "expected", "all")
 METRIC_BY_KEY = {metric.key: metric for metric in METRICS}
@@ -23,20 +24,11 @@ class Regression:
 
     @property
     def verdict(self) -> str:
-        higher = self.point.change > 0
-        if self.metric is None or self.metric.direction == "neutral":
-            return "higher" if higher else "lower"
-        return "faster" if higher == (self.metric.direction == "higher_is_faster") else "slower"
+        return change_verdict(self.metric, self.point.change)
 
     @property
     def size_text(self) -> str:
-        """ "+9.8 % ± 1.0" (half the 95 % interval's width), or "(interval unbounded)" """
-        point = self.point
-        if point.change_low is None or point.change_high is None:
-            return f"{point.change * 100:+.1f} % (interval unbounded)"
-        return (
-            f"{point.change * 100:+.1f} % (95 % CI {point.change_low * 100:+.1f} to {point.change_high * 100:+.1f} %)"
-        )
+        return change_size_text(self.point.change, self.point.change_low, self.point.change_high)
 
     @property
     def drift_lines(self) -> list[str]:
