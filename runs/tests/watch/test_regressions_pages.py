@@ -53,6 +53,14 @@ def test_the_page_lists_open_change_points_with_their_links_in_few_queries(
     assert bad.status_code == 400 and "state must be one of open, acknowledged, expected, all" in bad.content.decode()
 
 
+def test_the_series_page_shows_each_change_points_triage(history: History, client_for: ClientFactory) -> None:
+    point = tps_point()
+    StoredChangePoint.objects.filter(pk=point.pk).update(state=ChangePointState.EXPECTED, note="new kernel")
+    page = client_for("vera").get(reverse("series-detail", args=[point.series_key])).content.decode()
+    assert f'href="/regressions/?state=expected#cp-{point.pk}">expected</a>: <q>new kernel</q>' in page
+    assert page.count(">open</a>") == 1  # the latency one
+
+
 def test_an_operator_triages_on_the_page_and_a_viewer_may_not(history: History, client_for: ClientFactory) -> None:
     point = tps_point()
     url = reverse("change-point-triage", args=[point.pk])

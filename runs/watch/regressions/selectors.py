@@ -43,3 +43,8 @@ def change_points(state: str = "open") -> QuerySet[StoredChangePoint]:
 
 def regressions(state: str = "open") -> list[Regression]:
     return [Regression(point, METRIC_BY_KEY.get(point.metric)) for point in change_points(state)]
+
+
+def stored_of_series(series_key: str) -> dict[str, StoredChangePoint]:
+    """The series' stored change points by identity (the series page shows their triage; one query)."""
+    return {point.identity: point for point in StoredChangePoint.objects.filter(series_key=series_key)}
