@@ -41,6 +41,10 @@ def _schedule(schedule_id: int) -> CampaignSchedule:
     return schedule
 
 
+def secret_key(schedule_id: int) -> str:
+    return f"schedule_{schedule_id}_new_webhook_secret"
+
+
 def _detail(request: HttpRequest, schedule: CampaignSchedule, form: ScheduleForm | None = None) -> dict[str, Any]:
     view = schedule_view(schedule)
     return {
@@ -51,6 +55,8 @@ def _detail(request: HttpRequest, schedule: CampaignSchedule, form: ScheduleForm
         "refusal": schedule_refusal(request.user, schedule, "change"),
         "tz": settings.TIME_ZONE,
         "subscribers": schedule_subscribers(schedule.pk),
+        # A webhook's secret, from the subscribing just before (runs.views.subscribers): shown once.
+        "new_secret": request.session.pop(secret_key(schedule.pk), ""),
         "delivery_failures": schedule_failures(schedule.pk),
     }
 

@@ -1,4 +1,4 @@
-"""A schedule's subscribers on its page: added (a webhook's secret is shown on the page this once)
+"""A schedule's subscribers on its page: added (a webhook's secret is shown on the next page, once)
 and removed, by who may change the schedule (runs.schedules.services.schedules.schedule_refusal)."""
 
 from django.contrib.auth.decorators import permission_required
@@ -10,7 +10,7 @@ from runs.models import ScheduleSubscriber
 from runs.notify.services.subscribers import SubscriberRefused, subscriber_add, subscriber_remove
 from runs.schedules.services.schedules import schedule_refusal
 from runs.views.refusals import refused
-from runs.views.schedules import _detail, _schedule
+from runs.views.schedules import _detail, _schedule, secret_key
 
 
 @require_POST
@@ -25,10 +25,9 @@ def subscriber_add_view(request: HttpRequest, schedule_id: int) -> HttpResponse:
     except SubscriberRefused as exc:
         context = _detail(request, schedule) | {"subscribe_errors": exc.errors, "subscribe_input": request.POST}
         return render(request, "runs/schedule_detail.html", context, status=400)
-    if not made.secret:
-        return redirect("schedule-detail", schedule_id=schedule.pk)
-    context = _detail(request, schedule) | {"new_secret": made.secret, "new_subscriber": made.subscriber}
-    return render(request, "runs/schedule_detail.html", context)
+    if made.secret:  # shown by the page the browser is sent to, once (a reload does not post again)
+        request.session[secret_key(schedule.pk)] = made.secret
+    return redirect("schedule-detail", schedule_id=schedule.pk)
 
 
 @require_POST

@@ -107,7 +107,8 @@ def test_subscribers_on_the_schedule_page_with_the_secret_shown_once(
     assert not ScheduleSubscriber.objects.exists()
     made = otto.post(add, {"email": "ops@example.org", "webhook_url": "https://hooks.example.org/b"})
     subscriber = ScheduleSubscriber.objects.get()
-    assert made.status_code == 200 and subscriber.webhook_secret in made.content.decode()
+    assert made.status_code == 302 and made["Location"] == reverse("schedule-detail", args=[schedule.pk])
+    assert subscriber.webhook_secret in otto.get(made["Location"]).content.decode()
     page = otto.get(reverse("schedule-detail", args=[schedule.pk])).content.decode()
     assert "https://hooks.example.org/b" in page and subscriber.webhook_secret not in page  # once
     assert client_for("vera").post(add, {"email": "v@example.org"}).status_code == 403
