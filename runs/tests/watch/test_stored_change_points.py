@@ -13,8 +13,9 @@ from runs.bench.specs import RunSpec
 from runs.models import AuditEvent, ChangePointState, RunState, StoredChangePoint
 from runs.tests.watch.history import History, make_history
 from runs.watch.series import series_key
+from runs.watch.services import hooks
 from runs.watch.services.detect import watch_detect
-from runs.watch.services.hooks import watch_after_run
+from runs.watch.services.hooks import watch_after_run, watch_round_ended
 from runs.watch.services.triage import TriageRefused, change_point_triage
 
 pytestmark = pytest.mark.django_db
@@ -108,19 +109,30 @@ def test_a_viewer_may_not_triage(history: History, users: dict[str, User]) -> No
         change_point_triage(point=point, state=ChangePointState.ACKNOWLEDGED, actor=users["vera"])
 
 
-def test_the_hook_detects_once_the_rounds_campaign_has_ended(history: History) -> None:
+def test_the_hook_sends_a_task_once_the_run_has_committed(
+    history: History, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    sent: list[tuple[str, list[int]]] = []
+    monkeypatch.setattr(hooks.app, "send_task", lambda name, args: sent.append((name, args)))
+    run = history.rounds[-1][0]
+    with django_capture_on_commit_callbacks(execute=True):
+        watch_after_run(run)
+    assert sent == [("runs.watch_round_ended", [run.pk])] and not StoredChangePoint.objects.exists()
+
+
+def test_the_task_detects_once_the_rounds_campaign_has_ended(history: History) -> None:
     last = history.rounds[-1]  # round 12: a single run outside campaigns
     campaign_round = history.rounds[-2]  # round 11: a campaign of three
     campaign_round[0].state = RunState.QUEUED
     campaign_round[0].save(update_fields=["state"])
-    watch_after_run(campaign_round[1])
+    assert watch_round_ended(campaign_round[1].pk) == 0
     assert not StoredChangePoint.objects.exists()  # its round goes on
     campaign_round[0].state = RunState.DONE
     campaign_round[0].save(update_fields=["state"])
-    watch_after_run(campaign_round[0])
+    assert watch_round_ended(campaign_round[0].pk) == 1
     assert StoredChangePoint.objects.count() == 2
     StoredChangePoint.objects.all().delete()
-    watch_after_run(last[0])  # a run outside campaigns is a round of its own
+    assert watch_round_ended(last[0].pk) == 1  # a run outside campaigns is a round of its own
     assert StoredChangePoint.objects.count() == 2
 
 
