@@ -11,6 +11,7 @@ import json
 import urllib.error
 import urllib.request
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -40,13 +41,29 @@ def _claimed(notification_id: int) -> bool:
     )
 
 
+def _summary(payload: dict[str, Any]) -> list[str]:
+    """A line a change point or a moved metric, before the payload itself."""
+    if point := payload.get("change_point"):
+        return [
+            f"{point['metric']} of {point['series_title']}: {point['change'] * 100:+.1f} % between rounds "
+            f"{point['round_before']} and {point['round_after']} (p = {point['p']:.2g}); "
+            f"series {point['series_path']}, comparison {point['comparison_path']}"
+        ]
+    return [
+        f"{moved['configuration'] or 'configuration'}: {moved['metric']} {moved['change'] * 100:+.1f} % "
+        f"against the previous round (p = {moved['p']:.2g}); comparison {moved['comparison_path']}"
+        for moved in payload.get("moved", [])
+    ]
+
+
 def email_text(notification: Notification) -> tuple[str, str]:
-    """The subject and body of a notification's email."""
+    """The subject and body of a notification's email: a line a finding, then the webhook's JSON."""
     payload = notification.payload
     schedule = payload["schedule"]["name"]
     subject = f"[benchlab] {schedule}: {payload['title']}"
+    lines = "\n".join(_summary(payload))
     body = json.dumps(payload, indent=2, sort_keys=True)
-    return subject, f"{payload['title']} (schedule {schedule}).\n\n{body}\n"
+    return subject, f"{payload['title']} (schedule {schedule}).\n\n{lines}\n\n{body}\n"
 
 
 def _post(notification: Notification, body: bytes) -> None:

@@ -91,6 +91,8 @@ def test_a_new_change_point_is_told_by_email_and_a_signed_webhook(
     assert tps.headers["webhook-id"].startswith("msg_benchlab_") and tps.headers["content-type"] == "application/json"
     assert len(mail.outbox) == 2 and mail.outbox[0].to == ["ops@example.org"]
     assert mail.outbox[0].subject == f"[benchlab] {schedule.name}: change point found"
+    said = "\n".join(str(message.body) for message in mail.outbox)
+    assert "steady_tps of lab2 · lab2:ssd" in said and "+9.8 % between rounds 6 and 7 (p = " in said
     assert Notification.objects.filter(delivered_at__isnull=False, attempts=1).count() == 4
     watch_detect(_key(history))
     assert Notification.objects.count() == 4  # nothing new: nothing told again
@@ -154,6 +156,8 @@ def test_a_round_that_moved_beyond_noise_is_told_once(users: dict[str, User], se
     assert round(moved["steady_tps"]["change"], 3) == round(1102 / 996 - 1, 3) and moved["steady_tps"]["p"] < 0.05
     assert told.payload["round"]["number"] == 4 and told.payload["previous_round"]["number"] == 3
     assert round_moved_notify(campaigns[3]) == 0 and Notification.objects.count() == 1  # once
+    assert deliver_notification(told.pk) == "delivered"
+    assert "base: steady_tps +10.6 % against the previous round (p = " in mail.outbox[0].body
     assert round_moved_notify(campaigns[2]) == 0  # 996 against 991: within noise
     assert round_moved_notify(campaigns[0]) == 0  # the first round has none before it
 
