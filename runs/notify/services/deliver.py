@@ -66,13 +66,23 @@ def email_text(notification: Notification) -> tuple[str, str]:
     return subject, f"{payload['title']} (schedule {schedule}).\n\n{lines}\n\n{body}\n"
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A webhook's 3xx is its answer (a failure), not a place benchlab goes next."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
 def _post(notification: Notification, body: bytes) -> None:
     if not notification.target.startswith(("http://", "https://")):  # checked when subscribed; never file:
         raise ValueError(f"not an http(s) URL: {notification.target[:80]}")
     sent_at = int(timezone.now().timestamp())
     signed = headers(notification.subscriber.webhook_secret, notification.message_id, sent_at, body)
     request = urllib.request.Request(notification.target, data=body, method="POST", headers=signed)  # noqa: S310
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as answer:  # noqa: S310 - http(s), checked above
+    with _OPENER.open(request, timeout=TIMEOUT_S) as answer:
         answer.read(1024)
 
 

@@ -128,6 +128,14 @@ def test_a_failed_webhook_is_retried_with_backoff_under_the_same_id_then_given_u
     [failure] = schedule_failures(schedule.pk)
     assert failure.given_up and failure.text == f"webhook to {url} failed 5 times: Connection refused (given up)"
 
+    with webhook_receiver(statuses=(302,)) as elsewhere:  # a redirect is not followed: a failure
+        Notification.objects.filter(pk=first.pk).update(
+            target=elsewhere.url, attempts=0, next_attempt_at=timezone.now()
+        )
+        assert deliver_notification(first.pk) == "failed"
+    first.refresh_from_db()
+    assert first.last_error == "HTTP 302 Found" and len(elsewhere.received) == 1
+
     with webhook_receiver(statuses=(503,)) as receiver:
         Notification.objects.filter(pk=first.pk).update(
             target=receiver.url, attempts=0, next_attempt_at=timezone.now(), last_error=""
