@@ -280,11 +280,28 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
 CELERY_BEAT_SCHEDULE = {
     "dispatch-queue": {"task": "runs.dispatch_queue", "schedule": 30.0},
     "sweep-stale-runs": {"task": "runs.sweep_stale_runs", "schedule": 30.0},
+    # Notifications whose delivery is due again (runs/notify/services/deliver.py).
+    "deliver-notifications": {"task": "runs.deliver_due_notifications", "schedule": 60.0},
 }
 # Beat keeps its schedule in the database (django_celery_beat): the entries above are written there
 # as it starts, beside each campaign schedule's crontab (runs.schedules), which it reads as they change.
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
-CELERY_TIMEZONE = TIME_ZONE  # a schedule's "02:00" is in the site's time zone
+CELERY_TIMEZONE = TIME_ZONE
+# Notifications by email (runs/notify): Django's SMTP backend, configured by the environment.
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_count("EMAIL_PORT", 25, low=1, high=65535)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured(
+        "EMAIL_USE_TLS and EMAIL_USE_SSL cannot both be true: STARTTLS or TLS from the start, not both"
+    )
+EMAIL_TIMEOUT = env_seconds("EMAIL_TIMEOUT", 10.0, low=1.0, high=300.0)
+DEFAULT_FROM_EMAIL = env_str(
+    "DEFAULT_FROM_EMAIL", "benchlab@localhost"
+)  # a schedule's "02:00" is in the site's time zone
 # A running run's worker stamps its heartbeat this often; a run silent for STALE_AFTER has lost its
 # worker and is ended by the sweeper (runs/jobs/sweeper.py).
 BENCHLAB_HEARTBEAT_EVERY_S = env_seconds("BENCHLAB_HEARTBEAT_EVERY_S", 15.0, low=0.5, high=600.0)

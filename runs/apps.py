@@ -10,6 +10,9 @@ class RunsConfig(AppConfig):
         from runs.campaigns.services import hooks as campaign_hooks
 
         campaign_hooks.register()
+        from runs.watch.services import hooks as watch_hooks
+
+        watch_hooks.register()
 
         # The workload library's shipped scripts, in every database a migrate (or a test's flush) leaves.
         from django.db.models.signals import post_migrate

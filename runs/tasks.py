@@ -22,7 +22,9 @@ from runs.jobs.execute import Execution, job_execute
 from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import RUN
 from runs.jobs.sweeper import resend_claimed_jobs, sweep_stale_jobs
+from runs.notify.services.deliver import deliver, due_notifications
 from runs.schedules.services.rounds import schedule_fire
+from runs.watch.services.hooks import watch_round_ended
 
 
 class WorkerSelfCheck(TypedDict):
@@ -83,6 +85,27 @@ def schedule_round(schedule_id: int) -> str:
     """A campaign schedule's time has come (beat, django_celery_beat): queue its next round or record why not."""
     firing = schedule_fire(schedule_id=schedule_id)
     return firing.outcome if firing is not None else "nothing (the schedule is gone or paused)"
+
+
+@shared_task(name="runs.watch_round_ended")
+def watch_round_ended_task(run_id: int) -> int:
+    """After a run's end: if it ended a round, store its series' change points (runs.watch.services.hooks)."""
+    return watch_round_ended(run_id)
+
+
+@shared_task(name="runs.deliver_notification")
+def deliver_notification(notification_id: int) -> str:
+    """Email or POST one notification (runs.notify.services.deliver); a failure is kept and retried later."""
+    return deliver(notification_id)
+
+
+@shared_task(name="runs.deliver_due_notifications")
+def deliver_due_notifications() -> int:
+    """Send the notifications whose attempt is due (beat, every minute): retries, and any whose task was lost."""
+    due = due_notifications()
+    for notification_id in due:
+        deliver_notification.delay(notification_id)
+    return len(due)
 
 
 @shared_task(name="runs.dispatch_queue")

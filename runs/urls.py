@@ -10,11 +10,13 @@ from runs.views import (
     home,
     live,
     method,
+    regressions,
     runs,
     schedules,
     series,
     shares,
     studies,
+    subscribers,
 )
 
 urlpatterns = [
@@ -47,6 +49,12 @@ urlpatterns = [
     path("schedules/<id:schedule_id>/enable", schedules.schedule_enable, name="schedule-enable"),
     path("schedules/<id:schedule_id>/run-now", schedules.schedule_run_now, name="schedule-run-now"),
     path("schedules/<id:schedule_id>/delete", schedules.schedule_delete_view, name="schedule-delete"),
+    path("schedules/<id:schedule_id>/subscribers", subscribers.subscriber_add_view, name="subscriber-add"),
+    path(
+        "schedules/<id:schedule_id>/subscribers/<id:subscriber_id>/remove",
+        subscribers.subscriber_remove_view,
+        name="subscriber-remove",
+    ),
     path("campaigns/page-size/builds", studies.study_after_builds_new, name="study-after-builds-new"),
     path("campaigns/after-builds/<id:study_id>/", studies.study_after_builds_page, name="study-after-builds"),
     path("compare/", compare.compare_page, name="compare"),
@@ -55,6 +63,8 @@ urlpatterns = [
     path("compare/export.csv", compare.compare_export, {"fmt": "csv"}, name="compare-export-csv"),
     path("compare/export.json", compare.compare_export, {"fmt": "json"}, name="compare-export-json"),
     path("series/", series.series_page, name="series"),
+    path("regressions/", regressions.regressions_page, name="regressions"),
+    path("regressions/<id:point_id>/triage", regressions.change_point_triage_view, name="change-point-triage"),
     path("series/<str:key>/", series.series_detail_page, name="series-detail"),
     path("", include("runs.urls_devices")),
     path("", include("runs.urls_inventory")),

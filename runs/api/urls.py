@@ -5,6 +5,7 @@ from rest_framework.routers import DefaultRouter
 from runs.api.baselines import BaselineViewSet
 from runs.api.builds import BuildViewSet
 from runs.api.campaigns import CampaignViewSet
+from runs.api.change_points import ChangePointViewSet, SubscriberViewSet
 from runs.api.comparisons import ComparisonViewSet
 from runs.api.schedules import ScheduleViewSet
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
@@ -19,6 +20,8 @@ router.register("comparisons", ComparisonViewSet, basename="comparison")
 router.register("builds", BuildViewSet, basename="build")
 router.register("baselines", BaselineViewSet, basename="baseline")
 router.register("schedules", ScheduleViewSet, basename="schedule")
+router.register("change-points", ChangePointViewSet, basename="change-point")
+router.register("subscribers", SubscriberViewSet, basename="subscriber")
 
 
 def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern | URLResolver]:

@@ -19,6 +19,7 @@ from runs.models.builds import (
 )
 from runs.models.campaigns import MAX_CONFIGURATIONS, MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 from runs.models.inventory import BLOCK_SIZES, WAL_BLOCK_SIZES, Device, Host, PgInstall
+from runs.models.notify import Channel, Notification, NotificationEvent, ScheduleSubscriber
 from runs.models.run_clients import MAX_CLIENT_HOSTS, RunClient, RunClientSample
 from runs.models.runs import (
     ACTIVE_STATES,
@@ -43,6 +44,7 @@ from runs.models.runs import (
 from runs.models.schedules import CampaignSchedule, RoundOutcome, ScheduleRound
 from runs.models.shares import ShareKind, ShareLink
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
+from runs.models.watch import NOTE_MAX, ChangePointState, StoredChangePoint
 from runs.models.workloads import WorkloadScript
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "MAX_CONFIGURATIONS",
     "MAX_REPETITIONS",
     "MAX_SECONDS",
+    "NOTE_MAX",
     "WAL_BLOCK_SIZES",
     "Access",
     "AuditAction",
@@ -71,12 +74,16 @@ __all__ = [
     "Campaign",
     "CampaignConfiguration",
     "CampaignSchedule",
+    "ChangePointState",
+    "Channel",
     "DataState",
     "Device",
     "DeviceBaseline",
     "Driver",
     "Filesystem",
     "Host",
+    "Notification",
+    "NotificationEvent",
     "OsSource",
     "PartitionMethod",
     "PgBuild",
@@ -94,8 +101,10 @@ __all__ = [
     "RunTransition",
     "RunWarmupSample",
     "ScheduleRound",
+    "ScheduleSubscriber",
     "ShareKind",
     "ShareLink",
+    "StoredChangePoint",
     "StudyAfterBuilds",
     "StudyWaitState",
     "TargetMode",

@@ -14,6 +14,7 @@ from runs.campaigns.services.campaigns import campaign_owner_refusal
 from runs.common.params import BadParameter, parse_choice
 from runs.forms.schedules import ScheduleForm
 from runs.models import Campaign, CampaignSchedule
+from runs.notify.selectors import schedule_failures, schedule_subscribers
 from runs.schedules.selectors import schedule_firings, schedule_get, schedule_list, schedule_view
 from runs.schedules.services.rounds import schedule_fire
 from runs.schedules.services.schedules import (
@@ -40,6 +41,10 @@ def _schedule(schedule_id: int) -> CampaignSchedule:
     return schedule
 
 
+def secret_key(schedule_id: int) -> str:
+    return f"schedule_{schedule_id}_new_webhook_secret"
+
+
 def _detail(request: HttpRequest, schedule: CampaignSchedule, form: ScheduleForm | None = None) -> dict[str, Any]:
     view = schedule_view(schedule)
     return {
@@ -49,6 +54,10 @@ def _detail(request: HttpRequest, schedule: CampaignSchedule, form: ScheduleForm
         "form": form or ScheduleForm.of(view.crontab, schedule.name),
         "refusal": schedule_refusal(request.user, schedule, "change"),
         "tz": settings.TIME_ZONE,
+        "subscribers": schedule_subscribers(schedule.pk),
+        # A webhook's secret, from the subscribing just before (runs.views.subscribers): shown once.
+        "new_secret": request.session.pop(secret_key(schedule.pk), ""),
+        "delivery_failures": schedule_failures(schedule.pk),
     }
 
 

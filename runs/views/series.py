@@ -7,6 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from runs.views.refusals import refused
+from runs.watch.regressions.selectors import stored_of_series
 from runs.watch.selectors import chart_data, series_detail, series_list
 from runs.watch.series import key_checked
 
@@ -26,4 +27,7 @@ def series_detail_page(request: HttpRequest, key: str) -> HttpResponse:
         return refused(request, str(exc))
     if detail is None:
         return refused(request, f"no done run belongs to series {key}: it has no rounds", status=404)
-    return render(request, "runs/series_detail.html", {"detail": detail, "chart": chart_data(detail)})
+    stored = stored_of_series(detail.key)
+    triaged = [(change, stored.get(change.identity)) for change in detail.changes]
+    context = {"detail": detail, "chart": chart_data(detail), "triaged": triaged}
+    return render(request, "runs/series_detail.html", context)

@@ -71,6 +71,21 @@ class DriftEvent:
     text: str  # "lab1: kernel changed from A to B between round 11 and 12"
 
 
+def change_verdict(metric: Metric | None, change: float) -> str:
+    """ "faster" or "slower" (by the metric's direction), or "higher" or "lower" """
+    higher = change > 0
+    if metric is None or metric.direction == "neutral":
+        return "higher" if higher else "lower"
+    return "faster" if higher == (metric.direction == "higher_is_faster") else "slower"
+
+
+def change_size_text(change: float, low: float | None, high: float | None) -> str:
+    """ "+5.2 % (95 % CI +3.1 to +7.4 %)" """
+    if low is None or high is None:
+        return f"{change * 100:+.1f} % (interval unbounded)"
+    return f"{change * 100:+.1f} % (95 % CI {low * 100:+.1f} to {high * 100:+.1f} %)"
+
+
 @dataclass(frozen=True)
 class SeriesChange:
     metric: Metric
@@ -82,19 +97,11 @@ class SeriesChange:
 
     @property
     def verdict(self) -> str:
-        higher = self.point.change > 0
-        if self.metric.direction == "neutral":
-            return "higher" if higher else "lower"
-        return "faster" if higher == (self.metric.direction == "higher_is_faster") else "slower"
+        return change_verdict(self.metric, self.point.change)
 
     @property
     def size_text(self) -> str:
-        """ "+5.2 % (95 % CI +3.1 to +7.4 %)" """
-        point = self.point
-        if point.change_low is None or point.change_high is None:
-            return f"{point.change * 100:+.1f} % (interval unbounded)"
-        low, high = point.change_low * 100, point.change_high * 100
-        return f"{point.change * 100:+.1f} % (95 % CI {low:+.1f} to {high:+.1f} %)"
+        return change_size_text(self.point.change, self.point.change_low, self.point.change_high)
 
     @property
     def p_text(self) -> str:
@@ -232,6 +239,11 @@ def series_list() -> list[SeriesSummary]:
         points = sum(len(_detected(metric, members)[1].points) for metric in METRICS)
         summaries.append(SeriesSummary(key, titled[rows[-1]["pk"]], len(rounds), len(rows), rounds[-1].at, points))
     return sorted(summaries, key=lambda s: s.last_at, reverse=True)
+
+
+def recurring_keys() -> list[str]:
+    """Every series with two rounds or more (two queries; nothing detected)."""
+    return [key for key, rows in _by_series(_configurations()).items() if len(rounds_of(rows)) >= 2]
 
 
 def _with_details() -> Any:

@@ -96,7 +96,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "campaigns": {"baselines", "bench", "builds", "common", "compare", "forms", "jobs", "lab", "method", "models"},
     "method": {"bench", "common", "compare", "lab", "models"},
     "schedules": {"campaigns", "common", "models"},
-    "watch": {"bench", "common", "compare", "models"},
+    "watch": {"bench", "common", "compare", "jobs", "models", "notify"},
+    "notify": {"common", "models"},
 }
 
 

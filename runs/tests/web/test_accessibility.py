@@ -35,6 +35,7 @@ from runs.models import (
     RunSample,
     RunState,
     RunTransition,
+    StoredChangePoint,
 )
 from runs.templatetags.vendor import VERSIONS
 from runs.tests.browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, signed_in, wait_until, watch_errors
@@ -186,6 +187,24 @@ def pages() -> dict[str, Any]:
     Host.objects.filter(pk=lab2.pk).update(cleanup_pending_for=lost)
     make_host(name="lab3", address="10.200.0.13", enabled=False)
     share_create(kind="comparison", target=ComparisonQuery(run_ids=tuple(ids[:4])), by=ada, title="barrier=0")
+    StoredChangePoint.objects.create(
+        series_key=series_key(RunSpec.from_run(runs[0])),
+        metric="steady_tps",
+        round_ref=f"r{ids[1]}",
+        title="lab1 · lab1:ssd · ext4",
+        before_mean=1000,
+        after_mean=1100,
+        change=0.1,
+        change_low=0.08,
+        change_high=0.12,
+        p=0.0004,
+        rounds_before=5,
+        rounds_after=5,
+        round_before=5,
+        round_after=6,
+        drift="lab1: kernel changed from 6.1.0-25 to 6.1.0-26 between round 5 and 6",
+        comparison_url=f"/compare/?runs={ids[0]},{ids[1]}",
+    )
     return {
         "ids": ids, "run": runs[0].pk, "campaign": campaign.pk, "busy": busy.pk, "lost": lost.pk,
         "cancelled": cancelled.pk, "series": series_key(RunSpec.from_run(runs[0])),
@@ -212,6 +231,7 @@ def main_pages(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "comparison": (f"/compare/?runs={compared}", CHARTS_DRAWN),
         "shares": ("/shares/", ""),
         "series-list": ("/series/", ""),
+        "regressions": ("/regressions/", ""),
         "series-page": (f"/series/{data['series']}/", "!!document.querySelector('#series-figures canvas')"),
         "health": ("/health/", ""),
         "not-found": ("/runs/999999/", ""),

@@ -45,8 +45,10 @@ from runs.models import (
     PgBuild,
     PgInstall,
     Run,
+    ScheduleSubscriber,
     ShareKind,
     ShareLink,
+    StoredChangePoint,
     StudyAfterBuilds,
     WorkloadScript,
 )
@@ -108,6 +110,8 @@ class Objects:
     baseline: DeviceBaseline  # a fio baseline otto queued on the device
     script: WorkloadScript  # an admin's library script no run has used (so still editable)
     schedule: CampaignSchedule  # otto's schedule repeating his campaign
+    change_point: StoredChangePoint  # found in a series, open
+    subscriber: ScheduleSubscriber  # of otto's schedule
 
 
 @dataclass(frozen=True)
@@ -277,6 +281,12 @@ MATRIX: dict[str, Row] = {
     "schedule-enable": Row(OPERATORS, POST, schedule_pk),
     "schedule-run-now": Row(OPERATORS, POST, schedule_pk),
     "schedule-delete": Row(OPERATORS, POST, schedule_pk),
+    # Its subscribers: who may change the schedule adds and removes them.
+    "subscriber-add": Row(OPERATORS, POST, schedule_pk),
+    "subscriber-remove": Row(OPERATORS, POST, args=lambda o: [o.schedule.pk, o.subscriber.pk]),
+    # Stored change points: viewers see them; operators and admins triage them.
+    "regressions": Row(VIEWERS),
+    "change-point-triage": Row(OPERATORS, POST, args=pk_of(lambda o: o.change_point)),
     # Queues the builds the page-size study lacks (refused here, with the reason: the test's host
     # cannot be asked which package it has), then follows them.
     "study-after-builds-new": Row(OPERATORS, POST),
@@ -322,6 +332,22 @@ MATRIX: dict[str, Row] = {
         who_by_method={"put": OPERATORS, "patch": OPERATORS, "delete": OPERATORS},
     ),
     "api:schedule-run-now": Row(OPERATORS, API_POST, schedule_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:change-point-list": Row(VIEWERS, API_READ, kind="api"),
+    "api:change-point-detail": Row(
+        VIEWERS,
+        API_READ | {"put", "patch"},
+        args=pk_of(lambda o: o.change_point),
+        kind="api",
+        who_by_method={"put": OPERATORS, "patch": OPERATORS},
+    ),
+    "api:subscriber-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
+    "api:subscriber-detail": Row(
+        VIEWERS,
+        API_READ | {"delete"},
+        args=pk_of(lambda o: o.subscriber),
+        kind="api",
+        who_by_method={"delete": OPERATORS},
+    ),
     "api:api-root": Row(VIEWERS, API_READ, kind="api"),
     "api:host-list": Row(VIEWERS, API_READ, kind="api"),
     "api:host-detail": Row(VIEWERS, API_READ, args=pk_of(lambda o: o.host), kind="api"),
@@ -464,6 +490,9 @@ def make_objects(users: dict[str, User]) -> Objects:
     study = StudyAfterBuilds.objects.create(preset="page-size", host=host, created_by=users["otto"])
     study.builds.set([build])
     baseline = make_baseline(device, users["otto"])
+    schedule = schedule_create(
+        campaign=campaign, name="nightly", crontab=CRON_PRESETS["nightly"].crontab, by=users["otto"]
+    )
     return Objects(
         host=host,
         device=device,
@@ -487,9 +516,23 @@ def make_objects(users: dict[str, User]) -> Objects:
         study=study,
         baseline=baseline,
         script=_new_workload_script(),
-        schedule=schedule_create(
-            campaign=campaign, name="nightly", crontab=CRON_PRESETS["nightly"].crontab, by=users["otto"]
+        schedule=schedule,
+        change_point=StoredChangePoint.objects.create(
+            series_key="0123456789abcdef",
+            metric="steady_tps",
+            round_ref="c1",
+            title="lab1",
+            before_mean=1000,
+            after_mean=1100,
+            change=0.1,
+            p=0.001,
+            rounds_before=5,
+            rounds_after=5,
+            round_before=5,
+            round_after=6,
+            comparison_url="/compare/?runs=1,2",
         ),
+        subscriber=ScheduleSubscriber.objects.create(schedule=schedule, email="ops@example.org"),
     )
 
 

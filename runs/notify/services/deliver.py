@@ -1,0 +1,127 @@
+"""Delivering one notification, in its own Celery task (never in a run's: a slow mail server or
+webhook receiver holds up nothing else). Email through Django's mail (settings from the
+environment); a webhook as a signed JSON POST (runs.notify.signing), 10 s at most. A failure is
+kept on the row (attempts, last error) and tried again later, with the same webhook-id, until
+MAX_ATTEMPTS; the schedule's page shows what failed (runs.notify.selectors).
+
+Two workers never deliver one notification at once: each first claims it by moving its next
+attempt past the time a delivery can take (a conditional UPDATE); only the one that moved it sends."""
+
+import json
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db.models import Q
+from django.utils import timezone
+
+from runs.models import Channel, Notification
+from runs.notify.signing import headers
+
+TIMEOUT_S = 10.0
+MAX_ATTEMPTS = 5
+FIRST_RETRY_S = 30.0  # then 4 times longer each: 30 s, 2 min, 8 min, 32 min
+CLAIM_S = 60.0  # longer than an attempt can take
+
+
+def retry_after_s(attempts: int) -> float:
+    """The wait before the next attempt, after `attempts` failed ones."""
+    return FIRST_RETRY_S * 4 ** (attempts - 1)
+
+
+def _claimed(notification_id: int) -> bool:
+    now = timezone.now()
+    return bool(
+        Notification.objects.filter(
+            Q(next_attempt_at__lte=now), pk=notification_id, delivered_at__isnull=True, attempts__lt=MAX_ATTEMPTS
+        ).update(next_attempt_at=now + timedelta(seconds=CLAIM_S))
+    )
+
+
+def _summary(payload: dict[str, Any]) -> list[str]:
+    """A line a change point or a moved metric, before the payload itself."""
+    if point := payload.get("change_point"):
+        return [
+            f"{point['metric']} of {point['series_title']}: {point['change'] * 100:+.1f} % between rounds "
+            f"{point['round_before']} and {point['round_after']} (p = {point['p']:.2g}); "
+            f"series {point['series_path']}, comparison {point['comparison_path']}"
+        ]
+    return [
+        f"{moved['configuration'] or 'configuration'}: {moved['metric']} {moved['change'] * 100:+.1f} % "
+        f"against the previous round (p = {moved['p']:.2g}); comparison {moved['comparison_path']}"
+        for moved in payload.get("moved", [])
+    ]
+
+
+def email_text(notification: Notification) -> tuple[str, str]:
+    """The subject and body of a notification's email: a line a finding, then the webhook's JSON."""
+    payload = notification.payload
+    schedule = payload["schedule"]["name"]
+    subject = f"[benchlab] {schedule}: {payload['title']}"
+    lines = "\n".join(_summary(payload))
+    body = json.dumps(payload, indent=2, sort_keys=True)
+    return subject, f"{payload['title']} (schedule {schedule}).\n\n{lines}\n\n{body}\n"
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A webhook's 3xx is its answer (a failure), not a place benchlab goes next."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def _post(notification: Notification, body: bytes) -> None:
+    if not notification.target.startswith(("http://", "https://")):  # checked when subscribed; never file:
+        raise ValueError(f"not an http(s) URL: {notification.target[:80]}")
+    sent_at = int(timezone.now().timestamp())
+    signed = headers(notification.subscriber.webhook_secret, notification.message_id, sent_at, body)
+    request = urllib.request.Request(notification.target, data=body, method="POST", headers=signed)  # noqa: S310
+    with _OPENER.open(request, timeout=TIMEOUT_S) as answer:
+        answer.read(1024)
+
+
+def _error_text(exc: BaseException) -> str:
+    if isinstance(exc, urllib.error.HTTPError):
+        return f"HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, urllib.error.URLError):
+        return str(exc.reason.strerror if isinstance(exc.reason, OSError) and exc.reason.strerror else exc.reason)
+    return str(exc) or type(exc).__name__
+
+
+def deliver(notification_id: int) -> str:
+    """Try to deliver one notification now: "delivered", "failed" (tried again later or given up),
+    or "skipped" (delivered already, not due, or another worker has it)."""
+    if not _claimed(notification_id):
+        return "skipped"
+    notification = Notification.objects.select_related("subscriber").get(pk=notification_id)
+    try:
+        if notification.channel == Channel.EMAIL:
+            subject, text = email_text(notification)
+            send_mail(subject, text, settings.DEFAULT_FROM_EMAIL, [notification.target], fail_silently=False)
+        else:
+            _post(notification, json.dumps(notification.payload, sort_keys=True).encode())
+    except Exception as exc:  # noqa: BLE001 - any failure of the receiver's is the row's to show, never the task's
+        attempts = notification.attempts + 1
+        due = timezone.now() + timedelta(seconds=retry_after_s(attempts)) if attempts < MAX_ATTEMPTS else None
+        Notification.objects.filter(pk=notification_id).update(
+            attempts=attempts, last_error=_error_text(exc)[:1000], next_attempt_at=due
+        )
+        return "failed"
+    Notification.objects.filter(pk=notification_id).update(
+        attempts=notification.attempts + 1, delivered_at=timezone.now(), next_attempt_at=None, last_error=""
+    )
+    return "delivered"
+
+
+def due_notifications(limit: int = 100) -> list[int]:
+    """The ids of notifications whose attempt is due (beat's sweep delivers them)."""
+    due = Notification.objects.filter(
+        next_attempt_at__lte=timezone.now(), delivered_at__isnull=True, attempts__lt=MAX_ATTEMPTS
+    )
+    return list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit])

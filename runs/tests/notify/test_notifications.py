@@ -1,0 +1,194 @@
+"""Notifications (runs.notify): written with what caused them, delivered by the task's function to
+local receivers (a webhook server on 127.0.0.1, Django's locmem mail), signed as Standard Webhooks
+says (checked here independently), retried with backoff under the same id, failures shown."""
+
+import base64
+import hashlib
+import hmac
+import json
+import socket
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core import mail
+from django.utils import timezone
+
+from runs.bench.specs import RunSpec
+from runs.models import Campaign, CampaignSchedule, Notification
+from runs.notify.selectors import schedule_failures
+from runs.notify.services import deliver as delivery
+from runs.notify.services import outbox
+from runs.notify.services.subscribers import SubscriberRefused, subscriber_add
+from runs.tasks import deliver_notification
+from runs.tests.notify.receiver import webhook_receiver
+from runs.tests.schedules.test_rounds import nightly
+from runs.tests.watch.history import History, make_history
+from runs.watch.series import series_key
+from runs.watch.services.detect import watch_detect
+from runs.watch.services.rounds import round_moved_notify
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The notifications whose delivery task was sent (recorded, not sent: no worker here)."""
+    ids: list[int] = []
+    monkeypatch.setattr(outbox, "_send", ids.append)
+    return ids
+
+
+def scheduled_history(owner: User) -> tuple[History, CampaignSchedule]:
+    """The watch's history, its campaign rounds made rounds of a schedule."""
+    history = make_history(owner, host_name="lab2")  # nightly's template is on lab1
+    schedule = nightly(owner)
+    campaigns = sorted({run.campaign_id for runs in history.rounds for run in runs if run.campaign_id})
+    for number, campaign_id in enumerate(campaigns, start=1):
+        Campaign.objects.filter(pk=campaign_id).update(schedule=schedule, schedule_round=number)
+    return history, schedule
+
+
+def _key(history: History) -> str:
+    return series_key(RunSpec.from_run(history.rounds[0][0]))
+
+
+def verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """Standard Webhooks' verification, written from its specification (not benchlab's code)."""
+    key = base64.b64decode(secret.split("_", 1)[1])
+    content = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body.decode()}"
+    expected = base64.b64encode(hmac.new(key, content.encode(), hashlib.sha256).digest()).decode()
+    return any(hmac.compare_digest(f"v1,{expected}", part) for part in headers["webhook-signature"].split(" "))
+
+
+def test_a_new_change_point_is_told_by_email_and_a_signed_webhook(
+    users: dict[str, User], sent: list[int], django_capture_on_commit_callbacks: Any
+) -> None:
+    history, schedule = scheduled_history(users["otto"])
+    with webhook_receiver() as receiver:
+        subscribed = subscriber_add(
+            schedule=schedule, email="ops@example.org", webhook_url=receiver.url, actor=users["otto"]
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            watch_detect(_key(history))
+        made = list(Notification.objects.order_by("pk"))
+        assert (
+            sorted((n.event, n.channel) for n in made)
+            == [("change_point", "email")] * 2 + [("change_point", "webhook")] * 2
+        )
+        assert sent == [n.pk for n in made]  # each delivery task sent once the detection committed
+        assert [deliver_notification(n.pk) for n in made] == ["delivered"] * 4
+        assert deliver_notification(made[0].pk) == "skipped"  # delivered already
+    [tps] = [r for r in receiver.received if json.loads(r.body)["change_point"]["metric"] == "steady_tps"]
+    assert verified(subscribed.secret, tps.headers, tps.body)
+    assert not verified("whsec_" + base64.b64encode(b"another secret of 24 b").decode(), tps.headers, tps.body)
+    payload = json.loads(tps.body)
+    assert payload["type"] == "change_point" and payload["schedule"] == {"id": schedule.pk, "name": schedule.name}
+    point = payload["change_point"]
+    assert (point["round_before"], point["round_after"], round(point["change"], 3)) == (6, 7, 0.098)
+    assert point["comparison_path"].startswith("/compare/?runs=") and point["series_path"].startswith("/series/")
+    assert tps.headers["webhook-id"].startswith("msg_benchlab_") and tps.headers["content-type"] == "application/json"
+    assert len(mail.outbox) == 2 and mail.outbox[0].to == ["ops@example.org"]
+    assert mail.outbox[0].subject == f"[benchlab] {schedule.name}: change point found"
+    said = "\n".join(str(message.body) for message in mail.outbox)
+    assert "steady_tps of lab2 · lab2:ssd" in said and "+9.8 % between rounds 6 and 7 (p = " in said
+    assert Notification.objects.filter(delivered_at__isnull=False, attempts=1).count() == 4
+    watch_detect(_key(history))
+    assert Notification.objects.count() == 4  # nothing new: nothing told again
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_failed_webhook_is_retried_with_backoff_under_the_same_id_then_given_up_and_shown(
+    users: dict[str, User], sent: list[int]
+) -> None:
+    history, schedule = scheduled_history(users["otto"])
+    url = f"http://127.0.0.1:{closed_port()}/hook"
+    subscriber_add(schedule=schedule, webhook_url=url, actor=users["otto"])
+    watch_detect(_key(history))
+    first = Notification.objects.order_by("pk").first()
+    assert first is not None
+    Notification.objects.exclude(pk=first.pk).delete()
+    waits = []
+    for attempt in range(1, delivery.MAX_ATTEMPTS + 1):
+        before = timezone.now()
+        assert deliver_notification(first.pk) == "failed"
+        first.refresh_from_db()
+        assert first.attempts == attempt and "refused" in first.last_error.lower()
+        if first.next_attempt_at is not None:
+            waits.append(round((first.next_attempt_at - before).total_seconds()))
+            assert deliver_notification(first.pk) == "skipped"  # not due yet
+            Notification.objects.filter(pk=first.pk).update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+    assert waits == [30, 120, 480, 1920] and first.next_attempt_at is None  # given up after 5
+    [failure] = schedule_failures(schedule.pk)
+    assert failure.given_up and failure.text == f"webhook to {url} failed 5 times: Connection refused (given up)"
+
+    with webhook_receiver(statuses=(302,)) as elsewhere:  # a redirect is not followed: a failure
+        Notification.objects.filter(pk=first.pk).update(
+            target=elsewhere.url, attempts=0, next_attempt_at=timezone.now()
+        )
+        assert deliver_notification(first.pk) == "failed"
+    first.refresh_from_db()
+    assert first.last_error == "HTTP 302 Found" and len(elsewhere.received) == 1
+
+    with webhook_receiver(statuses=(503,)) as receiver:
+        Notification.objects.filter(pk=first.pk).update(
+            target=receiver.url, attempts=0, next_attempt_at=timezone.now(), last_error=""
+        )
+        assert deliver_notification(first.pk) == "failed"
+        first.refresh_from_db()
+        assert first.last_error == "HTTP 503 Service Unavailable"
+        assert "tried again at" in schedule_failures(schedule.pk)[0].text
+        Notification.objects.filter(pk=first.pk).update(next_attempt_at=timezone.now())
+        assert delivery.due_notifications() == [first.pk]  # what beat's sweep sends
+        assert deliver_notification(first.pk) == "delivered"
+    assert len(receiver.received) == 2
+    assert receiver.received[0].headers["webhook-id"] == receiver.received[1].headers["webhook-id"]
+    first.refresh_from_db()
+    assert first.delivered_at is not None and schedule_failures(schedule.pk) == []
+
+
+def test_a_round_that_moved_beyond_noise_is_told_once(users: dict[str, User], sent: list[int]) -> None:
+    _, schedule = scheduled_history(users["otto"])
+    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
+    campaigns = list(Campaign.objects.filter(schedule=schedule).order_by("schedule_round"))
+    # rounds 5 (996 ± 10) and 7 (1102 ± 10) of the history are scheduled rounds 3 and 4
+    assert round_moved_notify(campaigns[3]) == 2  # steady tps and mean latency
+    [told] = Notification.objects.all()
+    moved = {m["metric"]: m for m in told.payload["moved"]}
+    assert round(moved["steady_tps"]["change"], 3) == round(1102 / 996 - 1, 3) and moved["steady_tps"]["p"] < 0.05
+    assert told.payload["round"]["number"] == 4 and told.payload["previous_round"]["number"] == 3
+    assert round_moved_notify(campaigns[3]) == 0 and Notification.objects.count() == 1  # once
+    assert deliver_notification(told.pk) == "delivered"
+    assert "base: steady_tps +10.6 % against the previous round (p = " in mail.outbox[0].body
+    assert round_moved_notify(campaigns[2]) == 0  # 996 against 991: within noise
+    assert round_moved_notify(campaigns[0]) == 0  # the first round has none before it
+
+
+@pytest.mark.parametrize(
+    ("email", "url", "field", "text"),
+    [
+        ("", "", "email", "give an email address, a webhook URL, or both"),
+        ("ops", "", "email", "'ops' is not an email address"),
+        ("", "ftp://example.org/x", "webhook_url", "must be http:// or https:// with a host"),
+        ("", "https://", "webhook_url", "must be http:// or https:// with a host"),
+    ],
+    ids=["nothing", "bad-email", "ftp", "no-host"],
+)
+def test_a_bad_subscriber_is_refused_saying_why(
+    users: dict[str, User], email: str, url: str, field: str, text: str
+) -> None:
+    schedule = nightly(users["otto"])
+    with pytest.raises(SubscriberRefused) as refused:
+        subscriber_add(schedule=schedule, email=email, webhook_url=url, actor=users["otto"])
+    assert text in refused.value.errors[field] and not schedule.subscribers.exists()
+
+
+def test_an_unscheduled_series_tells_nobody(users: dict[str, User], sent: list[int]) -> None:
+    history = make_history(users["otto"])
+    assert len(watch_detect(_key(history)).new) == 2 and not Notification.objects.exists() and sent == []
