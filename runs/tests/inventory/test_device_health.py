@@ -10,11 +10,16 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from runs.bench.services.observer import RunObserver
+from runs.bench.services.results import store_results
 from runs.inventory.selectors import device_health, health_verdict
 from runs.inventory.services import device_health as service
 from runs.inventory.services.device_health import health_reading_store
+from runs.lab.benchmark.run import BenchmarkResult
+from runs.lab.errors import HostNotAnswering
 from runs.lab.host.smart import read_smart, read_smart_after_run
 from runs.lab.parse.smart import smart_from_json
+from runs.lab.storage.prepare import PreparedStorage
 from runs.lab.transport.interface import Command, CommandResult, Transport
 from runs.lab.transport.local import LocalTransport
 from runs.models import AuditAction, AuditEvent, DeviceHealthReading, HealthSource
@@ -69,8 +74,6 @@ def test_a_directory_device_has_no_smart_and_nothing_is_run() -> None:
 def test_a_host_lost_after_the_run_costs_only_the_reading() -> None:
     class Lost(SmartHost):
         def execute(self, command: Command) -> CommandResult:
-            from runs.lab.errors import HostNotAnswering
-
             raise HostNotAnswering("lab1 does not answer")
 
     health = read_smart_after_run(Lost(""), "/dev/sda")
@@ -201,3 +204,17 @@ def test_the_device_pages_history_is_read_in_a_fixed_number_of_queries(
     assert full <= empty + 4  # the series' metrics and titles: not one query per series or reading
     assert "wear 19 % used" in body and 'id="device-health-data"' in body
     assert len(device_health(device).chart["points"]) == 2
+
+
+@pytest.mark.django_db
+def test_the_health_a_run_collected_is_stored_with_its_results_once() -> None:
+    host = make_host()
+    device = make_device(host)
+    run = make_run(host, device, make_pg_install(host))
+    storage = PreparedStorage(mountpoint="/mnt/x", fstype="ext4", device_node="/dev/nvme0n1", mount_options="rw")
+    result = BenchmarkResult(storage=storage, device_health=smart_from_json(captured(NVME)))
+    for _ in range(2):  # a retried store
+        store_results(run, result, {}, [], RunObserver(run))
+    reading = DeviceHealthReading.objects.get()
+    assert (reading.device, reading.run, reading.source) == (device, run, HealthSource.RUN)
+    assert reading.protocol == "NVMe" and reading.media_errors == 0 and reading.power_on_hours == 2401
