@@ -218,3 +218,18 @@ def test_the_health_a_run_collected_is_stored_with_its_results_once() -> None:
     reading = DeviceHealthReading.objects.get()
     assert (reading.device, reading.run, reading.source) == (device, run, HealthSource.RUN)
     assert reading.protocol == "NVMe" and reading.media_errors == 0 and reading.power_on_hours == 2401
+
+
+@pytest.mark.django_db
+def test_a_host_that_does_not_answer_is_said_and_nothing_is_stored(client_for: ClientFactory, monkeypatch: Any) -> None:
+    device = make_device(make_host())
+
+    @contextmanager
+    def away(*args: Any, **kwargs: Any) -> Iterator[Transport]:
+        raise HostNotAnswering("lab1 (10.200.0.11): timed out")
+        yield
+
+    monkeypatch.setattr(service, "host_connected", away)
+    body = client_for("otto").post(f"/devices/{device.pk}/health", follow=True).content.decode()
+    assert "could not read the health of lab1:ssd0: lab1 (10.200.0.11): timed out" in body
+    assert not DeviceHealthReading.objects.exists() and not AuditEvent.objects.exists()
