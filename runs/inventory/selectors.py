@@ -2,13 +2,14 @@
 changed on it and its devices over its runs (runs.compare.selectors.drift)."""
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.db.models import Prefetch, Q
 from django.shortcuts import get_object_or_404
 
 from runs.compare.drift import Change, History
 from runs.compare.selectors.drift import device_drift, host_drift
-from runs.models import Device, Host, PgInstall, Run, RunClient
+from runs.models import Device, DeviceHealthReading, Host, PgInstall, Run, RunClient
 
 RECENT_RUNS = 20
 
@@ -106,3 +107,56 @@ def host_page(host_id: int) -> HostPage:
         history=host_drift(host),
         device_histories=[found for found in histories if found.history.changes or found.history.not_recorded],
     )
+
+
+# SMART/NVMe health over time (runs.models.DeviceHealthReading) -----------------------------------
+
+HEALTH_POINTS = 500  # the chart's newest readings: years of nightly runs
+TB = 10**12  # drives rate their endurance in decimal terabytes written (TBW), as smartctl prints them
+
+
+def health_verdict(reading: DeviceHealthReading) -> str:
+    """ "wear 12 % used, 0 media errors, 48.1 TB written, SMART passed", or why there is no data."""
+    if reading.none_reason:
+        return reading.none_reason
+    ata = reading.protocol == "ATA"
+    parts = []
+    if reading.wear_pct_used is not None:
+        parts.append(f"wear {reading.wear_pct_used:g} % used")
+    if reading.media_errors is not None:
+        parts.append(f"{reading.media_errors} {'reallocated sectors' if ata else 'media errors'}")
+    if reading.bytes_written is not None:
+        parts.append(f"{reading.bytes_written / TB:.1f} TB written")
+    if reading.critical_warning:
+        parts.append(f"critical warning 0x{reading.critical_warning:02x}")
+    if reading.passed is not None:
+        parts.append("SMART passed" if reading.passed else "SMART FAILED")
+    return ", ".join(parts) or "smartctl answered without health figures"
+
+
+@dataclass(frozen=True)
+class DeviceHealth:
+    latest: DeviceHealthReading | None
+    chart: dict[str, Any]  # what static/js/device_detail.js draws
+
+    @property
+    def verdict(self) -> str:
+        return health_verdict(self.latest) if self.latest else ""
+
+
+def device_health(device: Device) -> DeviceHealth:
+    """The device's newest health reading and its readings over time (one query)."""
+    newest = list(
+        DeviceHealthReading.objects.filter(device=device).defer("raw").order_by("-read_at", "-pk")[:HEALTH_POINTS]
+    )
+    figures = [r for r in reversed(newest) if not r.none_reason]
+    points = [
+        {
+            "at": r.read_at.isoformat(),
+            "wear_pct_used": r.wear_pct_used,
+            "media_errors": r.media_errors,
+            "tb_written": None if r.bytes_written is None else round(r.bytes_written / TB, 3),
+        }
+        for r in figures
+    ]
+    return DeviceHealth(newest[0] if newest else None, {"points": points})

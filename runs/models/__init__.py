@@ -18,6 +18,7 @@ from runs.models.builds import (
     PgBuild,
 )
 from runs.models.campaigns import MAX_CONFIGURATIONS, MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
+from runs.models.health import DeviceHealthReading, HealthSource
 from runs.models.inventory import BLOCK_SIZES, WAL_BLOCK_SIZES, Device, Host, PgInstall
 from runs.models.notify import Channel, Notification, NotificationEvent, ScheduleSubscriber
 from runs.models.run_clients import MAX_CLIENT_HOSTS, RunClient, RunClientSample
@@ -79,8 +80,10 @@ __all__ = [
     "DataState",
     "Device",
     "DeviceBaseline",
+    "DeviceHealthReading",
     "Driver",
     "Filesystem",
+    "HealthSource",
     "Host",
     "Notification",
     "NotificationEvent",

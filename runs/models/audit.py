@@ -27,6 +27,7 @@ class AuditAction(models.TextChoices):
     SHARE_CREATED = "share_created", "share link created"
     SHARE_REVOKED = "share_revoked", "share link revoked"
     DEVICE_FORMATTED = "device_formatted", "device formatted (mkfs)"
+    DEVICE_HEALTH_READ = "device_health_read", "device health read (smartctl)"
     INVENTORY_ADDED = "inventory_added", "inventory: added"
     INVENTORY_CHANGED = "inventory_changed", "inventory: changed"
     INVENTORY_DELETED = "inventory_deleted", "inventory: deleted"

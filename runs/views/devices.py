@@ -1,10 +1,12 @@
 """A device's page: what the inventory says about it, its vendor's claims beside what fio
-measured, its fio history over time (table and chart), and its recent pgbench runs."""
+measured, and its history: its series across all studies (runs.watch), its fio baselines over
+time (table and chart), its SMART/NVMe health over time, and its recent pgbench runs."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
-from django.views.decorators.http import require_safe
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST, require_safe
 
 from runs.baselines.selectors import (
     claims_vs_measured,
@@ -15,7 +17,10 @@ from runs.baselines.selectors import (
 )
 from runs.baselines.services.baselines import baseline_device_refusal
 from runs.compare.selectors.drift import device_drift
+from runs.inventory.selectors import device_health, health_verdict
+from runs.inventory.services.device_health import HealthUnread, device_health_read, device_health_refusal
 from runs.models import CLAIMS, Device
+from runs.watch.selectors import series_list
 
 HISTORY_ROWS = 100
 
@@ -32,8 +37,25 @@ def device_detail(request: HttpRequest, device_id: int) -> HttpResponse:
         "has_claims": any(getattr(device, name) is not None for name, _figure in CLAIMS),
         "baselines": device_baselines(device)[:HISTORY_ROWS],
         "chart": device_chart(device),
+        "series": series_list(device_id=device.pk),
+        "health": device_health(device),
+        "health_refusal": device_health_refusal(device),
         "runs": device_recent_runs(device),
         "fio_refusal": baseline_device_refusal(device),
         "drift": device_drift(device),
     }
     return render(request, "runs/device_detail.html", context)
+
+
+@require_POST
+@permission_required("runs.queue_run", raise_exception=True)
+def device_health_now(request: HttpRequest, device_id: int) -> HttpResponse:
+    """The "Read health now" button: smartctl on the device's host, stored and audited."""
+    device = get_object_or_404(Device.objects.select_related("host"), pk=device_id)
+    try:
+        reading = device_health_read(device=device, request=request)
+    except HealthUnread as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Health of {device} read: {health_verdict(reading)}.")
+    return redirect("device-detail", device_id=device.pk)

@@ -124,6 +124,7 @@ class SeriesSummary:
     runs: int
     last_at: datetime
     change_points: int  # over every metric
+    last_tps: float | None = None  # the last round's mean of the first metric (steady-state tps)
 
 
 @dataclass(frozen=True)
@@ -223,11 +224,13 @@ def _members(rounds: Sequence[Round], measured: dict[int, Run]) -> list[list[Run
     return [[measured[pk] for pk in r.run_ids] for r in rounds]
 
 
-def series_list() -> list[SeriesSummary]:
-    """Every configuration with two rounds or more, the most recently run first (six queries at
-    most: the specifications, the metrics, the titles' runs with their client hosts)."""
+def series_list(device_id: int | None = None) -> list[SeriesSummary]:
+    """Every configuration with two rounds or more (those on one device: `device_id`), the most
+    recently run first (six queries at most: the specifications, the metrics, the titles' runs
+    with their client hosts)."""
     recurring = []
-    for key, rows in _by_series(_configurations()).items():
+    where = Q(device_id=device_id) if device_id is not None else None
+    for key, rows in _by_series(_configurations(where)).items():
         rounds = rounds_of(rows)
         if len(rounds) >= 2:
             recurring.append((key, rows, rounds))
@@ -236,8 +239,13 @@ def series_list() -> list[SeriesSummary]:
     summaries = []
     for key, rows, rounds in recurring:
         members = _members(rounds, measured)
-        points = sum(len(_detected(metric, members)[1].points) for metric in METRICS)
-        summaries.append(SeriesSummary(key, titled[rows[-1]["pk"]], len(rounds), len(rows), rounds[-1].at, points))
+        detected = [_detected(metric, members) for metric in METRICS]
+        points = sum(len(detection.points) for _, detection in detected)
+        last = detected[0][0][-1]
+        title = titled[rows[-1]["pk"]]
+        summaries.append(
+            SeriesSummary(key, title, len(rounds), len(rows), rounds[-1].at, points, last.mean if last else None)
+        )
     return sorted(summaries, key=lambda s: s.last_at, reverse=True)
 
 

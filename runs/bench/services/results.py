@@ -14,10 +14,11 @@ from runs.bench.services.observer import RunObserver
 from runs.bench.services.os_series import os_series_store
 from runs.bench.sysbench_metrics import sysbench_metrics
 from runs.common.db_retry import with_database_retry
+from runs.inventory.services.device_health import health_reading_store
 from runs.jobs import live
 from runs.lab.benchmark.run import BenchmarkResult
 from runs.method.selectors import method_columns
-from runs.models import DataState, OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
+from runs.models import DataState, HealthSource, OsSource, Run, RunArtifact, RunClient, RunClientSample, RunSample
 
 # What a run keeps of each client host: what its pgbench ran on, and what drift follows (not its disks).
 CLIENT_FACTS = ("hostname", "kernel", "distribution", "cpu_model", "cpu_cores", "memory_bytes")
@@ -77,6 +78,10 @@ def store_results(
     with_database_retry(lambda: run.save(update_fields=[*RESULT_FIELDS]), f"run {run.pk}: storing its results")
     with_database_retry(lambda: store_client_results(run, result), f"run {run.pk}: storing its clients' results")
     _store_artifacts(run, _artifacts(result, run.driver))
+    if result.device_health is not None:
+        health = result.device_health
+        store = partial(health_reading_store, device=run.device, health=health, source=HealthSource.RUN, run=run)
+        with_database_retry(store, f"run {run.pk}: storing its device's health")
     live.publish(run.pk, "log", {"line": f"results stored ({len(observer.log_tail)} log lines kept)"})
 
 

@@ -10,6 +10,7 @@ from runs.lab.benchmark.method_readings import MethodReadings
 from runs.lab.benchmark.metrics import OsMetrics, PgStatsDelta
 from runs.lab.parse.pgbench_logs import AggregateInterval
 from runs.lab.parse.pgbench_summary import PgbenchSummary
+from runs.lab.parse.smart import SmartHealth
 from runs.lab.parse.sysbench import SysbenchSummary
 from runs.lab.pgbench.latency import LatencyHistogram, LatencyPercentiles
 from runs.lab.pgbench.latency_seconds import LatencySecond
@@ -95,3 +96,4 @@ class BenchmarkResult:
     method: MethodReadings = field(default_factory=MethodReadings)  # memory, durability, the host as it was
     state_before: dict[str, Any] = field(default_factory=dict)  # what state.py did before measuring
     warmup_run: WarmupRun | None = None  # the separate warm-up before the measurement, if any
+    device_health: SmartHealth | None = None  # the device's SMART health, read once collected (host/smart.py)

@@ -34,6 +34,7 @@ from runs.lab.benchmark.metrics import OsMetrics, PgStatsSnapshot, iostat_device
 from runs.lab.benchmark.spec import RUNS_ROOT, Bench, BenchmarkSpec, Endpoint, Observer, Step, work_dir_for
 from runs.lab.benchmark.state import bring_to_state
 from runs.lab.host.run_user import RUN_USER, ensure_run_user, run_as_run_user, stop_run_user_processes
+from runs.lab.host.smart import read_smart_after_run
 from runs.lab.pgbench.commands import Connection, create_database_command
 from runs.lab.pgbench.follow import run_followed
 from runs.lab.postgres.cluster import BENCH_ROLE, SUPERUSER, Cluster, psql, running_cluster, throwaway_cluster
@@ -235,6 +236,8 @@ def collect(run: Stages, result: BenchmarkResult, metrics: OsMetrics) -> None:
         else:
             collect_server_results(result, run.transport, run.cluster, spec.databases, run.before)
             collect_several(result, run.measuring, run.processes, spec.run, spec.warmup_s)
+        # After the window: smartctl wakes the drive and adds its own I/O.
+        result.device_health = read_smart_after_run(run.transport, spec.device.path)
 
 
 def keep(run: Stages, result: BenchmarkResult) -> None:

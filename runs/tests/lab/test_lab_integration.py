@@ -280,6 +280,9 @@ def test_a_run_reports_its_steps_in_order(virtual_lab: VirtualLab) -> None:
     assert recorder.formatted == [("preparing storage", f"mkfs.ext4 -F -q {result.storage.device_node}")]
     assert result.summary is not None and result.summary.duration_s == 2 and result.summary.transactions_processed
     assert "-f /var/lib/benchlab/runs/steps/custom.sql" in result.command
+    # The device's health is read once collected: the lab's disks are loop devices, without SMART.
+    assert result.device_health is not None, "the collect stage reads the device's health"
+    assert result.device_health.none_reason.startswith(("no SMART data: ", "smartctl is not installed on lab1"))
 
 
 def test_a_custom_script_cannot_do_what_only_a_superuser_may(virtual_lab: VirtualLab) -> None:
