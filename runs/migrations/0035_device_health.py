@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0033_campaign_schedules"),
+        ("runs", "0034_watch_triage"),
     ]
 
     operations = [
@@ -67,6 +67,9 @@ class Migration(migrations.Migration):
                     ("schedule_changed", "campaign schedule changed (paused, resumed, its times)"),
                     ("schedule_deleted", "campaign schedule deleted"),
                     ("schedule_fired", "campaign schedule: a round asked for now"),
+                    ("change_point_triaged", "change point triaged (acknowledged, expected, reopened)"),
+                    ("subscriber_added", "schedule subscriber added"),
+                    ("subscriber_removed", "schedule subscriber removed"),
                     ("share_created", "share link created"),
                     ("share_revoked", "share link revoked"),
                     ("device_formatted", "device formatted (mkfs)"),
