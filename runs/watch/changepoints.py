@@ -36,6 +36,10 @@ import numpy.typing as npt
 from runs.compare.stats import compare
 
 MIN_SIZE = 5  # rounds on each side of a change: fewer cannot give a mean worth testing
+# Candidates are placed with segments this short, and kept only with MIN_SIZE rounds on each side:
+# placed with MIN_SIZE itself, a change four rounds from the end was put a round early (all the
+# search may do), tested as one, and stored at the wrong round before the fifth round showed it.
+SEARCH_MIN_SIZE = 2
 ALPHA = 0.05  # the false-alarm rate a series of noise alone is held to (see above)
 MIN_CHANGE = 0.02  # 2 %: smaller shifts are this lab's noise between days, not a change worth a look
 MAD_TO_SD = 1.4826  # MAD of a normal sample times this estimates its sd
@@ -141,8 +145,9 @@ def _tested(x: npt.NDArray[np.float64], bounds: list[int], k: int, positions: li
     )
 
 
-def _passes(point: ChangePoint, p_max: float, min_change: float) -> bool:
-    return point.p < p_max and abs(point.change) >= min_change
+def _passes(point: ChangePoint, p_max: float, min_change: float, min_size: int) -> bool:
+    sides_long_enough = point.rounds_before >= min_size and point.rounds_after >= min_size
+    return sides_long_enough and point.p < p_max and abs(point.change) >= min_change
 
 
 def p_threshold(rounds: int, min_size: int = MIN_SIZE, alpha: float = ALPHA) -> float:
@@ -167,10 +172,10 @@ def detect(
     if float(np.ptp(x)) == 0:
         return Detection([], f"all {len(x)} rounds have the same value")
     p_max = p_threshold(len(x), min_size, alpha)
-    bounds = [0, *_candidates(x, min_size, noise_sd(x)), len(x)]
+    bounds = [0, *_candidates(x, min(SEARCH_MIN_SIZE, min_size), noise_sd(x)), len(x)]
     while len(bounds) > 2:
         points = [_tested(x, bounds, k, positions) for k in range(1, len(bounds) - 1)]
-        failing = [k for k, point in enumerate(points) if not _passes(point, p_max, min_change)]
+        failing = [k for k, point in enumerate(points) if not _passes(point, p_max, min_change, min_size)]
         if not failing:
             return Detection(points)
         weakest = max(failing, key=lambda k: (points[k].p, -abs(points[k].change)))

@@ -127,3 +127,16 @@ def test_noise_alone_is_flagged_less_often_than_alpha() -> None:
     rng = np.random.default_rng(2027)
     flagged = sum(1 for _ in range(200) if detect(_lab_series(rng, 40, 0, 0.0)).points)
     assert ALPHA == 0.05 and flagged <= 10
+
+
+def test_a_change_too_near_the_end_waits_for_its_fifth_round_and_is_then_put_where_it_is() -> None:
+    before = [100.0, 101.0, 99.0, 100.0, 102.0, 98.0]
+    after = [50.0, 51.0, 49.0, 50.0]
+
+    four_after = detect(before + after)
+    five_after = detect([*before, *after, 52.0])
+
+    # Searched with segments of 5, four rounds from the end it had been put between rounds 5 and 6.
+    assert four_after.points == []
+    [point] = five_after.points
+    assert (point.before_index, point.index, point.rounds_before, point.rounds_after) == (5, 6, 6, 5)
