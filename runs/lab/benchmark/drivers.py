@@ -130,7 +130,8 @@ class Sysbench:
         result.sysbench = SysbenchReport(summary, histogram)
         if summary is None:
             return
-        percentiles = {p: histogram_percentile(histogram, p) for p in (50, 90, 95, 99, 99.9)}
+        most = summary.latency_max_ms
+        percentiles = {p: histogram_percentile(histogram, p, at_most=most) for p in (50, 90, 95, 99, 99.9)}
         result.latency = LatencyPercentiles(
             count=summary.transactions,
             sampling_rate=1.0,

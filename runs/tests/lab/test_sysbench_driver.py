@@ -78,6 +78,9 @@ def test_it_computes_percentiles_from_the_histogram_as_sysbench_does() -> None:
     assert sum(count for _, count in point) == 370 and histogram_percentile(point, 95) == 0.456  # sysbench: 0.46
     assert histogram_percentile([], 95) is None
     assert histogram_percentile([(1.0, 1), (2.0, 1), (3.0, 2)], 50) == 2.0  # the 2nd of 4
+    # The last bucket's value above the largest latency sysbench saw: the maximum, not the bucket.
+    assert histogram_percentile([(1.0, 98), (1013.597, 2)], 99, at_most=1008.44) == 1008.44
+    assert histogram_percentile([(1.0, 98), (1013.597, 2)], 50, at_most=1008.44) == 1.0
 
 
 def test_its_command_lines_load_and_measure_with_a_warm_up_cut_off_by_a_report_checkpoint() -> None:
