@@ -86,14 +86,12 @@ def change_size_text(change: float, low: float | None, high: float | None) -> st
     return f"{change * 100:+.1f} % (95 % CI {low * 100:+.1f} to {high * 100:+.1f} %)"
 
 
-@dataclass(frozen=True)
-class SeriesChange:
-    metric: Metric
-    point: ChangePoint
-    round_before: Round
-    round_after: Round
-    identity: str  # series key : metric : the first round after it
-    drift: list[DriftEvent]
+class ChangeWords:
+    """A change's verdict and size in words, for what holds its metric and its point (a detected
+    ChangePoint or a StoredChangePoint: both have change, change_low and change_high)."""
+
+    metric: Metric | None
+    point: Any
 
     @property
     def verdict(self) -> str:
@@ -102,6 +100,16 @@ class SeriesChange:
     @property
     def size_text(self) -> str:
         return change_size_text(self.point.change, self.point.change_low, self.point.change_high)
+
+
+@dataclass(frozen=True)
+class SeriesChange(ChangeWords):
+    metric: Metric
+    point: ChangePoint
+    round_before: Round
+    round_after: Round
+    identity: str  # series key : metric : the first round after it
+    drift: list[DriftEvent]
 
     @property
     def p_text(self) -> str:

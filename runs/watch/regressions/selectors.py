@@ -7,28 +7,20 @@ from django.db.models import QuerySet
 
 from runs.compare.metrics import METRICS, Metric
 from runs.models import ChangePointState, StoredChangePoint
-from runs.watch.selectors import change_size_text, change_verdict
+from runs.watch.selectors import ChangeWords
 
 FILTERS = ("open", "acknowledged", "expected", "all")
 METRIC_BY_KEY = {metric.key: metric for metric in METRICS}
 
 
 @dataclass(frozen=True)
-class Regression:
+class Regression(ChangeWords):
     point: StoredChangePoint
     metric: Metric | None  # None: a metric benchlab no longer compares
 
     @property
     def metric_label(self) -> str:
         return self.metric.label if self.metric else self.point.metric
-
-    @property
-    def verdict(self) -> str:
-        return change_verdict(self.metric, self.point.change)
-
-    @property
-    def size_text(self) -> str:
-        return change_size_text(self.point.change, self.point.change_low, self.point.change_high)
 
     @property
     def drift_lines(self) -> list[str]:
