@@ -1,11 +1,12 @@
-"""Small builders for jobs (campaigns, PostgreSQL builds, fio baselines) as the database holds them,
-with no worker involved; the inventory's builders are in factories.py."""
+"""Small builders for jobs (campaigns, PostgreSQL builds, fio baselines) and what the regression
+watch stores of them (a change point), as the database holds them, with no worker involved; the
+inventory's builders are in factories.py."""
 
 from typing import Any
 
 from django.contrib.auth.models import User
 
-from runs.models import Campaign, CampaignConfiguration, Device, DeviceBaseline, Host, PgBuild
+from runs.models import Campaign, CampaignConfiguration, Device, DeviceBaseline, Host, PgBuild, StoredChangePoint
 
 
 def make_campaign(created_by: User, **fields: Any) -> tuple[Campaign, CampaignConfiguration]:
@@ -32,3 +33,23 @@ def make_baseline(device: Device, queued_by: User, **fields: Any) -> DeviceBasel
     """A queued fio baseline of one short job on the device."""
     defaults: dict[str, Any] = {"size_bytes": 2**26, "runtime_s": 2, "ramp_s": 0, "jobs": ["rand-read-qd1"]}
     return DeviceBaseline.objects.create(device=device, host=device.host, queued_by=queued_by, **(defaults | fields))
+
+
+def make_change_point(**fields: Any) -> StoredChangePoint:
+    """An open change point of steady-state tps: +10 % between round 5 and 6 of a made-up series."""
+    defaults: dict[str, Any] = {
+        "series_key": "0123456789abcdef",
+        "metric": "steady_tps",
+        "round_ref": "c1",
+        "title": "lab1",
+        "before_mean": 1000,
+        "after_mean": 1100,
+        "change": 0.1,
+        "p": 0.001,
+        "rounds_before": 5,
+        "rounds_after": 5,
+        "round_before": 5,
+        "round_after": 6,
+        "comparison_url": "/compare/?runs=1,2",
+    }
+    return StoredChangePoint.objects.create(**(defaults | fields))

@@ -35,13 +35,13 @@ from runs.models import (
     RunSample,
     RunState,
     RunTransition,
-    StoredChangePoint,
 )
 from runs.templatetags.vendor import VERSIONS
 from runs.tests.browser import ARTIFACTS, PASSWORD, ROOT, chromium, log_in, signed_in, wait_until, watch_errors
 from runs.tests.compare.test_browser_compare import CHARTS_DRAWN, make_study
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.job_factories import make_change_point
 from runs.watch.series import series_key
 
 AXE = ROOT / "var" / "test-vendor" / f"axe-core-{VERSIONS['axe-core']}" / "axe.js"
@@ -187,21 +187,13 @@ def pages() -> dict[str, Any]:
     Host.objects.filter(pk=lab2.pk).update(cleanup_pending_for=lost)
     make_host(name="lab3", address="10.200.0.13", enabled=False)
     share_create(kind="comparison", target=ComparisonQuery(run_ids=tuple(ids[:4])), by=ada, title="barrier=0")
-    StoredChangePoint.objects.create(
+    make_change_point(
         series_key=series_key(RunSpec.from_run(runs[0])),
-        metric="steady_tps",
         round_ref=f"r{ids[1]}",
         title="lab1 · lab1:ssd · ext4",
-        before_mean=1000,
-        after_mean=1100,
-        change=0.1,
         change_low=0.08,
         change_high=0.12,
         p=0.0004,
-        rounds_before=5,
-        rounds_after=5,
-        round_before=5,
-        round_after=6,
         drift="lab1: kernel changed from 6.1.0-25 to 6.1.0-26 between round 5 and 6",
         comparison_url=f"/compare/?runs={ids[0]},{ids[1]}",
     )

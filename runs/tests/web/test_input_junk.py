@@ -47,11 +47,14 @@ from runs.models import (
     PgInstall,
     Run,
     RunState,
+    ScheduleSubscriber,
+    StoredChangePoint,
 )
-from runs.schedules.crontab import Crontab
+from runs.schedules.crontab import CRON_PRESETS, Crontab
+from runs.schedules.services.schedules import schedule_create
 from runs.tests.builds.test_builds import form_fields as build_form_fields
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user, run_form_fields
-from runs.tests.job_factories import make_baseline, make_build, make_campaign
+from runs.tests.job_factories import make_baseline, make_build, make_campaign, make_change_point
 
 pytestmark = pytest.mark.django_db
 # The inventory and the user are made once per test and shared by its examples, as meant: a
@@ -187,9 +190,11 @@ def test_the_api_answers_junk_in_any_field_with_a_message(
         assert messages and all(isinstance(m, (str, list, dict)) for m in messages.values()), messages
 
 
-API_QUERY_PARAMETERS = [
-    ("/api/runs/", name) for name in ("host", "device", "pg_install", "state", "filesystem", "workload")
-] + [("/api/runs/", "limit"), ("/api/runs/", "offset"), ("/api/devices/", "host"), ("/api/hosts/", "limit")]
+API_QUERY_PARAMETERS = (
+    [("/api/runs/", name) for name in ("host", "device", "pg_install", "state", "filesystem", "workload")]
+    + [("/api/runs/", "limit"), ("/api/runs/", "offset"), ("/api/devices/", "host"), ("/api/hosts/", "limit")]
+    + [("/api/change-points/", "state"), ("/api/change-points/", "limit"), ("/api/subscribers/", "schedule")]
+)
 
 
 def get_api(otto: User, path: str, name: str, value: str) -> None:
@@ -297,10 +302,12 @@ WHOLE_BODY = "(the whole body)"
 
 @dataclass(frozen=True)
 class ApiBody:
-    """One POST of the API: where to, a valid body, and the places junk is put in it."""
+    """One write of the API: where to, a valid body, the places junk is put in it, and how (POST,
+    or PATCH for a change to what exists)."""
 
     path: Callable[["Lab"], str]
     body: Callable[["Lab"], dict[str, Any]]
+    method: str = "post"
 
     def places(self, lab: "Lab") -> list[str]:
         body = self.body(lab)
@@ -315,7 +322,8 @@ class ApiBody:
 @dataclass(frozen=True)
 class Lab:
     """What the bodies name: a host with two wipeable devices and an install, and one finished
-    run, campaign, build and baseline of otto's for the actions (acting on them changes nothing)."""
+    run, campaign, build and baseline of otto's for the actions (acting on them changes nothing),
+    his schedule of the campaign and an open change point to triage."""
 
     host: Host
     device: Device
@@ -324,6 +332,8 @@ class Lab:
     campaign: Campaign
     build: PgBuild
     baseline: DeviceBaseline
+    schedule: CampaignSchedule
+    change_point: StoredChangePoint
 
 
 def run_body(lab: Lab) -> dict[str, Any]:
@@ -358,8 +368,25 @@ API_BODIES = {
         lambda lab: "/api/schedules/",
         lambda lab: {"campaign": lab.campaign.pk, "name": "junk", "enabled": True} | Crontab().as_dict(),
     ),
+    "subscribe to a schedule": ApiBody(
+        lambda lab: "/api/subscribers/",
+        lambda lab: {"schedule": lab.schedule.pk, "email": "ops@example.org", "webhook_url": "http://127.0.0.1:9/hook"},
+    ),
+    "triage a change point": ApiBody(
+        lambda lab: f"/api/change-points/{lab.change_point.pk}/",
+        lambda lab: {"state": "expected", "note": "firmware 2.1 applied"},
+        method="patch",
+    ),
 }
-WRITTEN = (Run, Campaign, PgBuild, DeviceBaseline, AuditEvent, CampaignSchedule)
+WRITTEN = (Run, Campaign, PgBuild, DeviceBaseline, AuditEvent, CampaignSchedule, ScheduleSubscriber)
+
+
+def written(lab: Lab) -> list[object]:
+    """What a refused body must leave as it was: how many rows of each kind, and the triage."""
+    triage = StoredChangePoint.objects.filter(pk=lab.change_point.pk).values_list("state", "note").get()
+    return [model._default_manager.count() for model in WRITTEN] + [triage]
+
+
 TEXT_VARIABLES = {"filesystem", "mkfs_options", "mount_options", "pg_settings", "workload", "query_mode"}
 
 
@@ -373,7 +400,8 @@ def lab(otto: User) -> Lab:
     run = make_run(host, device, pg, queued_by=otto, campaign=campaign, configuration=configuration, repetition=1)
     build = make_build(host, otto, state=BuildState.FAILED)
     baseline = make_baseline(device, otto, state=BaselineState.DONE)
-    return Lab(host, device, pg, run, campaign, build, baseline)
+    schedule = schedule_create(campaign=campaign, name="nightly", crontab=CRON_PRESETS["nightly"].crontab, by=otto)
+    return Lab(host, device, pg, run, campaign, build, baseline, schedule, make_change_point())
 
 
 def body_with_junk(body: dict[str, Any], place: str, junk: str) -> str:
@@ -401,18 +429,16 @@ def post_junk(otto: User, lab: Lab, what: str, place: str, junk: str) -> None:
     client = APIClient()
     client.force_authenticate(otto)
     target = API_BODIES[what]
-    before = [model._default_manager.count() for model in WRITTEN]
+    before = written(lab)
 
-    response = client.post(
-        target.path(lab), body_with_junk(target.body(lab), place, junk), content_type="application/json"
-    )
+    send = getattr(client, target.method)
+    response = send(target.path(lab), body_with_junk(target.body(lab), place, junk), content_type="application/json")
 
-    written = [model._default_manager.count() - count for model, count in zip(WRITTEN, before, strict=True)]
     said = f"{what}, {place} = {junk[:60]!r}"
     assert response.status_code < 500, f"{said}: {response.status_code}"
     assert response.status_code in (200, 201, 400), f"{said}: {response.status_code} {response.content[:200]!r}"
     if response.status_code == 400:
-        assert not any(written), f"{said}: refused, but wrote {written}"
+        assert written(lab) == before, f"{said}: refused, but wrote {before} -> {written(lab)}"
         assert response.json() and json.dumps(response.json()), f"{said}: refused without saying why"
 
 
@@ -435,12 +461,12 @@ BODIES_READ = ["create a run", "create a campaign", "queue a build", "queue a ba
 def refusal_of(otto: User, lab: Lab, path: str, text: str) -> str:
     client = APIClient()
     client.force_authenticate(otto)
-    before = [model._default_manager.count() for model in WRITTEN]
+    before = written(lab)
 
     response = client.post(path, text, content_type="application/json")
 
     assert response.status_code == 400, (path, text[:80], response.status_code)
-    assert [model._default_manager.count() for model in WRITTEN] == before
+    assert written(lab) == before
     return json.dumps(response.json())
 
 

@@ -56,7 +56,7 @@ from runs.schedules.crontab import CRON_PRESETS
 from runs.schedules.services.schedules import schedule_create
 from runs.tests.conftest import ClientFactory, make_cast
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
-from runs.tests.job_factories import make_baseline, make_build, make_campaign
+from runs.tests.job_factories import make_baseline, make_build, make_campaign, make_change_point
 from runs.tests.web_server import WebServer, uvicorn
 from runs.watch.series import series_key
 
@@ -518,21 +518,7 @@ def make_objects(users: dict[str, User]) -> Objects:
         baseline=baseline,
         script=_new_workload_script(),
         schedule=schedule,
-        change_point=StoredChangePoint.objects.create(
-            series_key="0123456789abcdef",
-            metric="steady_tps",
-            round_ref="c1",
-            title="lab1",
-            before_mean=1000,
-            after_mean=1100,
-            change=0.1,
-            p=0.001,
-            rounds_before=5,
-            rounds_after=5,
-            round_before=5,
-            round_after=6,
-            comparison_url="/compare/?runs=1,2",
-        ),
+        change_point=make_change_point(),
         subscriber=ScheduleSubscriber.objects.create(schedule=schedule, email="ops@example.org"),
     )
 
