@@ -146,8 +146,10 @@ def _tested(x: npt.NDArray[np.float64], bounds: list[int], k: int, positions: li
 
 
 def _passes(point: ChangePoint, p_max: float, min_change: float, min_size: int) -> bool:
+    # A change from a mean of zero (iowait on an idle disk, then some) has no relative size: it
+    # cannot be told as "+x %", and its infinity is no JSON a payload or the API could carry.
     sides_long_enough = point.rounds_before >= min_size and point.rounds_after >= min_size
-    return sides_long_enough and point.p < p_max and abs(point.change) >= min_change
+    return sides_long_enough and point.p < p_max and math.isfinite(point.change) and abs(point.change) >= min_change
 
 
 def p_threshold(rounds: int, min_size: int = MIN_SIZE, alpha: float = ALPHA) -> float:

@@ -37,7 +37,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from runs.bench.specs import CONFIGURATION_FIELDS, SPEC_FIELDS, RunSpec
+from runs.bench.specs import CONFIGURATION_FIELDS, PARAMS, SPEC_FIELDS, RunSpec
 
 KEY_LENGTH = 16
 KEY_PATTERN = re.compile(rf"[0-9a-f]{{{KEY_LENGTH}}}")
@@ -49,10 +49,17 @@ TITLE_FIELDS = (
 )
 
 
+def _same_number(value: Any) -> Any:
+    """2.0 as 2: a parameter typed "2" in the form is an int, "2.0" in a campaign or a declared
+    default of 2.0 a float, and the spec holds them equal (2 == 2.0), so the key must too."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 def series_key(spec: RunSpec) -> str:
     """The key of the series the spec's runs belong to."""
     # Tuples (client hosts, parameters' pairs) are written as JSON lists.
     configuration = {name: getattr(spec, name) for name in CONFIGURATION_FIELDS}
+    configuration[PARAMS] = [(name, _same_number(value)) for name, value in spec.workload_params]
     text = json.dumps(configuration, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
 

@@ -77,6 +77,14 @@ def test_a_step_without_noise_is_certain_and_exact() -> None:
     assert point.change == point.change_low == point.change_high == pytest.approx(0.10)
 
 
+def test_a_change_from_zero_has_no_relative_size_and_is_not_reported() -> None:
+    # iowait at 0 % on an idle disk, then some: "+inf %" is no size, nor JSON (review of issue 34).
+    assert detect([0.0] * 10 + [0.1, 0.2, 0.1, 0.15, 0.12]).points == []
+    assert detect([0.0] * 10 + [0.5] * 10).points == []
+    [point] = detect([0.5] * 10 + [0.0] * 10).points  # down to zero is -100 %: a size
+    assert point.change == -1.0
+
+
 def test_a_shift_smaller_than_the_minimum_is_not_reported() -> None:
     # +1.5 % over 60 quiet rounds: certain, but below MIN_CHANGE (2 %).
     rng = np.random.default_rng(7)

@@ -44,6 +44,13 @@ def test_a_configuration_that_measures_something_else_is_another_series(change: 
     assert series_key(SPEC.replace(**change)) != series_key(SPEC)
 
 
+def test_a_parameter_typed_as_int_or_as_float_is_one_series() -> None:
+    # The form types "2" as 2, a campaign's "2.0" or a declared default of 2.0 is a float: equal specs.
+    as_int, as_float = SPEC.replace(workload_params={"skew": 2}), SPEC.replace(workload_params={"skew": 2.0})
+    assert as_int == as_float and series_key(as_int) == series_key(as_float)
+    assert series_key(as_int) != series_key(SPEC.replace(workload_params={"skew": 2.5}))
+
+
 def test_client_hosts_in_another_order_are_another_series() -> None:
     assert series_key(SPEC.replace(client_host_ids=(5, 6))) != series_key(SPEC.replace(client_host_ids=(6, 5)))
 
