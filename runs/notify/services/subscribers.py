@@ -32,6 +32,26 @@ class Subscribed:
     secret: str  # the webhook's secret, to be shown this once ("" without a webhook)
 
 
+WEBHOOK_URL_EXAMPLE = "https://hooks.example.org/benchlab"
+
+
+def webhook_url_problem(url: str) -> str | None:
+    """What is wrong with a webhook URL (None: nothing): an http(s) URL with a host, a port that is
+    a number, and no spaces or control characters (which no HTTP request line can carry)."""
+    if len(url) > URL_MAX:
+        return f"a webhook URL is at most {URL_MAX} characters, not {len(url)}"
+    if any(c.isspace() or not c.isprintable() for c in url):
+        return "a webhook URL has no spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # raises ValueError for a port that is no number or out of range
+    except ValueError as exc:  # "http://[::1/x": an unclosed IPv6 address
+        return f"a webhook URL must be http:// or https:// with a host ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"a webhook URL must be http:// or https:// with a host (such as {WEBHOOK_URL_EXAMPLE})"
+    return None
+
+
 def subscriber_errors(email: str, webhook_url: str) -> dict[str, str]:
     errors = {}
     if not email and not webhook_url:
@@ -42,14 +62,8 @@ def subscriber_errors(email: str, webhook_url: str) -> dict[str, str]:
         except ValidationError:
             errors["email"] = f"{email[:80]!r} is not an email address (such as ops@example.org)"
     if webhook_url:
-        parts = urlsplit(webhook_url)
-        if len(webhook_url) > URL_MAX:
-            errors["webhook_url"] = f"a webhook URL is at most {URL_MAX} characters, not {len(webhook_url)}"
-        elif parts.scheme not in ("http", "https") or not parts.hostname:
-            errors["webhook_url"] = (
-                f"a webhook URL must be http:// or https:// with a host (such as https://hooks.example.org/benchlab), "
-                f"not {webhook_url[:80]!r}"
-            )
+        if problem := webhook_url_problem(webhook_url):
+            errors["webhook_url"] = f"{problem}, not {webhook_url[:80]!r}"
     return errors
 
 
@@ -62,6 +76,10 @@ def subscriber_add(
     request: HttpRequest | None = None,
 ) -> Subscribed:
     email, webhook_url = email.strip(), webhook_url.strip()
+    if webhook_url and not webhook_url_problem(webhook_url):
+        # "HTTP://host/x" as "http://host/x": the delivery only posts to what starts with http(s)://.
+        scheme, rest = webhook_url.split(":", 1)
+        webhook_url = f"{scheme.lower()}:{rest}"
     errors = subscriber_errors(email, webhook_url)
     if not errors and schedule.subscribers.count() >= MAX_SUBSCRIBERS:
         errors["email"] = f"a schedule has at most {MAX_SUBSCRIBERS} subscribers: remove one first"

@@ -177,8 +177,14 @@ def test_a_round_that_moved_beyond_noise_is_told_once(users: dict[str, User], se
         ("ops", "", "email", "'ops' is not an email address"),
         ("", "ftp://example.org/x", "webhook_url", "must be http:// or https:// with a host"),
         ("", "https://", "webhook_url", "must be http:// or https:// with a host"),
+        # Found in the review of issue 34: a 500 (ValueError), or taken and then failing at every delivery.
+        ("", "http://[::1/x", "webhook_url", "must be http:// or https:// with a host (Invalid IPv6 URL)"),
+        ("", "http://[zz]/", "webhook_url", "must be http:// or https:// with a host ("),
+        ("", "http://host:abc/", "webhook_url", "must be http:// or https:// with a host (Port could not be cast"),
+        ("", "http://a b/", "webhook_url", "no spaces or control characters"),
+        ("", "http://host/\x07", "webhook_url", "no spaces or control characters"),
     ],
-    ids=["nothing", "bad-email", "ftp", "no-host"],
+    ids=["nothing", "bad-email", "ftp", "no-host", "open-ipv6", "bad-ipv6", "port-not-a-number", "space", "bell"],
 )
 def test_a_bad_subscriber_is_refused_saying_why(
     users: dict[str, User], email: str, url: str, field: str, text: str
@@ -187,6 +193,13 @@ def test_a_bad_subscriber_is_refused_saying_why(
     with pytest.raises(SubscriberRefused) as refused:
         subscriber_add(schedule=schedule, email=email, webhook_url=url, actor=users["otto"])
     assert text in refused.value.errors[field] and not schedule.subscribers.exists()
+
+
+def test_a_webhook_url_in_capitals_is_kept_with_its_scheme_in_small_letters(users: dict[str, User]) -> None:
+    made = subscriber_add(
+        schedule=nightly(users["otto"]), webhook_url="HTTPS://Hooks.example.org/X", actor=users["otto"]
+    )
+    assert made.subscriber.webhook_url == "https://Hooks.example.org/X"
 
 
 def test_an_unscheduled_series_tells_nobody(users: dict[str, User], sent: list[int]) -> None:
