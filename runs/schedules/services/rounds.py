@@ -116,7 +116,10 @@ def schedule_fire(
         else:
             number = last + 1
             try:
-                outcome, message, campaign = _queue_round(schedule, number, request)
+                # A savepoint: a database error in it (reading the plan, say) leaves this transaction
+                # usable, so the failed firing is still recorded below.
+                with transaction.atomic():
+                    outcome, message, campaign = _queue_round(schedule, number, request)
             except Exception as exc:  # recorded for the schedule's page, and logged
                 logger.exception("schedule %s: round %s failed", schedule.pk, number)
                 outcome, message, campaign = RoundOutcome.FAILED, f"{type(exc).__name__}: {exc}"[:2000], None

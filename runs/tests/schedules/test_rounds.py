@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 from django_celery_beat.schedulers import DatabaseScheduler
@@ -144,6 +145,26 @@ def test_a_round_that_cannot_be_queued_says_why_and_writes_no_campaign(users: di
     assert (Campaign.objects.count(), Run.objects.count()) == (campaigns, runs)
     schedule.refresh_from_db()
     assert schedule.last_outcome == "refused" and schedule.last_message == firing.message
+
+
+def test_a_database_error_while_queueing_a_round_is_recorded_as_a_failed_firing(
+    users: dict[str, User], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    schedule = nightly(users["otto"])
+    campaigns = Campaign.objects.count()
+
+    def broken_plan(*args: object) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT * FROM a_table_that_is_not_there")
+
+    monkeypatch.setattr("runs.schedules.services.rounds.plan_of_campaign", broken_plan)
+    firing = schedule_fire(schedule_id=schedule.pk)
+
+    assert firing is not None and firing.outcome == "failed" and firing.campaign is None
+    assert firing.message.startswith('ProgrammingError: relation "a_table_that_is_not_there" does not exist')
+    assert Campaign.objects.count() == campaigns
+    schedule.refresh_from_db()
+    assert schedule.last_outcome == "failed"
 
 
 def test_a_round_of_a_creator_who_lost_the_operator_role_is_refused(users: dict[str, User]) -> None:
