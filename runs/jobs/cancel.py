@@ -25,6 +25,7 @@ from runs.common.roles import cancel_refusal, owner_refusal
 from runs.common.services.audit import audit_record
 from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
+from runs.jobs.hooks import job_ended
 from runs.jobs.kinds import BASELINE, BUILD, RUN, kind_of
 from runs.jobs.transitions import baseline_transition, build_transition, run_transition
 from runs.models import AuditAction, BaselineState, BuildState, Host, RunState
@@ -62,12 +63,16 @@ class Cancelling:
     audit_words: str  # the audit message, before "while <the state it was in>"
     refusal: Refusal = _owner_refusal
     audit_action: AuditAction = AuditAction.INVENTORY_CHANGED
+    # Whether what follows the job's end (jobs.hooks) is called here when it leaves the queue: a
+    # build's transition calls it itself; a run's does not (its worker calls it: Execution.ended).
+    hooks_on_leaving_queue: bool = False
 
 
 CANCELLING: dict[str, Cancelling] = {
     # A run may also be cancelled by its campaign's owner (roles.cancel_refusal), and has its own audit action.
     RUN: Cancelling(
         run_transition, RunState.CANCELLED, "", refusal=cancel_refusal, audit_action=AuditAction.RUN_CANCELLED,
+        hooks_on_leaving_queue=True,
     ),
     BUILD: Cancelling(build_transition, BuildState.CANCELLED, "build cancelled "),
     BASELINE: Cancelling(baseline_transition, BaselineState.CANCELLED, "fio baseline cancelled "),
@@ -93,6 +98,8 @@ def job_cancel(job: Job, *, by: Any, request: HttpRequest | None = None) -> Canc
     with transaction.atomic():  # the cancel and its audit row together
         if _leave_queue(job, how):
             _release_unused_claim(job)
+            if how.hooks_on_leaving_queue:  # a round whose last runs are cancelled has ended too
+                transaction.on_commit(lambda: job_ended(job))
             transaction.on_commit(queue_dispatch)
         else:
             _ask_to_stop(job)

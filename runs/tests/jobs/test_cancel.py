@@ -5,17 +5,21 @@ host leaves every host untouched."""
 
 import time
 from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
 from runs.bench.services import execute
 from runs.bench.services.execute import run_execute
+from runs.jobs import hooks
 from runs.jobs.cancel import job_cancel
 from runs.jobs.cancel_watch import CancelWatch
+from runs.jobs.kinds import BUILD, RUN
 from runs.lab.transport.waiting import wait_until
 from runs.models import Host, Run, RunState, RunTransition
 from runs.tests.bench.test_run_execution import lab_inventory, new_run
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
+from runs.tests.job_factories import make_build
 from runs.tests.jobs.test_worker_death import left_on_host
 from runs.tests.waits import wait_for_state, wait_until_finished
 from runs.tests.workers import CeleryWorker
@@ -46,6 +50,26 @@ def test_a_queued_run_cancelled_just_as_its_worker_starts_it_touches_no_host(mon
     assert run_execute(run_id=run.pk) == RunState.CANCELLED
     assert connected == []  # no connection, no probe
     assert Host.objects.get(pk=host.pk).claimed_by_id is None
+
+
+@pytest.mark.django_db
+def test_a_job_cancelled_in_the_queue_has_what_follows_its_end_called_once(
+    monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any
+) -> None:
+    # A campaign (a scheduled round) whose last runs are cancelled while queued has ended: the
+    # regression watch and the canaries hear of it as of any run's end (review of issue 34).
+    host = make_host()
+    otto = make_user("otto", "operator")
+    run = make_run(host, make_device(host), make_pg_install(host), state=RunState.QUEUED, queued_by=otto)
+    build = make_build(host, otto)
+    ended: list[object] = []
+    monkeypatch.setattr(hooks, "_HOOKS", {RUN: [ended.append], BUILD: [ended.append]})
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job_cancel(run, by=otto)
+        job_cancel(build, by=otto)
+
+    assert ended == [run, build]  # the build's own transition calls its hooks, and only it
 
 
 @pytest.mark.django_db(transaction=True, serialized_rollback=True)  # the watch reads from a thread of its own

@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django_celery_beat.models import PeriodicTask
 
 from runs.models import Campaign, CampaignSchedule, ScheduleRound
+from runs.tests.job_factories import make_change_point
 from runs.tests.schedules.test_rounds import template
 from runs.tests.web.test_api import api_client
 
@@ -112,6 +113,7 @@ def test_junk_in_any_field_of_a_new_schedule_is_a_400_or_a_schedule(users: dict[
     from runs.tests.web.test_input_junk import API_BODIES, Lab, post_junk
 
     campaign = template(users["otto"])
-    lab = Lab(None, None, None, None, campaign, None, None)  # type: ignore[arg-type]  # the body names only the campaign
+    # The body names only the campaign; the change point is among what a refusal must leave as it was.
+    lab = Lab(None, None, None, None, campaign, None, None, None, make_change_point())  # type: ignore[arg-type]
     for place in API_BODIES["schedule a campaign"].places(lab):
         post_junk(users["otto"], lab, "schedule a campaign", place, junk)
