@@ -7,7 +7,7 @@ fires) and django_celery_beat's model validators (python-crontab's, run by the a
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from datetime import datetime, tzinfo
+from datetime import UTC, datetime, tzinfo
 
 from celery.schedules import ParseException, crontab_parser
 from django.core.exceptions import ValidationError
@@ -92,7 +92,19 @@ def crontab_errors(values: Mapping[str, str]) -> dict[str, str]:
     for field in CRON_FIELDS:
         if message := _field_error(field, str(values.get(field.name, "")).strip()):
             errors[field.name] = message
+    if not errors and (never := _never_fires(crontab_of(values))):
+        errors["day_of_month"] = never
     return errors
+
+
+def _never_fires(schedule: Crontab) -> str | None:
+    """Why times that are each allowed never come together ("31 2 *": no 31 February), or None.
+    celery finds out only when beat asks when to fire next, and beat then skips the schedule."""
+    try:
+        next_firing(schedule, datetime.now(UTC), UTC)
+    except ValueError as exc:
+        return f"These times never come ({str(exc).rstrip('.')}): choose a day of month that the months have."
+    return None
 
 
 def crontab_of(values: Mapping[str, str]) -> Crontab:

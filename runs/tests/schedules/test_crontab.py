@@ -42,6 +42,21 @@ def test_every_bad_field_is_said_at_once() -> None:
     assert set(crontab_errors(bad)) == set(bad)
 
 
+@pytest.mark.parametrize(("day", "months"), [("31", "2"), ("30", "2"), ("31", "4,6,9,11")])
+def test_times_that_never_come_together_are_refused(day: str, months: str) -> None:
+    # Each field alone is good; celery found out only when beat asked, a 500 on the pages (review of issue 34).
+    errors = crontab_errors(GOOD | {"day_of_month": day, "month_of_year": months})
+
+    assert list(errors) == ["day_of_month"]
+    assert errors["day_of_month"].startswith(f"These times never come (Invalid crontab: day_of_month '{day}' never")
+    assert errors["day_of_month"].endswith("choose a day of month that the months have.")
+
+
+@pytest.mark.parametrize(("day", "months"), [("29", "2"), ("31", "2,3"), ("30", "*")])
+def test_times_that_come_in_some_month_or_year_pass(day: str, months: str) -> None:
+    assert crontab_errors(GOOD | {"day_of_month": day, "month_of_year": months}) == {}
+
+
 @pytest.mark.parametrize("values", [GOOD, {"minute": "*/15", "hour": "*", "day_of_month": "1,15",
                                             "month_of_year": "jan-mar", "day_of_week": "mon-fri"}])  # fmt: skip
 def test_good_fields_pass(values: dict[str, str]) -> None:
