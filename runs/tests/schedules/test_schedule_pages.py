@@ -3,8 +3,10 @@ page and the list; bad times refused naming the field, nothing written; who sees
 
 import pytest
 from django.contrib.auth.models import User
+from django_celery_beat.models import PeriodicTask
 
-from runs.models import CampaignSchedule
+from runs.models import AuditAction, AuditEvent, CampaignSchedule
+from runs.schedules.crontab import crontab_of_row
 from runs.schedules.services.rounds import schedule_fire
 from runs.tests.conftest import ClientFactory
 from runs.tests.schedules.test_rounds import nightly, template
@@ -49,6 +51,7 @@ def test_others_see_the_schedule_but_not_its_buttons(users: dict[str, User], cli
     schedule = nightly(users["otto"])
     olga = User.objects.create_user("olga")
     olga.groups.add(*users["otto"].groups.all())
+    users["olga"] = olga
     client_for.users["olga"] = olga
 
     for who in ("vera", "olga"):
@@ -92,3 +95,88 @@ def test_the_admin_lists_schedules_and_pauses_them_through_the_service(
     ada.post("/admin/runs/campaignschedule/", {"action": "pause", "_selected_action": [schedule.pk]})
     schedule.refresh_from_db()
     assert not schedule.enabled and not schedule.periodic_task.enabled
+
+
+ADMIN_FORM = {"name": "weekly", "times": "custom", "minute": "30", "hour": "3", "day_of_month": "*",
+              "month_of_year": "*", "day_of_week": "sun"}  # fmt: skip
+
+
+def staff(users: dict[str, User], name: str, like: str) -> None:
+    """A staff account (the admin is open to staff) with `like`'s role: olga the operator, sam the viewer."""
+    made = User.objects.create_user(name, is_staff=True)
+    made.groups.add(*users[like].groups.all())
+    users[name] = made
+
+
+def test_the_admin_makes_changes_and_deletes_a_schedule_through_the_services(
+    users: dict[str, User], client_for: ClientFactory
+) -> None:
+    campaign = template(users["otto"])
+    ada = client_for("ada")
+
+    made = ada.post("/admin/runs/campaignschedule/add/", ADMIN_FORM | {"campaign": campaign.pk})
+
+    schedule = CampaignSchedule.objects.select_related("periodic_task__crontab").get()
+    assert made.status_code == 302, made.content.decode()[-3000:]
+    assert (schedule.name, str(crontab_of_row(schedule.periodic_task.crontab))) == ("weekly", "30 3 * * sun")
+    assert schedule.created_by == users["ada"] and schedule.periodic_task.args == f"[{schedule.pk}]"
+    assert (
+        AuditEvent.objects.filter(action=AuditAction.SCHEDULE_CREATED)
+        .get()
+        .message.startswith(f"campaign {campaign.pk} at “30 3 * * sun”")
+    )
+    shown = ada.get(f"/admin/runs/campaignschedule/{schedule.pk}/change/").content.decode()
+    assert 'name="minute" value="30"' in shown and 'name="day_of_week" value="sun"' in shown
+
+    changed = ada.post(
+        f"/admin/runs/campaignschedule/{schedule.pk}/change/", ADMIN_FORM | {"times": "nightly", "name": "nightly"}
+    )
+
+    schedule = CampaignSchedule.objects.select_related("periodic_task__crontab").get()
+    assert changed.status_code == 302 and not schedule.enabled  # "enabled" not ticked: paused
+    assert (schedule.name, str(crontab_of_row(schedule.periodic_task.crontab))) == ("nightly", "0 2 * * *")
+    said = AuditEvent.objects.filter(action=AuditAction.SCHEDULE_CHANGED).get().message
+    assert said == "name “weekly” → “nightly”; times “30 3 * * sun” → “0 2 * * *”; paused"
+
+    ada.post(f"/admin/runs/campaignschedule/{schedule.pk}/delete/", {"post": "yes"})
+
+    assert not CampaignSchedule.objects.exists() and not PeriodicTask.objects.filter(task="runs.schedule_round")
+    assert AuditEvent.objects.filter(action=AuditAction.SCHEDULE_DELETED).exists()
+
+
+def test_the_admin_refuses_bad_times_and_another_s_campaign_and_writes_nothing(
+    users: dict[str, User], client_for: ClientFactory
+) -> None:
+    campaign = template(users["otto"])
+    staff(users, "olga", like="otto")
+
+    bad = client_for("ada").post(
+        "/admin/runs/campaignschedule/add/", ADMIN_FORM | {"campaign": campaign.pk, "day_of_month": "31",
+                                                           "month_of_year": "2"}
+    )  # fmt: skip
+    others = client_for("olga").post("/admin/runs/campaignschedule/add/", ADMIN_FORM | {"campaign": campaign.pk})
+
+    assert bad.status_code == 200 and "These times never come" in bad.content.decode()
+    assert others.status_code == 200
+    assert "otto" in others.context["adminform"].form.errors["campaign"][0]
+    assert not CampaignSchedule.objects.exists() and not PeriodicTask.objects.filter(task="runs.schedule_round")
+
+
+def test_in_the_admin_another_operator_and_a_viewer_only_see_a_schedule(
+    users: dict[str, User], client_for: ClientFactory
+) -> None:
+    schedule = nightly(users["otto"])
+    staff(users, "olga", like="otto")
+    staff(users, "sam", like="vera")
+
+    for who in ("olga", "sam"):
+        client = client_for(who)
+        shown = client.get(f"/admin/runs/campaignschedule/{schedule.pk}/change/")
+        posted = client.post(f"/admin/runs/campaignschedule/{schedule.pk}/change/", ADMIN_FORM)
+        deleted = client.post(f"/admin/runs/campaignschedule/{schedule.pk}/delete/", {"post": "yes"})
+        assert shown.status_code == 200 and 'name="minute"' not in shown.content.decode(), who
+        assert "0 2 * * *" in shown.content.decode(), who
+        assert (posted.status_code, deleted.status_code) == (403, 403), who
+    schedule.refresh_from_db()
+    assert schedule.name == "nightly ram vs hdd" and schedule.enabled
+    assert client_for("sam").get("/admin/runs/campaignschedule/add/").status_code == 403
