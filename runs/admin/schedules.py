@@ -23,6 +23,7 @@ from runs.campaigns.services.campaigns import campaign_owner_refusal
 from runs.forms.schedules import ScheduleTimes, times_initial
 from runs.models import CampaignSchedule
 from runs.schedules.crontab import FIELD_NAMES, crontab_of_row
+from runs.schedules.names import NAME_MAX, validate_schedule_name
 from runs.schedules.services.schedules import (
     ScheduleForbidden,
     schedule_change,
@@ -40,6 +41,8 @@ class ScheduleAdminForm(ScheduleTimes, forms.ModelForm):
     """Name, campaign (when made) and times; what is written, the services write (save_model)."""
 
     user: AbstractBaseUser | AnonymousUser  # set by CampaignScheduleAdmin.get_form
+
+    name = forms.CharField(max_length=NAME_MAX, validators=[validate_schedule_name])
 
     class Meta:
         model = CampaignSchedule

@@ -18,6 +18,7 @@ from runs.campaigns.services.campaigns import campaign_owner_refusal
 from runs.common.params import IdConverter
 from runs.models import Campaign, CampaignSchedule, ScheduleRound
 from runs.schedules.crontab import CRON_PRESETS, FIELD_NAMES, Crontab, crontab_errors, crontab_of
+from runs.schedules.names import NAME_MAX, validate_schedule_name
 from runs.schedules.selectors import ScheduleView, schedule_firings, schedule_view
 from runs.schedules.services.rounds import schedule_fire
 from runs.schedules.services.schedules import ScheduleForbidden, schedule_change, schedule_create, schedule_delete
@@ -27,7 +28,7 @@ CRON_HELP = "crontab syntax, in the site's time zone; with `preset`, leave it ou
 
 class ScheduleInputSerializer(serializers.Serializer):
     campaign = serializers.IntegerField(min_value=1, max_value=2**31 - 1, help_text="The campaign to repeat.")
-    name = serializers.CharField(max_length=150)
+    name = serializers.CharField(max_length=NAME_MAX, validators=[validate_schedule_name])
     preset = serializers.ChoiceField(choices=list(CRON_PRESETS), required=False, help_text="Instead of the fields.")
     minute = serializers.CharField(required=False, help_text=CRON_HELP)
     hour = serializers.CharField(required=False, help_text=CRON_HELP)

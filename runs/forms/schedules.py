@@ -7,6 +7,7 @@ from django import forms
 from django.conf import settings
 
 from runs.schedules.crontab import CRON_FIELDS, CRON_PRESETS, Crontab, crontab_errors, crontab_of
+from runs.schedules.names import NAME_MAX, validate_schedule_name
 
 CUSTOM = "custom"
 
@@ -67,7 +68,11 @@ def times_initial(crontab: Crontab) -> dict[str, str]:
 
 
 class ScheduleForm(ScheduleTimes):
-    name = forms.CharField(max_length=150, help_text="Each round is a campaign named “<this> · round N”.")
+    name = forms.CharField(
+        max_length=NAME_MAX,
+        validators=[validate_schedule_name],
+        help_text="Each round is a campaign named “<this> · round N”.",
+    )
     field_order = ["name", "times"]
 
     @classmethod

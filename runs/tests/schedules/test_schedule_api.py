@@ -43,6 +43,8 @@ def test_an_operator_schedules_their_campaign_and_reads_the_next_round(users: di
         ({"preset": "hourly"}, "preset", "is not a valid choice"),
         ({"preset": "nightly", "hour": "3"}, "preset", "give a preset or the crontab fields (hour), not both"),
         ({"name": ""}, "name", "may not be blank"),
+        ({"name": "night\nly"}, "name", "one line of text, without line breaks"),  # an email subject's
+        ({"day_of_month": "31", "month_of_year": "2"}, "day_of_month", "These times never come"),
     ],
 )
 def test_bad_input_is_a_400_naming_the_field_and_writes_nothing(

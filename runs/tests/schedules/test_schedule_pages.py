@@ -38,8 +38,10 @@ def test_bad_times_are_named_on_the_campaign_page_and_nothing_is_scheduled(
     campaign = template(users["otto"])
 
     response = client_for("otto").post(f"/campaigns/{campaign.pk}/schedule", FORM | {"hour": "25", "minute": "x"})
+    two_lines = client_for("otto").post(f"/campaigns/{campaign.pk}/schedule", FORM | {"name": "night\r\nly"})
 
     assert response.status_code == 400
+    assert two_lines.status_code == 400 and "one line of text" in two_lines.content.decode()
     page = response.content.decode()
     assert "Nothing was scheduled." in page
     assert "The hour “25” is not allowed (Invalid end range: 25 &gt; 23): write 0-23" in page
