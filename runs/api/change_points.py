@@ -71,12 +71,15 @@ class ChangePointViewSet(viewsets.GenericViewSet):
         return Response(change_point_json(point))
 
 
-def subscriber_json(subscriber: ScheduleSubscriber, secret: str = "") -> dict[str, Any]:
+def subscriber_json(subscriber: ScheduleSubscriber, user: Any, secret: str = "") -> dict[str, Any]:
+    """The subscriber, its webhook URL masked for `user` unless they may change its schedule."""
+    full = schedule_refusal(user, subscriber.schedule, "change") is None
     data: dict[str, Any] = {
         "id": subscriber.pk,
         "schedule": subscriber.schedule_id,
         "email": subscriber.email,
-        "webhook_url": subscriber.webhook_url,
+        "webhook_url": subscriber.webhook_url if full else subscriber.webhook_masked,
+        "webhook_url_masked": not full and bool(subscriber.webhook_url),
     }
     if secret:
         data["webhook_secret"] = secret  # this once: keep it, benchlab shows it no more
@@ -104,11 +107,11 @@ class SubscriberViewSet(viewsets.GenericViewSet):
             except BadParameter as exc:
                 raise ValidationError({"schedule": str(exc)}) from None
         page = self.paginate_queryset(rows)
-        items = [subscriber_json(s) for s in (page if page is not None else rows)]
+        items = [subscriber_json(s, request.user) for s in (page if page is not None else rows)]
         return self.get_paginated_response(items) if page is not None else Response(items)
 
     def retrieve(self, request: Request, pk: str | None = None) -> Response:
-        return Response(subscriber_json(self.get_object()))
+        return Response(subscriber_json(self.get_object(), request.user))
 
     def create(self, request: Request) -> Response:
         serializer = SubscriberSerializer(data=request.data)
@@ -129,7 +132,7 @@ class SubscriberViewSet(viewsets.GenericViewSet):
             )  # fmt: skip
         except SubscriberRefused as exc:
             raise ValidationError(exc.errors) from None
-        return Response(subscriber_json(made.subscriber, made.secret), status=status.HTTP_201_CREATED)
+        return Response(subscriber_json(made.subscriber, request.user, made.secret), status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, pk: str | None = None) -> Response:
         subscriber = self.get_object()

@@ -2,6 +2,8 @@
 outbox: written in the transaction of what caused it, delivered by its own Celery task, retried
 with backoff; runs.notify)."""
 
+from urllib.parse import urlsplit
+
 from django.db import models
 from django.utils import timezone
 
@@ -21,7 +23,27 @@ class ScheduleSubscriber(models.Model):
         ordering = ["pk"]
 
     def __str__(self) -> str:
-        return " and ".join(part for part in (self.email, self.webhook_url) if part) or f"subscriber {self.pk}"
+        """What the audit and the admin say of it: the webhook masked (url_masked)."""
+        return " and ".join(part for part in (self.email, self.webhook_masked) if part) or f"subscriber {self.pk}"
+
+    @property
+    def webhook_masked(self) -> str:
+        return url_masked(self.webhook_url) if self.webhook_url else ""
+
+
+def url_masked(url: str) -> str:
+    """ "https://hooks.slack.com/…": a webhook's scheme and host, for those who may not change its
+    schedule. A webhook URL is often a bearer secret (Slack's, Teams', a token in its path or query,
+    a user and password before its host): whoever has it may post to the receiver as benchlab."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "(a webhook)"
+    if ":" in host:
+        host = f"[{host}]"  # an IPv6 address, as it is written in a URL
+    return f"{parts.scheme}://{host}{port}/…"
 
 
 class NotificationEvent(models.TextChoices):
@@ -53,7 +75,12 @@ class Notification(models.Model):
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.get_event_display()} to {self.target}"
+        return f"{self.get_event_display()} to {self.target_masked}"
+
+    @property
+    def target_masked(self) -> str:
+        """The address, or the webhook's URL masked (url_masked)."""
+        return url_masked(self.target) if self.channel == Channel.WEBHOOK else self.target
 
     @property
     def message_id(self) -> str:

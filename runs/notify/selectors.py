@@ -15,10 +15,18 @@ class Failure:
     @property
     def text(self) -> str:
         """ "webhook to https://… failed 3 times: connection refused (tried again at 21:04)" """
+        return self._said(self.notification.target)
+
+    @property
+    def masked_text(self) -> str:
+        """The same with the webhook's URL masked, for those who may not change the schedule."""
+        return self._said(self.notification.target_masked)
+
+    def _said(self, target: str) -> str:
         n = self.notification
         times = "once" if n.attempts == 1 else f"{n.attempts} times"
         then = "given up" if self.given_up else f"tried again at {n.next_attempt_at:%Y-%m-%d %H:%M} UTC"
-        return f"{n.get_channel_display()} to {n.target} failed {times}: {n.last_error} ({then})"
+        return f"{n.get_channel_display()} to {target} failed {times}: {n.last_error} ({then})"
 
 
 def schedule_subscribers(schedule_id: int) -> list[ScheduleSubscriber]:

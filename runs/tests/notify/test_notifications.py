@@ -16,20 +16,24 @@ from django.core import mail
 from django.utils import timezone
 
 from runs.bench.specs import RunSpec
-from runs.models import Campaign, CampaignSchedule, Notification
+from runs.models import AuditAction, AuditEvent, Campaign, CampaignSchedule, Notification
+from runs.models.notify import url_masked
 from runs.notify.selectors import schedule_failures
 from runs.notify.services import deliver as delivery
 from runs.notify.services import outbox
 from runs.notify.services.subscribers import SubscriberRefused, subscriber_add
 from runs.tasks import deliver_notification
+from runs.tests.conftest import ClientFactory
 from runs.tests.notify.receiver import webhook_receiver
 from runs.tests.schedules.test_rounds import nightly
 from runs.tests.watch.history import History, make_history
+from runs.tests.web.test_api import api_client
 from runs.watch.series import series_key
 from runs.watch.services.detect import watch_detect
 from runs.watch.services.rounds import round_moved_notify
 
 pytestmark = pytest.mark.django_db
+USERS = ("otto", "ada", "vera")  # the schedule's owner, an admin, a viewer
 
 
 @pytest.fixture
@@ -205,3 +209,39 @@ def test_a_webhook_url_in_capitals_is_kept_with_its_scheme_in_small_letters(user
 def test_an_unscheduled_series_tells_nobody(users: dict[str, User], sent: list[int]) -> None:
     history = make_history(users["otto"])
     assert len(watch_detect(_key(history)).new) == 2 and not Notification.objects.exists() and sent == []
+
+
+SECRET_URL = "https://ops:pw@hooks.example.org:8443/services/T000/B000/XXXX?token=abc"
+
+
+def test_a_webhook_url_is_shown_in_full_only_to_those_who_may_change_its_schedule(
+    users: dict[str, User], client_for: ClientFactory
+) -> None:
+    # A Slack or Teams webhook URL is a bearer secret; viewers saw it whole (review of issue 34).
+    schedule = nightly(users["otto"])
+    made = subscriber_add(schedule=schedule, webhook_url=SECRET_URL, actor=users["otto"])
+    Notification.objects.create(
+        subscriber=made.subscriber, event="change_point", channel="webhook", target=SECRET_URL, payload={},
+        attempts=1, next_attempt_at=timezone.now(), last_error="connection refused",
+    )  # fmt: skip
+    masked = "https://hooks.example.org:8443/…"
+
+    api = {who: api_client(users[who]).get(f"/api/subscribers/{made.subscriber.pk}/").json() for who in USERS}
+    pages = {who: client_for(who).get(f"/schedules/{schedule.pk}/").content.decode() for who in USERS}
+
+    assert api["otto"]["webhook_url"] == api["ada"]["webhook_url"] == SECRET_URL
+    assert api["vera"]["webhook_url"] == masked and api["vera"]["webhook_url_masked"] is True
+    assert SECRET_URL in pages["otto"] and "XXXX" not in pages["vera"] and "pw@" not in pages["vera"]
+    assert f"webhook to {masked} failed once: connection refused" in pages["vera"]
+    assert 'id="webhooks-masked"' in pages["vera"] and 'id="webhooks-masked"' not in pages["otto"]
+    said = AuditEvent.objects.get(action=AuditAction.SUBSCRIBER_ADDED).message
+    assert said == f"subscriber {made.subscriber.pk}: {masked}"
+
+
+@pytest.mark.parametrize(
+    ("url", "masked"),
+    [("http://127.0.0.1:9/h", "http://127.0.0.1:9/…"), ("https://[::1]/x?y", "https://[::1]/…"),
+     ("https://h.example.org", "https://h.example.org/…"), ("http://[::1/x", "(a webhook)")],
+)  # fmt: skip
+def test_a_masked_webhook_url_keeps_its_scheme_host_and_port(url: str, masked: str) -> None:
+    assert url_masked(url) == masked
