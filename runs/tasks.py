@@ -17,6 +17,7 @@ from runs.bench.services.reattach import run_reattach
 from runs.bench.services.sweeper import RUN_RECOVERY, sweep_run
 from runs.builds.services.execute import BuildExecution
 from runs.builds.services.sweeper import BUILD_RECOVERY, sweep_build
+from runs.inventory.services.device_health import device_health_read
 from runs.jobs.dispatch import queue_dispatch
 from runs.jobs.execute import Execution, job_execute
 from runs.jobs.heartbeat import stale_after_s
@@ -85,6 +86,12 @@ def schedule_round(schedule_id: int) -> str:
     """A campaign schedule's time has come (beat, django_celery_beat): queue its next round or record why not."""
     firing = schedule_fire(schedule_id=schedule_id)
     return firing.outcome if firing is not None else "nothing (the schedule is gone or paused)"
+
+
+@shared_task(name="runs.read_device_health")
+def read_device_health(device_id: int) -> str:
+    """ "Read health now" on the device page: smartctl on its host, stored (runs.inventory.services.device_health)."""
+    return device_health_read(device_id)
 
 
 @shared_task(name="runs.watch_round_ended")

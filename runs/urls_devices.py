@@ -8,6 +8,7 @@ from runs.views import baselines, cancel, devices, live
 urlpatterns = [
     path("devices/<id:device_id>/", devices.device_detail, name="device-detail"),
     path("devices/<id:device_id>/health", devices.device_health_now, name="device-health-read"),
+    path("devices/<id:device_id>/health.json", devices.device_health_state, name="device-health-state"),
     path("baselines/", baselines.baselines_page, name="baselines"),
     path("baselines/new/", baselines.baseline_new, name="baseline-new"),
     path("baselines/<id:baseline_id>/", baselines.baseline_detail, name="baseline-detail"),

@@ -2,10 +2,12 @@
 changed on it and its devices over its runs (runs.compare.selectors.drift)."""
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Prefetch, Q
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from runs.compare.drift import Change, History
 from runs.compare.selectors.drift import device_drift, host_drift
@@ -160,3 +162,27 @@ def device_health(device: Device) -> DeviceHealth:
         for r in figures
     ]
     return DeviceHealth(newest[0] if newest else None, {"points": points})
+
+
+# A reading not stored this long after it was asked is shown as failed (no worker took it, or the
+# worker died in it) and may be asked again: the worker's connect and smartctl's own limit
+# (runs.inventory.services.device_health), with room for a worker busy with something else first.
+HEALTH_READ_BOUND = timedelta(minutes=3)
+
+
+@dataclass(frozen=True)
+class HealthAsk:
+    """A "Read health now" not yet stored: since when, and whether it overran its bound."""
+
+    asked_at: datetime
+    overdue: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {"pending": not self.overdue, "asked_at": self.asked_at.isoformat(), "overdue": self.overdue}
+
+
+def health_ask(device: Device) -> HealthAsk | None:
+    """The device's reading under way, or None (read from the row the page already has)."""
+    if device.health_asked_at is None:
+        return None
+    return HealthAsk(device.health_asked_at, timezone.now() - device.health_asked_at > HEALTH_READ_BOUND)

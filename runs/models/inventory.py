@@ -210,6 +210,9 @@ class Device(models.Model):
     # Storage with a loaded, stopped database that a campaign's run left mounted for the next
     # run of the same setup (runs/bench/services/reuse.py): {"signature", "campaign", "run", "setup"}.
     kept_setup = models.JSONField(null=True, blank=True, editable=False)
+    # "Read health now" asked and not yet stored (runs/inventory/services/device_health.py): the
+    # page says since when; one reading at a time per device.
+    health_asked_at = models.DateTimeField(null=True, blank=True, editable=False)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

@@ -4,7 +4,7 @@ time (table and chart), its SMART/NVMe health over time, and its recent pgbench 
 
 from django.contrib import messages
 from django.contrib.auth.decorators import permission_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
@@ -17,8 +17,8 @@ from runs.baselines.selectors import (
 )
 from runs.baselines.services.baselines import baseline_device_refusal
 from runs.compare.selectors.drift import device_drift
-from runs.inventory.selectors import device_health, health_verdict
-from runs.inventory.services.device_health import HealthUnread, device_health_read, device_health_refusal
+from runs.inventory.selectors import HEALTH_READ_BOUND, device_health, health_ask
+from runs.inventory.services.device_health import HealthUnread, device_health_ask, device_health_refusal
 from runs.models import CLAIMS, Device
 from runs.watch.selectors import series_list
 
@@ -40,6 +40,8 @@ def device_detail(request: HttpRequest, device_id: int) -> HttpResponse:
         "series": series_list(device_id=device.pk),
         "health": device_health(device),
         "health_refusal": device_health_refusal(device),
+        "health_ask": health_ask(device),
+        "health_read_bound_min": int(HEALTH_READ_BOUND.total_seconds() // 60),
         "runs": device_recent_runs(device),
         "fio_refusal": baseline_device_refusal(device),
         "drift": device_drift(device),
@@ -50,12 +52,20 @@ def device_detail(request: HttpRequest, device_id: int) -> HttpResponse:
 @require_POST
 @permission_required("runs.queue_run", raise_exception=True)
 def device_health_now(request: HttpRequest, device_id: int) -> HttpResponse:
-    """The "Read health now" button: smartctl on the device's host, stored and audited."""
+    """The "Read health now" button: a worker reads it (smartctl can take a minute); the page
+    returns at once and says it is under way (static/js/device_health.js follows it)."""
     device = get_object_or_404(Device.objects.select_related("host"), pk=device_id)
     try:
-        reading = device_health_read(device=device, request=request)
+        device_health_ask(device=device, request=request)
     except HealthUnread as exc:
         messages.error(request, str(exc))
-    else:
-        messages.success(request, f"Health of {device} read: {health_verdict(reading)}.")
     return redirect("device-detail", device_id=device.pk)
+
+
+@require_safe
+@permission_required("runs.view_device", raise_exception=True)
+def device_health_state(request: HttpRequest, device_id: int) -> JsonResponse:
+    """Whether the device's "Read health now" is still under way: what its page polls."""
+    device = get_object_or_404(Device, pk=device_id)
+    ask = health_ask(device)
+    return JsonResponse(ask.as_json() if ask else {"pending": False, "asked_at": None, "overdue": False})

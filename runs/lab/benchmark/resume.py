@@ -50,10 +50,10 @@ from runs.lab.benchmark.run import (
     run_dir_for,
     work_dir_for,
 )
+from runs.lab.benchmark.stages import read_health_after_window
 from runs.lab.benchmark.warmup import WARMUP_NAME
 from runs.lab.errors import LabError
 from runs.lab.host.run_user import RUN_USER, run_as_run_user, stop_run_user_processes
-from runs.lab.host.smart import read_smart_after_run
 from runs.lab.pgbench.follow import Follower
 from runs.lab.postgres.cluster import PORT_RANGE, Cluster, discard_cluster
 from runs.lab.storage.checks import resolved_device_directory
@@ -165,7 +165,7 @@ def _resume(
     measured = Measured(transport, bench.transport, record.cluster, spec.database, before, process, spec.run,
                         spec.warmup_s)  # fmt: skip
     collect_results(result, measured, driver.collect_outputs)
-    result.device_health = read_smart_after_run(transport, spec.device.path)  # as stages.collect does
+    read_health_after_window(result, transport, spec)
     observer.collected(result)  # before the cleanups unwind, as benchmark.py does
     return result
 
@@ -199,7 +199,7 @@ def _resume_several(
     observer.step(Step.COLLECTING)
     collect_server_results(result, transport, record.cluster, spec.databases, record.pg_stats_before)
     collect_several(result, measuring, processes, spec.run, spec.warmup_s)
-    result.device_health = read_smart_after_run(server.transport, spec.device.path)
+    read_health_after_window(result, server.transport, spec)
     observer.collected(result)  # before the cleanups unwind, as benchmark.py does
     return result
 

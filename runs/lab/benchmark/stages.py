@@ -236,8 +236,14 @@ def collect(run: Stages, result: BenchmarkResult, metrics: OsMetrics) -> None:
         else:
             collect_server_results(result, run.transport, run.cluster, spec.databases, run.before)
             collect_several(result, run.measuring, run.processes, spec.run, spec.warmup_s)
-        # After the window: smartctl wakes the drive and adds its own I/O.
-        result.device_health = read_smart_after_run(run.transport, spec.device.path)
+        read_health_after_window(result, run.transport, spec)
+
+
+def read_health_after_window(result: BenchmarkResult, transport: Transport, spec: BenchmarkSpec) -> None:
+    """The device's SMART/NVMe health, read on the server only once the measured window has ended
+    (smartctl wakes the drive and adds its own I/O); a reattached run's collect reads it here too
+    (resume.py). A host that stops answering costs only this reading, which says so."""
+    result.device_health = read_smart_after_run(transport, spec.device.path)
 
 
 def keep(run: Stages, result: BenchmarkResult) -> None:

@@ -2,8 +2,6 @@
 (runs/inventory/services/device_health.py), shown on the device page with its series across
 studies and its fio baselines (runs/views/devices.py)."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -13,7 +11,6 @@ from django.utils import timezone
 from runs.bench.services.observer import RunObserver
 from runs.bench.services.results import store_results
 from runs.inventory.selectors import device_health, health_verdict
-from runs.inventory.services import device_health as service
 from runs.inventory.services.device_health import health_reading_store
 from runs.lab.benchmark.run import BenchmarkResult
 from runs.lab.errors import HostNotAnswering
@@ -22,7 +19,7 @@ from runs.lab.parse.smart import smart_from_json
 from runs.lab.storage.prepare import PreparedStorage
 from runs.lab.transport.interface import Command, CommandResult, Transport
 from runs.lab.transport.local import LocalTransport
-from runs.models import AuditAction, AuditEvent, DeviceHealthReading, HealthSource
+from runs.models import DeviceHealthReading, HealthSource
 from runs.tests.captured import captured
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
@@ -87,64 +84,6 @@ def test_the_real_smartctl_says_a_loop_device_has_no_smart_data() -> None:
     assert health.none_reason.startswith("no SMART data: ")
     assert "Unable to detect device type" in health.none_reason
     assert health.raw["smartctl"]["version"][0] >= 7
-
-
-@pytest.mark.django_db
-def test_the_button_reads_a_real_loop_device_stores_and_audits_the_reading(client_for: ClientFactory) -> None:
-    host = make_host(name="here", address="127.0.0.1", transport="local", private_key_path="")
-    with scratch_disk("smartbutton", 8 * 2**20) as link:
-        device = make_device(host, path=link, kind="loop")
-        response = client_for("otto").post(f"/devices/{device.pk}/health")
-    assert response.status_code == 302
-    reading = DeviceHealthReading.objects.get(device=device)
-    assert reading.source == HealthSource.OPERATOR and reading.wear_pct_used is None
-    assert "Unable to detect device type" in reading.none_reason
-    event = AuditEvent.objects.get(action=AuditAction.DEVICE_HEALTH_READ)
-    assert event.actor_name == "otto" and event.object_id == str(device.pk)
-    page = client_for("vera").get(f"/devices/{device.pk}/").content.decode()
-    assert "no SMART data: " in page and "Unable to detect device type" in page
-
-
-@pytest.mark.django_db
-def test_a_viewer_may_not_read_the_health(client_for: ClientFactory) -> None:
-    device = make_device(make_host())
-    assert client_for("vera").post(f"/devices/{device.pk}/health").status_code == 403
-    assert not DeviceHealthReading.objects.exists()
-
-
-@pytest.mark.django_db
-def test_a_busy_host_is_not_read_and_the_page_says_why(client_for: ClientFactory, monkeypatch: Any) -> None:
-    host = make_host()
-    device = make_device(host)
-    run = make_run(host, device, make_pg_install(host), state="running")
-    host.claimed_by = run
-    host.save()
-
-    @contextmanager
-    def never(*args: Any, **kwargs: Any) -> Iterator[Transport]:
-        raise AssertionError("a busy host is not connected to")
-        yield
-
-    monkeypatch.setattr(service, "host_connected", never)
-    response = client_for("otto").post(f"/devices/{device.pk}/health", follow=True)
-    assert f"lab1 is busy with run {run.pk}" in response.content.decode()
-    assert not DeviceHealthReading.objects.exists()
-
-
-@pytest.mark.django_db
-def test_the_button_through_a_fake_host_stores_the_figures(client_for: ClientFactory, monkeypatch: Any) -> None:
-    device = make_device(make_host())
-
-    @contextmanager
-    def connected(*args: Any, **kwargs: Any) -> Iterator[Transport]:
-        yield SmartHost(captured(SATA_SSD))
-
-    monkeypatch.setattr(service, "host_connected", connected)
-    response = client_for("otto").post(f"/devices/{device.pk}/health", follow=True)
-    reading = DeviceHealthReading.objects.get()
-    assert (reading.protocol, reading.wear_pct_used, reading.media_errors) == ("ATA", 19.0, 0)
-    assert reading.raw["model_name"] == "Samsung SSD 860 EVO 500GB"
-    assert "wear 19 % used, 0 reallocated sectors, 33.2 TB written, SMART passed" in response.content.decode()
 
 
 @pytest.mark.django_db
@@ -218,18 +157,3 @@ def test_the_health_a_run_collected_is_stored_with_its_results_once() -> None:
     reading = DeviceHealthReading.objects.get()
     assert (reading.device, reading.run, reading.source) == (device, run, HealthSource.RUN)
     assert reading.protocol == "NVMe" and reading.media_errors == 0 and reading.power_on_hours == 2401
-
-
-@pytest.mark.django_db
-def test_a_host_that_does_not_answer_is_said_and_nothing_is_stored(client_for: ClientFactory, monkeypatch: Any) -> None:
-    device = make_device(make_host())
-
-    @contextmanager
-    def away(*args: Any, **kwargs: Any) -> Iterator[Transport]:
-        raise HostNotAnswering("lab1 (10.200.0.11): timed out")
-        yield
-
-    monkeypatch.setattr(service, "host_connected", away)
-    body = client_for("otto").post(f"/devices/{device.pk}/health", follow=True).content.decode()
-    assert "could not read the health of lab1:ssd0: lab1 (10.200.0.11): timed out" in body
-    assert not DeviceHealthReading.objects.exists() and not AuditEvent.objects.exists()

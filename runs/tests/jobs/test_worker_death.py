@@ -22,7 +22,7 @@ from runs.jobs.sweeper import sweep_stale
 from runs.lab.benchmark.run import run_dir_for
 from runs.lab.host.run_user import RUN_USER
 from runs.lab.storage.mounts import MOUNT_ROOT
-from runs.models import Host, Run, RunState
+from runs.models import DeviceHealthReading, HealthSource, Host, Run, RunState
 from runs.tests.bench.test_run_execution import lab_inventory, new_run
 from runs.tests.factories import make_user
 from runs.tests.waits import wait_for_state, wait_until_finished
@@ -107,6 +107,10 @@ def test_a_run_whose_worker_is_killed_mid_measurement_is_reattached_and_finished
     assert run.environment["postgresql"]["version"].startswith("PostgreSQL")
     assert run.artifacts.get(name="pgbench.stderr.txt").content and run.os_means["vmstat"]["us"] is not None
     assert after == {"mounted": False, "processes": [], "run_dir": False}
+    # The device's health, read by the reattached worker's collect (stages.read_health_after_window):
+    # the lab's disks are loop devices, without SMART.
+    (health,) = DeviceHealthReading.objects.filter(run=run, source=HealthSource.RUN)
+    assert health.none_reason.startswith(("no SMART data: ", "smartctl is not installed on")), health.none_reason
     assert Host.objects.get(pk=lab1.pk).claimed_by_id is None
     assert following.state == RunState.DONE, (following.error, prefork_worker.log()[-3000:])
     # The checkpoints: stored from the whole window (the reattached worker read the log), and told

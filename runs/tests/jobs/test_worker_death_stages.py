@@ -17,7 +17,7 @@ import pytest
 from runs.bench.services.sweeper import RUN_RECOVERY
 from runs.inventory.services.connect import host_connect
 from runs.jobs.sweeper import sweep_stale
-from runs.models import Host, Run, RunState
+from runs.models import DeviceHealthReading, HealthSource, Host, Run, RunState
 from runs.tests.bench.test_run_execution import new_run
 from runs.tests.factories import make_user
 from runs.tests.jobs.test_worker_death import lab_inventory, left_on_host, prefork_worker
@@ -140,6 +140,8 @@ def test_a_run_on_two_client_hosts_whose_worker_is_killed_mid_measurement_is_rea
     during = run.environment["method"]["during_clients"]
     assert set(during) == {lab2.name, lab3.name}, during
     assert all(d["load_1m_start"] is not None and isinstance(d["busiest"], list) for d in during.values()), during
+    # The server's device's health, read by the reattached worker (stages.read_health_after_window).
+    assert DeviceHealthReading.objects.filter(run=run, source=HealthSource.RUN, device=run.device).count() == 1
     for host in (lab1, lab2, lab3):
         assert left_on_host(host, run) == CLEAN, host.name
     assert (

@@ -53,3 +53,35 @@ def test_an_operator_repeats_a_campaign_pauses_it_and_opens_its_page(page_server
     assert "nightly ram vs hdd" in listed and "Mondays at 02:00" in listed and "paused" in listed
     assert not violations, violations
     assert [error.split(": ", 1)[1].split(" from ")[0] for error in errors] == ["400"], errors  # the bad hour only
+
+
+@pytest.mark.django_db(transaction=True, serialized_rollback=True)
+def test_the_crontab_fields_show_only_while_crontab_is_chosen(page_server: str) -> None:
+    otto = make_user("otto", "operator", password=PASSWORD)
+    host = lab1()
+    campaign = campaign_create(plan=plan_on(host, devices_and_options(host), repetitions=1), by=otto)
+    fields = "#schedule-new fieldset.crontab-fields"
+
+    with signed_in(page_server, "otto", f"/campaigns/{campaign.pk}/", height=1400) as (page, violations, errors):
+        form = page.locator("#schedule-new")
+        at_first = (page.input_value("#id_times"), page.is_visible(fields))
+        form.screenshot(path=str(ARTIFACTS / "schedule-form-preset.png"))
+        page.select_option("#id_times", "custom")
+        custom = page.is_visible(fields) and page.is_visible("#id_hour")
+        form.screenshot(path=str(ARTIFACTS / "schedule-form-custom.png"))
+        page.select_option("#id_times", "mondays")
+        mondays = page.is_visible(fields)
+        page.select_option("#id_times", "custom")
+        page.fill("#id_name", "weekday mornings")
+        page.fill("#id_hour", "6")
+        page.fill("#id_day_of_week", "mon-fri")
+        page.click("#schedule-create")
+        page.wait_for_url("**/schedules/*/")
+        edit_custom = page.is_visible("#schedule-edit fieldset.crontab-fields") and page.input_value("#id_hour") == "6"
+        page.select_option("#id_times", "nightly")
+        edit_preset = page.is_visible("#schedule-edit fieldset.crontab-fields")
+
+    assert at_first == ("nightly", False)
+    assert custom and not mondays
+    assert edit_custom and not edit_preset  # the schedule's page: its own custom times shown, then a preset
+    assert not violations and not errors, violations + errors

@@ -259,6 +259,7 @@ MATRIX: dict[str, Row] = {
     "build-remove": Row(OPERATORS, POST, build_pk),
     "device-detail": Row(VIEWERS, args=device_pk),
     "device-health-read": Row(OPERATORS, POST, device_pk),
+    "device-health-state": Row(VIEWERS, args=device_pk),
     "host-detail": Row(VIEWERS, args=host_pk),
     "baselines": Row(VIEWERS),
     "baseline-new": Row(OPERATORS, FORM),
