@@ -40,6 +40,9 @@ for model in (beat.PeriodicTask, beat.IntervalSchedule, beat.CrontabSchedule, be
 class ScheduleAdminForm(ScheduleTimes, forms.ModelForm):
     """Name, campaign (when made) and times; what is written, the services write (save_model)."""
 
+    class Media:
+        js = ["js/schedule_form.js"]
+
     user: AbstractBaseUser | AnonymousUser  # set by CampaignScheduleAdmin.get_form
 
     name = forms.CharField(max_length=NAME_MAX, validators=[validate_schedule_name])
@@ -65,7 +68,11 @@ class ScheduleAdminForm(ScheduleTimes, forms.ModelForm):
         return data
 
 
-TIMES = ("Times", {"fields": ["times", tuple(FIELD_NAMES)], "description": "A preset, or a crontab (custom)."})
+# Two fieldsets: static/js/schedule_form.js shows the crontab one only while "crontab" is chosen.
+TIMES = [
+    ("Times", {"fields": ["times"], "description": "A preset, or a crontab (below)."}),
+    ("Crontab", {"fields": [tuple(FIELD_NAMES)], "classes": ["crontab-fields"]}),
+]
 
 
 @admin.register(CampaignSchedule)
@@ -82,11 +89,11 @@ class CampaignScheduleAdmin(InventoryReadOnly):
 
     def get_fieldsets(self, request: HttpRequest, obj: CampaignSchedule | None = None) -> Any:
         if obj is None:
-            return [(None, {"fields": ["name", "campaign"]}), TIMES]
+            return [(None, {"fields": ["name", "campaign"]}), *TIMES]
         rounds = ("Rounds", {"fields": ["last_outcome", "last_message", "last_fired_at", "created_by", "created_at"]})
         if not self.has_change_permission(request, obj):  # shown, all read-only: the times as a crontab
             return [(None, {"fields": ["name", "campaign_shown", "crontab", "enabled", "page"]}), rounds]
-        return [(None, {"fields": ["name", "campaign_shown", "enabled", "page"]}), TIMES, rounds]
+        return [(None, {"fields": ["name", "campaign_shown", "enabled", "page"]}), *TIMES, rounds]
 
     def get_form(
         self, request: HttpRequest, obj: CampaignSchedule | None = None, change: bool = False, **kwargs: Any

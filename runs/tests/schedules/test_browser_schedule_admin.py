@@ -1,5 +1,6 @@
 """A schedule made in the admin, in a real browser: an admin picks the campaign by id, writes the
-times as a crontab, saves, and the schedule's change form shows them back. Screenshots go to
+times as a crontab (its fields shown once "crontab" is chosen), saves, and the schedule's change
+form shows them back. Screenshots go to
 test-artifacts/."""
 
 import pytest
@@ -21,7 +22,10 @@ def test_an_admin_makes_a_schedule_in_the_admin(page_server: str) -> None:
     with signed_in(page_server, "ada", "/admin/runs/campaignschedule/add/", height=1100) as (page, violations, errors):
         page.fill("#id_name", "weekly ram vs hdd")
         page.fill("#id_campaign", str(campaign.pk))
+        preset_hides = not page.is_visible("fieldset.crontab-fields")  # "every night" needs no crontab
+        page.screenshot(path=str(ARTIFACTS / "admin-schedule-add-preset.png"), full_page=True)
         page.select_option("#id_times", "custom")
+        custom_shows = page.is_visible("fieldset.crontab-fields #id_minute")
         page.fill("#id_day_of_month", "31")
         page.fill("#id_month_of_year", "2")
         page.click("input[name=_save]")
@@ -35,6 +39,7 @@ def test_an_admin_makes_a_schedule_in_the_admin(page_server: str) -> None:
         shown = {name: page.input_value(f"#id_{name}") for name in ("name", "minute", "hour", "day_of_week")}
         page.screenshot(path=str(ARTIFACTS / "admin-schedule-change.png"), full_page=True)
 
+    assert preset_hides and custom_shows
     assert refusal.startswith("These times never come (Invalid crontab: day_of_month '31' never occurs"), refusal
     assert shown == {"name": "weekly ram vs hdd", "minute": "0", "hour": "2", "day_of_week": "sun"}
     assert CampaignSchedule.objects.get().campaign == campaign
