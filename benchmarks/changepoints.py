@@ -36,6 +36,7 @@ from django.contrib.auth.models import User  # noqa: E402
 from django.test import Client  # noqa: E402
 
 from benchmarks.page_speed import ENVIRONMENT, interleaved  # noqa: E402
+from runs.bench.services.runs import series_key_of  # noqa: E402
 from runs.bench.specs import RunSpec  # noqa: E402
 from runs.models import Campaign, Device, Host, PgInstall, Run  # noqa: E402
 from runs.watch.changepoints import detect  # noqa: E402
@@ -97,12 +98,14 @@ def populate(rounds: int, others: int) -> str:
 
     def run(at: datetime, tps: float, **fields: Any) -> Run:
         environment = new_kernel if at >= START + timedelta(days=STEP_AT - 1) else ENVIRONMENT
-        return Run(
+        made = Run(
             server_host=host, device=device, pg_install=pg, filesystem="ext4", state="done", started_at=at,
             steady_tps_mean=tps, tps=tps, latency_avg_ms=2000 / tps, latency_p95_ms=3.0, latency_p99_ms=4.0,
             cache_hit_pct=99.0, device_util_pct=50.0, os_means={"vmstat": {"id": 80.0, "wa": 5.0}},
             environment=environment, **fields,
         )  # fmt: skip
+        made.series_key = series_key_of(made, ())  # as queueing writes it: the watch reads series by it
+        return made
 
     series = []
     for n, campaign in enumerate(campaigns, start=1):
@@ -115,7 +118,9 @@ def populate(rounds: int, others: int) -> str:
     Run.objects.bulk_create(
         (run(START + timedelta(hours=i), 900.0, clients=100 + i % 20) for i in range(others)), batch_size=2000
     )
-    return series_key(RunSpec.from_run(series[0]))
+    key = series_key(RunSpec.from_run(series[0]))
+    assert series[0].series_key == key, "the stored key must be the spec's"
+    return key
 
 
 def page(rounds: int, others: int, repeat: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ column of the run but its RunClient rows, so they are the one spec field handled
 """
 
 import dataclasses
+import hashlib
 import json
 import typing
 from collections.abc import Mapping
@@ -163,6 +164,26 @@ def init_options(source: "RunSpec | Run") -> InitOptions:
 
 
 CONFIGURATION_FIELDS = tuple(name for name in SPEC_FIELDS if name not in PER_RUN_FIELDS)
+CONFIGURATION_KEY_LENGTH = 16
+
+
+def configuration_key(spec: RunSpec) -> str:
+    """16 hex digits of SHA-256 over the spec's CONFIGURATION_FIELDS as JSON with sorted keys: the
+    regression watch's series key (runs.watch.series says why each field is in or out). Here, not
+    in the watch, because a run is given its key when it is queued (runs.bench.services.runs)."""
+    # Tuples (client hosts, parameters' pairs) are written as JSON lists.
+    configuration = {name: getattr(spec, name) for name in CONFIGURATION_FIELDS}
+    configuration[PARAMS] = [(name, _same_number(value)) for name, value in spec.workload_params]
+    text = json.dumps(configuration, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:CONFIGURATION_KEY_LENGTH]
+
+
+def _same_number(value: Any) -> Any:
+    """2.0 as 2: a parameter typed "2" in the form is an int, "2.0" in a campaign or a declared
+    default of 2.0 a float, and the spec holds them equal (2 == 2.0), so the key must too."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
 # The Run field behind each spec field (a KeyError here: the spec and the model have drifted).
 _BY_ATTNAME = {field.attname: field for field in Run._meta.concrete_fields}
 MODEL_FIELDS = {name: _BY_ATTNAME[name] for name in SPEC_FIELDS if name != CLIENTS}

@@ -295,6 +295,9 @@ class Run(models.Model):
         editable=False,
     )
     repetition = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    # The regression watch's series (runs.watch.series.series_key of the run's spec), written once when
+    # the run is queued (runs.bench.services.runs): a series' runs are then an index lookup.
+    series_key = models.CharField(max_length=16, null=True, blank=True, db_index=True, editable=False)
 
     # Names the run's mountpoint and directories on lab hosts: unique across benchlab
     # installations that share a lab (a test suite and a real one), unlike the id.

@@ -4,7 +4,8 @@ with a note, or open again).
 
 A change point is named for good by its series, its metric and the first round after it (that
 round's campaign, or its run outside campaigns): detecting again finds the same one and updates
-its numbers, never its triage."""
+its numbers, never its triage. One a later detection no longer finds is marked gone (gone_at),
+never deleted, and found again if a detection finds it once more."""
 
 from django.conf import settings
 from django.db import models
@@ -41,6 +42,9 @@ class StoredChangePoint(models.Model):
     comparison_url = models.CharField(max_length=2000, help_text="/compare/ with the rounds before and after.")
     detected_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
+    # When a detection of its series first no longer found it (more rounds moved it, or it was
+    # noise); None while it is found. Cleared when found again; the row and its triage are kept.
+    gone_at = models.DateTimeField(null=True, blank=True)
     # Triage.
     state = models.CharField(max_length=12, choices=ChangePointState.choices, default=ChangePointState.OPEN)
     note = models.CharField(max_length=NOTE_MAX, blank=True)

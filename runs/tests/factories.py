@@ -5,6 +5,7 @@ from typing import Any
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
 from django.contrib.auth.models import Group, User
 
+from runs.bench.services.runs import series_key_of
 from runs.models import Device, Host, PgInstall, Run, RunArtifact, RunClient, RunState
 from runs.models.run_clients import client_database
 
@@ -52,7 +53,9 @@ def make_run(host: Host, device: Device, pg: PgInstall, **fields: Any) -> Run:
     if one := fields.pop("client_host", None):
         clients.append(one)
     defaults: dict[str, Any] = {"state": RunState.DONE, "scale": 1, "clients": 2, "threads": 1, "duration_s": 5}
-    run = Run.objects.create(server_host=host, device=device, pg_install=pg, **(defaults | fields))
+    run = Run(server_host=host, device=device, pg_install=pg, **(defaults | fields))
+    run.series_key = series_key_of(run, [client.pk for client in clients])  # as queueing it would
+    run.save()
     RunClient.objects.bulk_create(
         RunClient(run=run, host=client, position=n, database=client_database(n, len(clients), run.shared_database))
         for n, client in enumerate(clients, start=1)

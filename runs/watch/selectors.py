@@ -3,14 +3,12 @@
 (runs.watch.changepoints) and the drift on its hosts and devices between rounds (runs.compare.drift).
 
 A round is one campaign's runs of the configuration (its repetitions give the spread), or one run
-made outside campaigns; only runs that are done count. Keys are computed here from the runs'
-specifications, not stored: every done run is read with a fingerprint of its specification, and
-each distinct specification once, to find a series' runs. A stored key (a column, migration
-0034_watch) would make that an index lookup once the lab has many tens of thousands of runs. Each
-read is a fixed number of queries.
+made outside campaigns; only runs that are done count. A run's series is its stored key
+(Run.series_key, written when it is queued): a series' runs are an index lookup, and which series
+recur is one grouped query, however many runs the lab has made. Each read is a fixed number of
+queries.
 """
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -18,18 +16,16 @@ from datetime import datetime
 from types import SimpleNamespace
 from typing import Any, cast
 
-from django.contrib.postgres.expressions import ArraySubquery
-from django.db.models import CharField, Func, OuterRef, Q, QuerySet, TextField
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import BigIntegerField, Case, Count, F, Q, When
+from django.db.models.functions import Coalesce
 
 from runs.bench.spec_labels import EMPTY_VALUES, spec_value
-from runs.bench.specs import CLIENTS, MODEL_FIELDS, PARAMS, PER_RUN_FIELDS
 from runs.compare.metrics import METRICS, Metric, metric_annotations
 from runs.compare.selectors.drift import SpannedChange, drift_among
 from runs.compare.stats import format_p
-from runs.models import Run, RunClient, RunState
+from runs.models import Run, RunState
 from runs.watch.changepoints import ChangePoint, Detection, detect
-from runs.watch.series import TITLE_FIELDS, series_key, spec_of_row
+from runs.watch.series import TITLE_FIELDS
 
 # What a run's metrics are read from (runs.compare.metrics), beside its specification.
 METRIC_COLUMNS = (
@@ -146,48 +142,30 @@ class SeriesDetail:
     changes: list[SeriesChange] = field(default_factory=list)  # every metric's, in round order
 
 
-# A run's specification as _configurations reads it: its columns but the seed's (each run's own),
-# the parameters as JSON text and the client hosts in order.
-SPEC_COLUMNS = tuple(name for name in MODEL_FIELDS if name not in (PARAMS, *PER_RUN_FIELDS))
+def _done(where: Q) -> Any:
+    return Run.objects.filter(where, state=RunState.DONE, series_key__isnull=False)
 
 
-class _Fingerprint(Func):
-    """md5 of a row of the given values as PostgreSQL writes it (each value quoted as needed): equal
-    for equal specifications, so each distinct one is read and keyed once. Not the series key,
-    which is runs.watch.series's alone: this only groups identical rows."""
-
-    template = "md5(ROW(%(expressions)s)::text)"
-    output_field = CharField()
+def _configurations(where: Q) -> list[dict[str, Any]]:
+    """The done runs `where` says: each one's id, campaign, time and series key, in time order (one query)."""
+    rows = _done(where).annotate(at=Coalesce("started_at", "created_at"))
+    return list(rows.order_by("at", "pk").values("pk", "campaign_id", "at", "series_key"))
 
 
-def _with_specs(runs: QuerySet[Run]) -> QuerySet[Run]:
-    clients = RunClient.objects.filter(run=OuterRef("pk")).order_by("position").values("host_id")
-    return runs.annotate(client_ids=ArraySubquery(clients), params_text=Cast(PARAMS, TextField()))
+# A done run's round, as rounds_of groups them: its campaign (negated, never a run's id), or itself.
+_ROUND = Case(When(campaign_id__isnull=False, then=-F("campaign_id")), default=F("pk"), output_field=BigIntegerField())
 
 
-def _configurations(where: Q | None = None) -> list[dict[str, Any]]:
-    """Every done run's (or those `where` says) id, campaign, time and series key, in time order.
-    Two queries: the runs with a fingerprint of their specification, then one run of each distinct
-    specification (a year of nightly runs of 20 configurations is 20 specifications to key)."""
-    runs = _with_specs(Run.objects.filter(where or Q(), state=RunState.DONE))
-    runs = runs.annotate(
-        at=Coalesce("started_at", "created_at"), fingerprint=_Fingerprint(*SPEC_COLUMNS, "params_text", "client_ids")
-    )
-    rows = list(runs.order_by("at", "pk").values("pk", "campaign_id", "at", "fingerprint"))
-    one_each = {row["fingerprint"]: row["pk"] for row in rows}
-    keys = {}
-    for spec in _with_specs(Run.objects.filter(pk__in=one_each.values())).values(
-        "pk", *SPEC_COLUMNS, "params_text", "client_ids"
-    ):
-        spec |= {PARAMS: json.loads(spec["params_text"]), CLIENTS: spec["client_ids"]} | dict.fromkeys(PER_RUN_FIELDS)
-        keys[spec["pk"]] = series_key(spec_of_row(spec))
-    return [row | {"key": keys[one_each[row["fingerprint"]]]} for row in rows]
+def _recurring(where: Q) -> dict[str, int]:
+    """Per series with two rounds or more among the done runs `where` says: its number of rounds (one query)."""
+    counted = _done(where).values("series_key").annotate(rounds=Count(_ROUND, distinct=True)).filter(rounds__gte=2)
+    return {row["series_key"]: row["rounds"] for row in counted}
 
 
 def _by_series(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     found: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        found.setdefault(row["key"], []).append(row)
+        found.setdefault(row["series_key"], []).append(row)
     return found
 
 
@@ -234,14 +212,12 @@ def _members(rounds: Sequence[Round], measured: dict[int, Run]) -> list[list[Run
 
 def series_list(device_id: int | None = None) -> list[SeriesSummary]:
     """Every configuration with two rounds or more (those on one device: `device_id`), the most
-    recently run first (six queries at most: the specifications, the metrics, the titles' runs
-    with their client hosts)."""
+    recently run first (six queries at most: the recurring keys, their runs, the metrics, the
+    titles' runs with their client hosts)."""
     recurring = []
-    where = Q(device_id=device_id) if device_id is not None else None
-    for key, rows in _by_series(_configurations(where)).items():
-        rounds = rounds_of(rows)
-        if len(rounds) >= 2:
-            recurring.append((key, rows, rounds))
+    keys = _recurring(Q(device_id=device_id) if device_id is not None else Q())
+    for key, rows in _by_series(_configurations(Q(series_key__in=keys))).items():
+        recurring.append((key, rows, rounds_of(rows)))
     measured = _measured(row["pk"] for _, rows, _ in recurring for row in rows)
     titled = _titled([rows[-1]["pk"] for _, rows, _ in recurring])
     summaries = []
@@ -258,8 +234,8 @@ def series_list(device_id: int | None = None) -> list[SeriesSummary]:
 
 
 def recurring_keys() -> list[str]:
-    """Every series with two rounds or more (two queries; nothing detected)."""
-    return [key for key, rows in _by_series(_configurations()).items() if len(rounds_of(rows)) >= 2]
+    """Every series with two rounds or more (one query; nothing detected)."""
+    return sorted(_recurring(Q()))
 
 
 def _with_details() -> Any:
@@ -309,9 +285,9 @@ def _changes(
 
 def series_detail(key: str) -> SeriesDetail | None:
     """The series' rounds, per metric its spreads and change points, and its drift; None if no
-    done run has this key. Eight queries at most: the specifications (two), the metrics, the last
-    run's details (three), the drift (two)."""
-    rows = _by_series(_configurations()).get(key)
+    done run has this key. Seven queries at most: its runs, the metrics, the last run's details
+    (three), the drift (two)."""
+    rows = _configurations(Q(series_key=key))
     if not rows:
         return None
     rounds = rounds_of(rows)
@@ -332,33 +308,23 @@ def series_detail(key: str) -> SeriesDetail | None:
     return SeriesDetail(key, series_title(last), rounds, metrics, drift, len(rows), changes)
 
 
-# Columns in every series key that are cheap to filter on: a run's series is among the done runs
-# that share them, so a run's or a campaign's page reads only those.
-NARROWING = ("server_host_id", "device_id", "pg_install_id", "workload")
-
-
 def recurring_series(runs: Sequence[Run]) -> dict[int, tuple[str, int]]:
     """Per done run among `runs`: its series' key and number of rounds, when it recurs (two rounds
-    or more). Two queries, over the done runs on the same hosts, devices, installs and workloads."""
-    done = [run for run in runs if run.state == RunState.DONE]
+    or more). One query, over the done runs of those series."""
+    done = {run.pk: run.series_key for run in runs if run.state == RunState.DONE and run.series_key}
     if not done:
         return {}
-    where = Q(**{f"{name}__in": {getattr(run, name) for run in done} for name in NARROWING})
-    found = {}
-    for key, rows in _by_series(_configurations(where)).items():
-        rounds = rounds_of(rows)
-        if len(rounds) >= 2:
-            found.update({row["pk"]: (key, len(rounds)) for row in rows})
-    return {run.pk: found[run.pk] for run in done if run.pk in found}
+    rounds = _recurring(Q(series_key__in=set(done.values())))
+    return {pk: (key, rounds[key]) for pk, key in done.items() if key in rounds}
 
 
 def campaign_series(campaign_id: int) -> dict[int, tuple[str, int]]:
     """Per configuration (its index) of the campaign: its series' key and number of rounds, when
-    it recurs (three queries)."""
+    it recurs (two queries)."""
     runs = list(
         Run.objects.filter(campaign_id=campaign_id, state=RunState.DONE)
         .select_related("configuration")
-        .only("pk", "state", "configuration__index", *NARROWING)
+        .only("pk", "state", "series_key", "configuration__index")
     )
     found = recurring_series(runs)
     return {run.configuration.index: found[run.pk] for run in runs if run.pk in found and run.configuration}

@@ -27,19 +27,24 @@ Out of the key:
 - labels (an install's or a host's name): renaming changes no number.
 
 The key is 16 hex digits of SHA-256 over the specification's JSON with sorted keys: stable across
-processes and releases as long as the specification's fields are, short enough for a URL, and the
-identity a stored change point can carry later (series key + metric + the round's campaign or run).
+processes and releases as long as the specification's fields are, short enough for a URL, and part
+of a stored change point's identity (series key + metric + the round's campaign or run).
+
+It is stored: Run.series_key, written when the run is queued (runs.bench.services.runs, the one
+writer of new runs: the form, the API, campaigns, their retries and "Run again" all go through it;
+migration 0036_run_series_key filled in the runs before it), so a series' runs are an index lookup.
+A change to the specification's fields, or to how the key is computed, changes the keys of new runs
+only: it needs a migration that writes every run's key again (as 0036 did), or old and new runs of
+one configuration part ways.
 """
 
-import hashlib
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
 
-from runs.bench.specs import CONFIGURATION_FIELDS, PARAMS, SPEC_FIELDS, RunSpec
+from runs.bench.specs import CONFIGURATION_KEY_LENGTH, SPEC_FIELDS, RunSpec, configuration_key
 
-KEY_LENGTH = 16
+KEY_LENGTH = CONFIGURATION_KEY_LENGTH
 KEY_PATTERN = re.compile(rf"[0-9a-f]{{{KEY_LENGTH}}}")
 # The fields a series' title names (the rest are on its page): where, what, how hard, how long.
 TITLE_FIELDS = (
@@ -49,19 +54,10 @@ TITLE_FIELDS = (
 )
 
 
-def _same_number(value: Any) -> Any:
-    """2.0 as 2: a parameter typed "2" in the form is an int, "2.0" in a campaign or a declared
-    default of 2.0 a float, and the spec holds them equal (2 == 2.0), so the key must too."""
-    return int(value) if isinstance(value, float) and value.is_integer() else value
-
-
 def series_key(spec: RunSpec) -> str:
-    """The key of the series the spec's runs belong to."""
-    # Tuples (client hosts, parameters' pairs) are written as JSON lists.
-    configuration = {name: getattr(spec, name) for name in CONFIGURATION_FIELDS}
-    configuration[PARAMS] = [(name, _same_number(value)) for name, value in spec.workload_params]
-    text = json.dumps(configuration, sort_keys=True, default=str, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:KEY_LENGTH]
+    """The key of the series the spec's runs belong to (runs.bench.specs.configuration_key: computed
+    there, as a run is given it when queued, and the bench may not import the watch)."""
+    return configuration_key(spec)
 
 
 def spec_of_row(row: Mapping[str, Any]) -> RunSpec:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from django.db import transaction
 from django.http import HttpRequest
 
+from runs.bench.specs import CLIENTS, MODEL_FIELDS, RunSpec, configuration_key
 from runs.common.services.audit import audit_record
 from runs.jobs import live
 from runs.jobs.dispatch import queue_dispatch
@@ -70,6 +71,7 @@ def _queue_one(run: Run, ids: tuple[int, ...], hosts: Mapping[int, Host], reques
         # the run: an admin's later version of the script changes nothing here.
         run.workload_params = run.library_script.values(run.workload_params)
         run.script_as_run = run.library_script.rendered(run.workload_params)
+    run.series_key = series_key_of(run, ids)
     run.save()
     RunClient.objects.bulk_create(
         RunClient(
@@ -88,6 +90,15 @@ def _queue_one(run: Run, ids: tuple[int, ...], hosts: Mapping[int, Host], reques
     # In this order: an empty stream, "queued" first in it, then the worker may publish.
     transaction.on_commit(lambda: live.reset_run_stream(run.pk))
     transaction.on_commit(lambda: _publish_state(run, RunState.QUEUED))
+
+
+def series_key_of(run: Run, client_host_ids: Sequence[int]) -> str:
+    """The key of the series a run about to be saved belongs to (runs.watch.series), from its values
+    as the database will hand them back (a campaign's rate of 250 is read as 250.0): the key the
+    watch's migration computed for older runs from their rows, so old and new runs of one
+    configuration share it."""
+    values = {name: field.to_python(getattr(run, name)) for name, field in MODEL_FIELDS.items()}
+    return configuration_key(RunSpec(**values, **{CLIENTS: tuple(client_host_ids)}))
 
 
 def _describe(run: Run, client_names: Sequence[str]) -> str:

@@ -5,6 +5,7 @@ it, a fixed number of queries, and the pages (list, series, the links from a run
 from typing import Any
 
 import pytest
+from django.db.models import Q
 from django.urls import reverse
 
 from runs.bench.specs import RunSpec
@@ -56,7 +57,7 @@ def test_client_hosts_in_another_order_are_another_series() -> None:
 
 
 def test_runs_read_as_values_are_keyed_as_their_specs(history: History) -> None:
-    by_series = _by_series(_configurations())
+    by_series = _by_series(_configurations(Q()))
     run = history.rounds[0][0]
     assert run.pk in {row["pk"] for row in by_series[series_key(RunSpec.from_run(run))]}
     assert sorted(len(rows) for rows in by_series.values()) == [1, 24]  # the 8-client run alone
@@ -97,13 +98,13 @@ def test_a_series_is_read_in_a_fixed_number_of_queries(
     history: History, users: Any, django_assert_max_num_queries: Any
 ) -> None:
     key = series_key(RunSpec.from_run(history.rounds[0][0]))
-    # specifications (2), metrics, the last run with its client hosts (3), drift (2)
-    with django_assert_max_num_queries(8):
+    # its runs, metrics, the last run with its client hosts (3), drift (2)
+    with django_assert_max_num_queries(7):
         series_detail(key)
-    with django_assert_max_num_queries(6):  # specifications (2), metrics, titles with their client hosts (3)
+    with django_assert_max_num_queries(6):  # recurring keys, their runs, metrics, titles with their client hosts (3)
         series_list()
     make_history(users["ada"], host_name="lab2")  # twice the runs, another series
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(7):
         series_detail(key)
 
 
