@@ -1,6 +1,7 @@
-"""The watch's API: stored change points (list, filter by state, PATCH state and note: the regressions
-page's triage) and a schedule's subscribers (list, add: a webhook's secret is in the answer this once,
-remove). Bad input is a 400 naming the field, and nothing is written."""
+"""The watch's API: stored change points (list, paginated as the other lists; filter by state, and by
+whether the latest detection still found them: found=yes (the default), no or all; PATCH state and
+note: the regressions page's triage) and a schedule's subscribers (list, add: a webhook's secret is
+in the answer this once, remove). Bad input is a 400 naming the field, and nothing is written."""
 
 from typing import Any
 
@@ -14,7 +15,7 @@ from runs.common.params import BadParameter, IdConverter, parse_choice, parse_id
 from runs.models import NOTE_MAX, CampaignSchedule, ChangePointState, ScheduleSubscriber, StoredChangePoint
 from runs.notify.services.subscribers import SubscriberRefused, subscriber_add, subscriber_remove
 from runs.schedules.services.schedules import schedule_refusal
-from runs.watch.regressions.selectors import FILTERS, change_points
+from runs.watch.regressions.selectors import FILTERS, FOUND_FILTERS, change_points
 from runs.watch.services.detect import change_point_payload
 from runs.watch.services.triage import TRIAGE_PERMISSION, TriageRefused, change_point_triage
 
@@ -25,6 +26,7 @@ def change_point_json(point: StoredChangePoint) -> dict[str, Any]:
         "id": point.pk,
         "identity": point.identity,
         "detected_at": point.detected_at.isoformat(),
+        "gone_at": point.gone_at.isoformat() if point.gone_at else None,  # no longer found since
         "state": point.state,
         "note": point.note,
         "triaged_by": point.triaged_by.get_username() if point.triaged_by else None,
@@ -45,11 +47,13 @@ class ChangePointViewSet(viewsets.GenericViewSet):
     required_permission = {"partial_update": TRIAGE_PERMISSION, "update": TRIAGE_PERMISSION}
 
     def list(self, request: Request) -> Response:
-        try:
-            state = parse_choice(request.query_params.get("state", "all") or "all", "state", FILTERS)
-        except BadParameter as exc:
-            raise ValidationError({"state": str(exc)}) from None
-        rows = change_points(state)
+        chosen = {}
+        for name, default, choices in (("state", "all", FILTERS), ("found", "yes", FOUND_FILTERS)):
+            try:
+                chosen[name] = parse_choice(request.query_params.get(name, default) or default, name, choices)
+            except BadParameter as exc:
+                raise ValidationError({name: str(exc)}) from None
+        rows = change_points(chosen["state"], chosen["found"])
         page = self.paginate_queryset(rows)
         items = [change_point_json(point) for point in (page if page is not None else rows)]
         return self.get_paginated_response(items) if page is not None else Response(items)

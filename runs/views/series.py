@@ -7,7 +7,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 
 from runs.views.refusals import refused
-from runs.watch.regressions.selectors import stored_of_series
+from runs.watch.regressions.selectors import regressions, stored_of_series
 from runs.watch.selectors import chart_data, series_detail, series_list
 from runs.watch.series import key_checked
 
@@ -29,5 +29,8 @@ def series_detail_page(request: HttpRequest, key: str) -> HttpResponse:
         return refused(request, f"no done run belongs to series {key}: it has no rounds", status=404)
     stored = stored_of_series(detail.key)
     triaged = [(change, stored.get(change.identity)) for change in detail.changes]
-    context = {"detail": detail, "chart": chart_data(detail), "triaged": triaged}
+    # Stored earlier, and not found by the detection shown: kept with their triage, said so.
+    found = {change.identity for change in detail.changes}
+    gone = regressions(sorted((p for p in stored.values() if p.identity not in found), key=lambda p: p.round_after))
+    context = {"detail": detail, "chart": chart_data(detail), "triaged": triaged, "gone": gone}
     return render(request, "runs/series_detail.html", context)

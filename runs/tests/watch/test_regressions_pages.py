@@ -35,7 +35,7 @@ def test_the_page_lists_open_change_points_with_their_links_in_few_queries(
     history: History, client_for: ClientFactory, django_assert_max_num_queries: Any
 ) -> None:
     vera = client_for("vera")
-    with django_assert_max_num_queries(6):  # session, user, permissions (2), the change points
+    with django_assert_max_num_queries(7):  # session, user, permissions (2), the change points and their count
         page = vera.get(reverse("regressions"))
     text = page.content.decode()
     point = tps_point()
@@ -57,7 +57,7 @@ def test_the_series_page_shows_each_change_points_triage(history: History, clien
     point = tps_point()
     StoredChangePoint.objects.filter(pk=point.pk).update(state=ChangePointState.EXPECTED, note="new kernel")
     page = client_for("vera").get(reverse("series-detail", args=[point.series_key])).content.decode()
-    assert f'href="/regressions/?state=expected#cp-{point.pk}">expected</a>: <q>new kernel</q>' in page
+    assert f'href="/regressions/?state=expected&amp;found=all#cp-{point.pk}">expected</a>: <q>new kernel</q>' in page
     assert page.count(">open</a>") == 1  # the latency one
 
 

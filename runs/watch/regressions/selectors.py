@@ -1,6 +1,8 @@
-"""Reads of the stored change points (runs.models.watch): the regressions page and the API, in one
-query whatever their number."""
+"""Reads of the stored change points (runs.models.watch): the regressions page and the API, a page of
+them in one query (and the count), whatever their number. By default only those the latest detection
+of their series still found; the gone ones (StoredChangePoint.gone_at) on asking."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import QuerySet
@@ -10,6 +12,9 @@ from runs.models import ChangePointState, StoredChangePoint
 from runs.watch.selectors import ChangeWords
 
 FILTERS = ("open", "acknowledged", "expected", "all")
+# Whether the latest detection of its series still found it: "yes" (the default), "no" (gone), "all".
+FOUND_FILTERS = ("yes", "no", "all")
+PER_PAGE = 50  # as the run list's default page
 METRIC_BY_KEY = {metric.key: metric for metric in METRICS}
 
 
@@ -27,14 +32,17 @@ class Regression(ChangeWords):
         return self.point.drift.splitlines()
 
 
-def change_points(state: str = "open") -> QuerySet[StoredChangePoint]:
-    """Stored change points in `state` ("all": every one), newest first."""
-    found = StoredChangePoint.objects.select_related("triaged_by").order_by("-detected_at", "-pk")
-    return found if state == "all" else found.filter(state=ChangePointState(state))
+def change_points(state: str = "open", found: str = "yes") -> QuerySet[StoredChangePoint]:
+    """Stored change points in `state` ("all": every one) that the latest detection found ("yes"),
+    no longer found ("no") or either ("all"), newest first."""
+    rows = StoredChangePoint.objects.select_related("triaged_by").order_by("-detected_at", "-pk")
+    if state != "all":
+        rows = rows.filter(state=ChangePointState(state))
+    return rows if found == "all" else rows.filter(gone_at__isnull=(found == "yes"))
 
 
-def regressions(state: str = "open") -> list[Regression]:
-    return [Regression(point, METRIC_BY_KEY.get(point.metric)) for point in change_points(state)]
+def regressions(points: Iterable[StoredChangePoint]) -> list[Regression]:
+    return [Regression(point, METRIC_BY_KEY.get(point.metric)) for point in points]
 
 
 def stored_of_series(series_key: str) -> dict[str, StoredChangePoint]:

@@ -4,9 +4,12 @@ by identity (series key, metric, the first round after it). Detecting again upda
 leaves the triage alone; a change point seen for the first time is new, and the subscribers of the
 schedules whose rounds are in the series hear of it (runs.notify), in the same transaction.
 
-A change point detection no longer finds (more rounds moved it by one) stays stored, as it was
-triaged: the regressions page lists what was found, and a person closes it."""
+A stored change point a later detection of its series no longer finds (more rounds moved it, or it
+was noise) is marked gone (gone_at: when it was first missed), never deleted: its triage stays, the
+regressions page and the API leave it out unless asked for the gone ones, and a detection that
+finds it again clears the mark."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -16,13 +19,14 @@ from django.utils import timezone
 from runs.models import Campaign, StoredChangePoint
 from runs.notify.services.outbox import notify_schedules
 from runs.watch.links import rounds_comparison_path
-from runs.watch.selectors import SeriesChange, series_detail
+from runs.watch.selectors import Round, SeriesChange, series_detail
 
 
 @dataclass(frozen=True)
 class Detected:
     stored: int  # change points the series has now (those found this time)
     new: list[StoredChangePoint]
+    gone: int = 0  # stored ones this detection no longer found (marked now)
 
 
 def _numbers(change: SeriesChange) -> dict[str, object]:
@@ -65,27 +69,47 @@ def change_point_payload(stored: StoredChangePoint) -> dict[str, object]:
 
 
 def watch_detect(series_key: str) -> Detected:
-    """Detect the series' change points now and store them; the new ones."""
+    """Detect the series' change points now and store them, marking the stored ones no longer
+    found; the new ones."""
     detail = series_detail(series_key)
-    if detail is None:
-        return Detected(0, [])
-    campaigns = {r.campaign_id for r in detail.rounds if r.campaign_id is not None}
+    changes = detail.changes if detail is not None else []
     new = []
     with transaction.atomic():
-        for change in detail.changes:
-            ref = change.round_after.ref
-            fields = _numbers(change) | {"title": detail.title[:500], "updated_at": timezone.now()}
-            stored, created = StoredChangePoint.objects.select_for_update().get_or_create(
-                series_key=series_key, metric=change.metric.key, round_ref=ref, defaults=fields
-            )
+        for change in changes:
+            stored, created = _upserted(series_key, change, detail.title if detail else "")
             if created:
                 new.append(stored)
-            else:
-                StoredChangePoint.objects.filter(pk=stored.pk).update(**fields)
-        if new:
-            schedules = set(
-                Campaign.objects.filter(pk__in=campaigns, schedule__isnull=False).values_list("schedule_id", flat=True)
-            )
-            for stored in new:
-                notify_schedules(schedules, "change_point", {"change_point": change_point_payload(stored)})
-    return Detected(len(detail.changes), new)
+        gone = _mark_gone(series_key, {(change.metric.key, change.round_after.ref) for change in changes})
+        if new and detail is not None:
+            _tell(detail.rounds, new)
+    return Detected(len(changes), new, gone)
+
+
+def _upserted(series_key: str, change: SeriesChange, title: str) -> tuple[StoredChangePoint, bool]:
+    """The change point stored (its numbers as found now; found again if it was gone), and whether it is new."""
+    now = timezone.now()
+    fields = _numbers(change) | {"title": title[:500], "updated_at": now, "gone_at": None}
+    stored, created = StoredChangePoint.objects.select_for_update().get_or_create(
+        series_key=series_key, metric=change.metric.key, round_ref=change.round_after.ref, defaults=fields
+    )
+    if not created:
+        StoredChangePoint.objects.filter(pk=stored.pk).update(**fields)
+    return stored, created
+
+
+def _mark_gone(series_key: str, found: set[tuple[str, str]]) -> int:
+    """Mark the series' stored change points not found this time (those already marked keep their
+    first missed time); how many were marked now. Never deletes: a triaged point keeps its triage."""
+    still = StoredChangePoint.objects.filter(series_key=series_key, gone_at__isnull=True)
+    missed = [pk for pk, metric, ref in still.values_list("pk", "metric", "round_ref") if (metric, ref) not in found]
+    return StoredChangePoint.objects.filter(pk__in=missed).update(gone_at=timezone.now()) if missed else 0
+
+
+def _tell(rounds: Sequence[Round], new: list[StoredChangePoint]) -> None:
+    """The subscribers of the schedules whose rounds are in the series hear of each new change point."""
+    campaigns = {r.campaign_id for r in rounds if r.campaign_id is not None}
+    schedules = set(
+        Campaign.objects.filter(pk__in=campaigns, schedule__isnull=False).values_list("schedule_id", flat=True)
+    )
+    for stored in new:
+        notify_schedules(schedules, "change_point", {"change_point": change_point_payload(stored)})
