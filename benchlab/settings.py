@@ -5,7 +5,7 @@ There is no separate production module: what runs in tests is what runs in a lab
 
 from datetime import timedelta
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import dj_database_url
 from cryptography.fernet import Fernet
@@ -302,6 +302,16 @@ EMAIL_TIMEOUT = env_seconds("EMAIL_TIMEOUT", 10.0, low=1.0, high=300.0)
 DEFAULT_FROM_EMAIL = env_str(
     "DEFAULT_FROM_EMAIL", "benchlab@localhost"
 )  # a schedule's "02:00" is in the site's time zone
+# Where people reach benchlab ("https://benchlab.lab.example.org"): notifications carry absolute links
+# (series_url, comparison_url) beside the paths. Empty: a worker knows no address of the site, so they
+# carry paths alone, and emails say so rather than pass a path off as a link.
+SITE_URL = env_str("BENCHLAB_SITE_URL", "").rstrip("/")
+if SITE_URL:
+    _site = urlsplit(env_url("BENCHLAB_SITE_URL", "", schemes=("http", "https")))
+    if _site.query or _site.fragment or not _site.hostname:
+        raise ImproperlyConfigured(
+            f"BENCHLAB_SITE_URL={SITE_URL!r}: give the site's address alone, e.g. https://benchlab.example.org"
+        )
 # A running run's worker stamps its heartbeat this often; a run silent for STALE_AFTER has lost its
 # worker and is ended by the sweeper (runs/jobs/sweeper.py).
 BENCHLAB_HEARTBEAT_EVERY_S = env_seconds("BENCHLAB_HEARTBEAT_EVERY_S", 15.0, low=0.5, high=600.0)

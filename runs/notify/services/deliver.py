@@ -41,19 +41,36 @@ def _claimed(notification_id: int) -> bool:
     )
 
 
+NO_SITE_URL = (
+    "These are paths on benchlab's site, not links: BENCHLAB_SITE_URL is not set, so benchlab does not know "
+    "its own address (set it, e.g. https://benchlab.example.org, for links)."
+)
+
+
+def _where(payload: dict[str, Any], what: str) -> str:
+    """ "series https://…/series/…/" with the site's address, "series page /series/…/" without it"""
+    url = payload.get(f"{what}_url")
+    return f"{what} {url}" if url else f"{what} page {payload[f'{what}_path']}"
+
+
 def _summary(payload: dict[str, Any]) -> list[str]:
     """A line a change point or a moved metric, before the payload itself."""
     if point := payload.get("change_point"):
         return [
             f"{point['metric']} of {point['series_title']}: {point['change'] * 100:+.1f} % between rounds "
             f"{point['round_before']} and {point['round_after']} (p = {point['p']:.2g}); "
-            f"series {point['series_path']}, comparison {point['comparison_path']}"
+            f"{_where(point, 'series')}, {_where(point, 'comparison')}"
         ]
     return [
         f"{moved['configuration'] or 'configuration'}: {moved['metric']} {moved['change'] * 100:+.1f} % "
-        f"against the previous round (p = {moved['p']:.2g}); comparison {moved['comparison_path']}"
+        f"against the previous round (p = {moved['p']:.2g}); {_where(moved, 'comparison')}"
         for moved in payload.get("moved", [])
     ]
+
+
+def _linked(payload: dict[str, Any]) -> bool:
+    found = [payload["change_point"]] if "change_point" in payload else payload.get("moved", [])
+    return all(item.get("comparison_url") for item in found)
 
 
 def email_text(notification: Notification) -> tuple[str, str]:
@@ -61,7 +78,7 @@ def email_text(notification: Notification) -> tuple[str, str]:
     payload = notification.payload
     schedule = payload["schedule"]["name"]
     subject = f"[benchlab] {schedule}: {payload['title']}"
-    lines = "\n".join(_summary(payload))
+    lines = "\n".join(_summary(payload)) + ("" if _linked(payload) else f"\n\n{NO_SITE_URL}")
     body = json.dumps(payload, indent=2, sort_keys=True)
     return subject, f"{payload['title']} (schedule {schedule}).\n\n{lines}\n\n{body}\n"
 

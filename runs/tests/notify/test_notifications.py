@@ -245,3 +245,43 @@ def test_a_webhook_url_is_shown_in_full_only_to_those_who_may_change_its_schedul
 )  # fmt: skip
 def test_a_masked_webhook_url_keeps_its_scheme_host_and_port(url: str, masked: str) -> None:
     assert url_masked(url) == masked
+
+
+def test_with_the_site_url_set_notices_carry_absolute_links_beside_the_paths(
+    users: dict[str, User], sent: list[int], settings: Any
+) -> None:
+    settings.SITE_URL = "https://benchlab.example.org"
+    history, schedule = scheduled_history(users["otto"])
+    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
+    watch_detect(_key(history))
+    campaigns = list(Campaign.objects.filter(schedule=schedule).order_by("schedule_round"))
+    round_moved_notify(campaigns[3])
+    for notification in Notification.objects.order_by("pk"):
+        assert deliver_notification(notification.pk) == "delivered"
+
+    point = Notification.objects.filter(event="change_point").first().payload["change_point"]  # type: ignore[union-attr]
+    assert point["series_url"] == f"https://benchlab.example.org{point['series_path']}"
+    assert point["comparison_url"] == f"https://benchlab.example.org{point['comparison_path']}"
+    moved = Notification.objects.get(event="round_moved").payload
+    assert moved["moved"][0]["comparison_url"] == f"https://benchlab.example.org{moved['moved'][0]['comparison_path']}"
+    assert moved["round"]["url"] == f"https://benchlab.example.org/campaigns/{campaigns[3].pk}/"
+    said = "\n".join(str(message.body) for message in mail.outbox)
+    assert f"series https://benchlab.example.org{point['series_path']}, comparison https://" in said
+    assert "BENCHLAB_SITE_URL is not set" not in said
+
+
+def test_without_the_site_url_emails_say_the_paths_are_not_links(
+    users: dict[str, User], sent: list[int], settings: Any
+) -> None:
+    settings.SITE_URL = ""
+    history, schedule = scheduled_history(users["otto"])
+    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
+    watch_detect(_key(history))
+    [told] = Notification.objects.filter(payload__change_point__metric="steady_tps")
+    assert deliver_notification(told.pk) == "delivered"
+
+    point = told.payload["change_point"]
+    assert (point["series_url"], point["comparison_url"]) == (None, None)
+    body = str(mail.outbox[0].body)
+    assert f"series page {point['series_path']}, comparison page /compare/?runs=" in body
+    assert "These are paths on benchlab's site, not links: BENCHLAB_SITE_URL is not set" in body

@@ -55,6 +55,9 @@ def start_django(
         ({"BENCHLAB_PG_TARBALL_DIR": "/"}, "BENCHLAB_PG_TARBALL_DIR='/': give an absolute directory path other than /"),
         ({"BENCHLAB_PG_TARBALL_DIR": "/srv/a/../etc"}, "without '.', '..', '//' or a trailing '/'"),
         ({"BENCHLAB_PG_TARBALL_DIR": "/srv/tar balls"}, "of letters, digits and"),
+        ({"BENCHLAB_SITE_URL": "benchlab.example.org"}, "BENCHLAB_SITE_URL='benchlab.example.org' must be a URL"),
+        ({"BENCHLAB_SITE_URL": "https://"}, "give the site's address alone, e.g. https://benchlab.example.org"),
+        ({"BENCHLAB_SITE_URL": "https://b.example.org/?x=1"}, "give the site's address alone"),
     ],
 )
 def test_a_bad_value_stops_start_up_with_a_clear_message(env: dict[str, str], complaint: str) -> None:

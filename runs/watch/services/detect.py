@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from runs.models import Campaign, StoredChangePoint
 from runs.notify.services.outbox import notify_schedules
-from runs.watch.links import rounds_comparison_path
+from runs.watch.links import rounds_comparison_path, site_url
 from runs.watch.selectors import Round, SeriesChange, series_detail
 
 
@@ -49,6 +49,7 @@ def _numbers(change: SeriesChange) -> dict[str, object]:
 
 def change_point_payload(stored: StoredChangePoint) -> dict[str, object]:
     """What a subscriber is told of a change point (the webhook's JSON, the email's lines)."""
+    series_path = reverse("series-detail", args=[stored.series_key])
     return {
         "id": stored.identity,
         "series": stored.series_key,
@@ -62,8 +63,11 @@ def change_point_payload(stored: StoredChangePoint) -> dict[str, object]:
         "mean_after": stored.after_mean,
         "round_before": stored.round_before,
         "round_after": stored.round_after,
-        "series_path": reverse("series-detail", args=[stored.series_key]),
+        "series_path": series_path,
         "comparison_path": stored.comparison_url,
+        # Absolute, on BENCHLAB_SITE_URL; None when it is not set (the paths above are then all there is).
+        "series_url": site_url(series_path),
+        "comparison_url": site_url(stored.comparison_url),
         "drift": stored.drift.splitlines(),
     }
 

@@ -12,7 +12,7 @@ from runs.compare.metrics import METRICS, metric_annotations
 from runs.compare.stats import compare
 from runs.models import Campaign, Notification, NotificationEvent, Run, RunState
 from runs.notify.services.outbox import notify_schedules
-from runs.watch.links import rounds_comparison_path
+from runs.watch.links import rounds_comparison_path, site_url
 
 ALPHA = 0.05
 MIN_CHANGE = 0.02  # 2 %: as the change points' (runs.watch.changepoints.MIN_CHANGE)
@@ -61,6 +61,7 @@ def round_movements(campaign: Campaign, previous: Campaign) -> list[dict[str, An
                     "mean_before": math.fsum(old) / len(old),
                     "mean_after": math.fsum(new) / len(new),
                     "comparison_path": link,
+                    "comparison_url": site_url(link),  # None without BENCHLAB_SITE_URL
                 })  # fmt: skip
     return moved
 
@@ -83,7 +84,12 @@ def round_moved_notify(campaign: Campaign) -> int:
     moved = round_movements(campaign, previous)
     if moved:
         payload = {
-            "round": {"campaign": campaign.pk, "number": campaign.schedule_round, "path": _campaign_path(campaign)},
+            "round": {
+                "campaign": campaign.pk,
+                "number": campaign.schedule_round,
+                "path": _campaign_path(campaign),
+                "url": site_url(_campaign_path(campaign)),
+            },
             "previous_round": {"campaign": previous.pk, "number": previous.schedule_round},
             "moved": moved,
         }
