@@ -247,17 +247,24 @@ def test_a_masked_webhook_url_keeps_its_scheme_host_and_port(url: str, masked: s
     assert url_masked(url) == masked
 
 
-def test_with_the_site_url_set_notices_carry_absolute_links_beside_the_paths(
-    users: dict[str, User], sent: list[int], settings: Any
-) -> None:
-    settings.SITE_URL = "https://benchlab.example.org"
-    history, schedule = scheduled_history(users["otto"])
-    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
+def told_and_delivered(owner: User) -> list[Campaign]:
+    """The history's change points and round 4's move told to an email subscriber and delivered;
+    the schedule's rounds."""
+    history, schedule = scheduled_history(owner)
+    subscriber_add(schedule=schedule, email="ops@example.org", actor=owner)
     watch_detect(_key(history))
     campaigns = list(Campaign.objects.filter(schedule=schedule).order_by("schedule_round"))
     round_moved_notify(campaigns[3])
     for notification in Notification.objects.order_by("pk"):
         assert deliver_notification(notification.pk) == "delivered"
+    return campaigns
+
+
+def test_with_the_site_url_set_notices_carry_absolute_links_beside_the_paths(
+    users: dict[str, User], sent: list[int], settings: Any
+) -> None:
+    settings.SITE_URL = "https://benchlab.example.org"
+    campaigns = told_and_delivered(users["otto"])
 
     point = Notification.objects.filter(event="change_point").first().payload["change_point"]  # type: ignore[union-attr]
     assert point["series_url"] == f"https://benchlab.example.org{point['series_path']}"
@@ -274,14 +281,13 @@ def test_without_the_site_url_emails_say_the_paths_are_not_links(
     users: dict[str, User], sent: list[int], settings: Any
 ) -> None:
     settings.SITE_URL = ""
-    history, schedule = scheduled_history(users["otto"])
-    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
-    watch_detect(_key(history))
-    [told] = Notification.objects.filter(payload__change_point__metric="steady_tps")
-    assert deliver_notification(told.pk) == "delivered"
+    told_and_delivered(users["otto"])
 
+    [told] = Notification.objects.filter(payload__change_point__metric="steady_tps")
     point = told.payload["change_point"]
     assert (point["series_url"], point["comparison_url"]) == (None, None)
-    body = str(mail.outbox[0].body)
+    body = next(str(m.body) for m in mail.outbox if "steady_tps of" in str(m.body))
     assert f"series page {point['series_path']}, comparison page /compare/?runs=" in body
     assert "These are paths on benchlab's site, not links: BENCHLAB_SITE_URL is not set" in body
+    moved = next(str(m.body) for m in mail.outbox if "against the previous round" in str(m.body))
+    assert "comparison page /compare/?runs=" in moved and "BENCHLAB_SITE_URL is not set" in moved
