@@ -4,6 +4,7 @@ published live."""
 
 import secrets
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest
@@ -97,8 +98,8 @@ def series_key_of(run: Run, client_host_ids: Sequence[int]) -> str:
     as the database will hand them back (a campaign's rate of 250 is read as 250.0): the key the
     watch's migration computed for older runs from their rows, so old and new runs of one
     configuration share it."""
-    values = {name: field.to_python(getattr(run, name)) for name, field in MODEL_FIELDS.items()}
-    return configuration_key(RunSpec(**values, **{CLIENTS: tuple(client_host_ids)}))
+    values: dict[str, Any] = {name: field.to_python(getattr(run, name)) for name, field in MODEL_FIELDS.items()}
+    return configuration_key(RunSpec(**values | {CLIENTS: tuple(client_host_ids)}))
 
 
 def _describe(run: Run, client_names: Sequence[str]) -> str:
