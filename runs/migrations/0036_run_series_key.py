@@ -41,7 +41,7 @@ def backfill_series_keys(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0035_device_health"),
+        ("runs", "0037_device_health_pending"),  # main put 0037 after 0035 first: one line of migrations
     ]
 
     operations = [
