@@ -406,9 +406,9 @@ MATRIX: dict[str, Row] = {
     **record_rows("runs_pgbuild", lambda objects: objects.build, ADMINS),
     # fio baselines: the admin role sees them; nobody adds, edits or deletes one there.
     **record_rows("runs_devicebaseline", lambda objects: objects.baseline, ADMINS),
-    # Campaign schedules: the admin role sees them and pauses or resumes them (actions); nobody adds,
-    # edits or deletes one there.
-    **record_rows("runs_campaignschedule", lambda objects: objects.schedule, ADMINS),
+    # Campaign schedules: the admin role makes, changes, pauses and deletes them there, through the
+    # services (only staff of the operator role besides, for their own campaigns: test_schedule_pages).
+    **model_rows("runs_campaignschedule", lambda objects: objects.schedule, ADMINS),
     # Share links: the admin role sees and revokes them (an action); nobody adds, edits or deletes one.
     **record_rows("runs_sharelink", lambda objects: objects.share, ADMINS),
     # Accounts, roles, API tokens and login locks are the superusers' (the admin role runs the lab).
