@@ -53,13 +53,21 @@ def _where(payload: dict[str, Any], what: str) -> str:
     return f"{what} {url}" if url else f"{what} page {payload[f'{what}_path']}"
 
 
+def _which(point: dict[str, Any]) -> str:
+    """ " (the latter: campaign 42, “nightly · round 6”)": the series' round numbers are its own."""
+    after = point.get("first_round_after") or {}
+    if campaign := after.get("campaign"):
+        return f" (the latter: campaign {campaign['id']}, “{campaign['name']}”)"
+    return f" (the latter: run {after['run']})" if "run" in after else ""
+
+
 def _summary(payload: dict[str, Any]) -> list[str]:
     """A line a change point or a moved metric, before the payload itself."""
     if point := payload.get("change_point"):
         return [
             f"{point['metric']} of {point['series_title']}: {point['change'] * 100:+.1f} % between rounds "
-            f"{point['round_before']} and {point['round_after']} (p = {point['p']:.2g}); "
-            f"{_where(point, 'series')}, {_where(point, 'comparison')}"
+            f"{point['round_before']} and {point['round_after']} of the series{_which(point)} "
+            f"(p = {point['p']:.2g}); {_where(point, 'series')}, {_where(point, 'comparison')}"
         ]
     return [
         f"{moved['configuration'] or 'configuration'}: {moved['metric']} {moved['change'] * 100:+.1f} % "

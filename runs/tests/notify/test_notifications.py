@@ -8,15 +8,17 @@ import hmac
 import json
 import socket
 from datetime import timedelta
+from io import StringIO
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core import mail
+from django.core.management import call_command
 from django.utils import timezone
 
 from runs.bench.specs import RunSpec
-from runs.models import AuditAction, AuditEvent, Campaign, CampaignSchedule, Notification
+from runs.models import AuditAction, AuditEvent, Campaign, CampaignSchedule, Notification, StoredChangePoint
 from runs.models.notify import url_masked
 from runs.notify.selectors import schedule_failures
 from runs.notify.services import deliver as delivery
@@ -26,10 +28,10 @@ from runs.tasks import deliver_notification
 from runs.tests.conftest import ClientFactory
 from runs.tests.notify.receiver import webhook_receiver
 from runs.tests.schedules.test_rounds import nightly
-from runs.tests.watch.history import History, make_history
+from runs.tests.watch.history import ROUND_TPS, History, make_history
 from runs.tests.web.test_api import api_client
 from runs.watch.series import series_key
-from runs.watch.services.detect import watch_detect
+from runs.watch.services.detect import FRESH_ROUNDS_AFTER, watch_detect
 from runs.watch.services.rounds import round_moved_notify
 
 pytestmark = pytest.mark.django_db
@@ -44,9 +46,9 @@ def sent(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return ids
 
 
-def scheduled_history(owner: User) -> tuple[History, CampaignSchedule]:
-    """The watch's history, its campaign rounds made rounds of a schedule."""
-    history = make_history(owner, host_name="lab2")  # nightly's template is on lab1
+def scheduled_history(owner: User, **made: Any) -> tuple[History, CampaignSchedule]:
+    """The watch's history (make_history's `made`), its campaign rounds made rounds of a schedule."""
+    history = make_history(owner, host_name="lab2", **made)  # nightly's template is on lab1
     schedule = nightly(owner)
     campaigns = sorted({run.campaign_id for runs in history.rounds for run in runs if run.campaign_id})
     for number, campaign_id in enumerate(campaigns, start=1):
@@ -96,10 +98,47 @@ def test_a_new_change_point_is_told_by_email_and_a_signed_webhook(
     assert len(mail.outbox) == 2 and mail.outbox[0].to == ["ops@example.org"]
     assert mail.outbox[0].subject == f"[benchlab] {schedule.name}: change point found"
     said = "\n".join(str(message.body) for message in mail.outbox)
-    assert "steady_tps of lab2 · lab2:ssd" in said and "+9.8 % between rounds 6 and 7 (p = " in said
+    campaign = Campaign.objects.get(pk=point["first_round_after"]["campaign"]["id"])
+    assert point["first_round_after"]["campaign"] == {
+        "id": campaign.pk, "name": campaign.name, "schedule_round": campaign.schedule_round
+    }  # fmt: skip
+    assert campaign.schedule_round is not None and history.rounds[6][0].campaign_id == campaign.pk
+    assert "steady_tps of lab2 · lab2:ssd" in said
+    assert (
+        f"+9.8 % between rounds 6 and 7 of the series (the latter: campaign {campaign.pk}, “{campaign.name}”) (p = "
+        in said
+    )
     assert Notification.objects.filter(delivered_at__isnull=False, attempts=1).count() == 4
     watch_detect(_key(history))
     assert Notification.objects.count() == 4  # nothing new: nothing told again
+
+
+def test_history_read_for_the_first_time_is_stored_but_not_told(users: dict[str, User], sent: list[int]) -> None:
+    # A step 14 rounds back, found when the series is first read (a backfill, a schedule started on a
+    # configuration run for months): listed on the regressions page, but no news (review of issue 34).
+    tps = ROUND_TPS[:6] + ROUND_TPS[6:] * 2 + ROUND_TPS[6:8]
+    history, schedule = scheduled_history(users["otto"], rounds=tps)
+    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
+
+    found = watch_detect(_key(history))
+
+    [tps_point] = [point for point in found.new if point.metric == "steady_tps"]
+    assert tps_point.round_after == 7 and tps_point.rounds_after == 14 > FRESH_ROUNDS_AFTER
+    assert not Notification.objects.exists() and sent == []
+
+
+def test_the_backfill_command_tells_nobody_unless_asked(users: dict[str, User], sent: list[int]) -> None:
+    history, schedule = scheduled_history(users["otto"])
+    subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"])
+    said = StringIO()
+
+    call_command("watch_detect", "--all", stdout=said)
+
+    assert StoredChangePoint.objects.filter(series_key=_key(history)).exists() and not Notification.objects.exists()
+    assert said.getvalue().endswith("new change points\n")
+    StoredChangePoint.objects.all().delete()
+    call_command("watch_detect", _key(history), "--tell", stdout=StringIO())
+    assert Notification.objects.filter(event="change_point").exists()
 
 
 def closed_port() -> int:

@@ -2,7 +2,8 @@
 which runs runs.watch.changepoints.detect per metric) written as rows, one per change point, upserted
 by identity (series key, metric, the first round after it). Detecting again updates the numbers and
 leaves the triage alone; a change point seen for the first time is new, and the subscribers of the
-schedules whose rounds are in the series hear of it (runs.notify), in the same transaction.
+schedules whose rounds are in the series hear of it (runs.notify), in the same transaction, if it
+is fresh news rather than history read for the first time (FRESH_ROUNDS_AFTER).
 
 A stored change point a later detection of its series no longer finds (more rounds moved it, or it
 was noise) is marked gone (gone_at: when it was first missed), never deleted: its triage stays, the
@@ -18,6 +19,7 @@ from django.utils import timezone
 
 from runs.models import Campaign, StoredChangePoint
 from runs.notify.services.outbox import notify_schedules
+from runs.watch.changepoints import MIN_SIZE
 from runs.watch.links import rounds_comparison_path, site_url
 from runs.watch.selectors import Round, SeriesChange, series_detail
 
@@ -47,11 +49,24 @@ def _numbers(change: SeriesChange) -> dict[str, object]:
     }
 
 
+def _first_round_after(ref: str) -> dict[str, object]:
+    """The first round after the change as its campaign (id, name, its number in its schedule) or
+    its run: the series' own round numbers are not the schedule's (a series also counts the template
+    and runs made alone), so a subscriber is told which campaign it was."""
+    if ref.startswith("c"):
+        campaign = Campaign.objects.filter(pk=int(ref[1:])).values("pk", "name", "schedule_round").first()
+        if campaign is not None:
+            return {"campaign": {"id": campaign["pk"], "name": campaign["name"],
+                                 "schedule_round": campaign["schedule_round"]}}  # fmt: skip
+    return {"run": int(ref[1:])} if ref.startswith("r") else {}
+
+
 def change_point_payload(stored: StoredChangePoint) -> dict[str, object]:
     """What a subscriber is told of a change point (the webhook's JSON, the email's lines)."""
     series_path = reverse("series-detail", args=[stored.series_key])
     return {
         "id": stored.identity,
+        "first_round_after": _first_round_after(stored.round_ref),
         "series": stored.series_key,
         "series_title": stored.title,
         "metric": stored.metric,
@@ -72,9 +87,16 @@ def change_point_payload(stored: StoredChangePoint) -> dict[str, object]:
     }
 
 
-def watch_detect(series_key: str) -> Detected:
+# A change can be found once MIN_SIZE rounds follow it; one first found with more than this many
+# rounds after it is history read for the first time (a backfill, a schedule started on a
+# configuration run for months), stored and listed but not told as news.
+FRESH_ROUNDS_AFTER = 2 * MIN_SIZE
+
+
+def watch_detect(series_key: str, *, tell: bool = True) -> Detected:
     """Detect the series' change points now and store them, marking the stored ones no longer
-    found; the new ones."""
+    found; the new ones. The subscribers hear of the fresh ones among them (FRESH_ROUNDS_AFTER),
+    unless `tell` is False."""
     detail = series_detail(series_key)
     changes = detail.changes if detail is not None else []
     new = []
@@ -84,8 +106,9 @@ def watch_detect(series_key: str) -> Detected:
             if created:
                 new.append(stored)
         gone = _mark_gone(series_key, {(change.metric.key, change.round_after.ref) for change in changes})
-        if new and detail is not None:
-            _tell(detail.rounds, new)
+        fresh = [stored for stored in new if stored.rounds_after <= FRESH_ROUNDS_AFTER]
+        if tell and fresh and detail is not None:
+            _tell(detail.rounds, fresh)
     return Detected(len(changes), new, gone)
 
 
