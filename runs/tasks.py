@@ -23,7 +23,7 @@ from runs.jobs.execute import Execution, job_execute
 from runs.jobs.heartbeat import stale_after_s
 from runs.jobs.kinds import RUN
 from runs.jobs.sweeper import resend_claimed_jobs, sweep_stale_jobs
-from runs.notify.services.deliver import deliver, due_notifications
+from runs.notify.services.deliver import deliver, due_notifications, hand_over
 from runs.schedules.services.rounds import schedule_fire
 from runs.watch.services.hooks import watch_round_ended
 
@@ -101,18 +101,19 @@ def watch_round_ended_task(run_id: int) -> int:
 
 
 @shared_task(name="runs.deliver_notification")
-def deliver_notification(notification_id: int) -> str:
+def deliver_notification(notification_id: int, ticket: str | None = None) -> str:
     """Email or POST one notification (runs.notify.services.deliver); a failure is kept and retried later."""
-    return deliver(notification_id)
+    return deliver(notification_id, ticket)
 
 
 @shared_task(name="runs.deliver_due_notifications")
 def deliver_due_notifications() -> int:
-    """Send the notifications whose attempt is due (beat, every minute): retries, and any whose task was lost."""
-    due = due_notifications()
-    for notification_id in due:
-        deliver_notification.delay(notification_id)
-    return len(due)
+    """Send the notifications whose attempt is due (beat, every minute): retries, and any whose task
+    was lost or has waited for a worker too long (runs.notify.services.deliver: hand_over)."""
+    handed = hand_over(due_notifications())
+    for notification_id, ticket in handed:
+        deliver_notification.delay(notification_id, ticket)
+    return len(handed)
 
 
 @shared_task(name="runs.dispatch_queue")

@@ -5,17 +5,26 @@ kept on the row (attempts, last error) and tried again later, with the same webh
 MAX_ATTEMPTS; the schedule's page shows what failed (runs.notify.selectors).
 
 Two workers never deliver one notification at once: each first claims it by moving its next
-attempt past the time a delivery can take (a conditional UPDATE); only the one that moved it sends."""
+attempt past the time a delivery can take (a conditional UPDATE); only the one that moved it sends.
+
+Beat's sweep (every minute) sends a task for each notification that is due and has none waiting:
+a delivery task can wait in the broker behind benchmarks that hold every worker for hours, and one
+new task a minute for it would pile up there. The sweep hands the notification over by moving its
+next attempt HANDOVER_S on; that time is the task's ticket, with which it may claim the notification
+before it is due. A task whose ticket is no longer the row's (the sweep handed it over again: the
+task was lost, or waited longer than HANDOVER_S) finds nothing to do."""
 
 import json
 import urllib.error
 import urllib.request
-from datetime import timedelta
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db.models import Q
+from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from runs.models import Channel, Notification
@@ -24,7 +33,10 @@ from runs.notify.signing import headers
 TIMEOUT_S = 10.0
 MAX_ATTEMPTS = 5
 FIRST_RETRY_S = 30.0  # then 4 times longer each: 30 s, 2 min, 8 min, 32 min
-CLAIM_S = 60.0  # longer than an attempt can take
+# Longer than an attempt can take: a webhook's 10 s is per socket operation (DNS, each address's
+# connect, each read), and so is an email's EMAIL_TIMEOUT (up to 300 s) at each step of SMTP.
+CLAIM_S = 15 * 60.0
+HANDOVER_S = 15 * 60.0  # how long a task the sweep sent may wait for a worker before another is sent
 
 
 def retry_after_s(attempts: int) -> float:
@@ -32,13 +44,30 @@ def retry_after_s(attempts: int) -> float:
     return FIRST_RETRY_S * 4 ** (attempts - 1)
 
 
-def _claimed(notification_id: int) -> bool:
+def _undelivered() -> QuerySet[Notification]:
+    return Notification.objects.filter(delivered_at__isnull=True, attempts__lt=MAX_ATTEMPTS)
+
+
+def _claimed(notification_id: int, ticket: str | None) -> bool:
+    """Whether this task may deliver it now (due, or its ticket is the row's), its claim recorded."""
     now = timezone.now()
-    return bool(
-        Notification.objects.filter(
-            Q(next_attempt_at__lte=now), pk=notification_id, delivered_at__isnull=True, attempts__lt=MAX_ATTEMPTS
-        ).update(next_attempt_at=now + timedelta(seconds=CLAIM_S))
-    )
+    mine = Q(next_attempt_at__lte=now)
+    if ticket is not None:
+        mine |= Q(next_attempt_at=datetime.fromisoformat(ticket))
+    claimed = _undelivered().filter(mine, pk=notification_id).update(next_attempt_at=now + timedelta(seconds=CLAIM_S))
+    return bool(claimed)
+
+
+def hand_over(notification_ids: Sequence[int]) -> list[tuple[int, str]]:
+    """The due ones among `notification_ids`, each handed over to a task about to be sent: its
+    next attempt moved HANDOVER_S on; (id, the task's ticket) for each."""
+    now = timezone.now()
+    ticket = now + timedelta(seconds=HANDOVER_S)
+    with transaction.atomic():
+        due = _undelivered().filter(pk__in=list(notification_ids), next_attempt_at__lte=now)
+        handed = list(due.select_for_update(skip_locked=True).values_list("pk", flat=True))
+        Notification.objects.filter(pk__in=handed).update(next_attempt_at=ticket)
+    return [(pk, ticket.isoformat()) for pk in handed]
 
 
 NO_SITE_URL = (
@@ -119,10 +148,10 @@ def _error_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def deliver(notification_id: int) -> str:
+def deliver(notification_id: int, ticket: str | None = None) -> str:
     """Try to deliver one notification now: "delivered", "failed" (tried again later or given up),
-    or "skipped" (delivered already, not due, or another worker has it)."""
-    if not _claimed(notification_id):
+    or "skipped" (delivered already, not due and not this task's, or another worker has it)."""
+    if not _claimed(notification_id, ticket):
         return "skipped"
     notification = Notification.objects.select_related("subscriber").get(pk=notification_id)
     try:
@@ -146,7 +175,5 @@ def deliver(notification_id: int) -> str:
 
 def due_notifications(limit: int = 100) -> list[int]:
     """The ids of notifications whose attempt is due (beat's sweep delivers them)."""
-    due = Notification.objects.filter(
-        next_attempt_at__lte=timezone.now(), delivered_at__isnull=True, attempts__lt=MAX_ATTEMPTS
-    )
+    due = _undelivered().filter(next_attempt_at__lte=timezone.now())
     return list(due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit])

@@ -24,7 +24,7 @@ from runs.notify.selectors import schedule_failures
 from runs.notify.services import deliver as delivery
 from runs.notify.services import outbox
 from runs.notify.services.subscribers import SubscriberRefused, subscriber_add
-from runs.tasks import deliver_notification
+from runs.tasks import deliver_due_notifications, deliver_notification
 from runs.tests.conftest import ClientFactory
 from runs.tests.notify.receiver import webhook_receiver
 from runs.tests.schedules.test_rounds import nightly
@@ -36,6 +36,7 @@ from runs.watch.services.rounds import round_moved_notify
 
 pytestmark = pytest.mark.django_db
 USERS = ("otto", "ada", "vera")  # the schedule's owner, an admin, a viewer
+PAYLOAD = {"type": "change_point", "title": "change point found", "schedule": {"id": 1, "name": "nightly"}}
 
 
 @pytest.fixture
@@ -194,6 +195,34 @@ def test_a_failed_webhook_is_retried_with_backoff_under_the_same_id_then_given_u
     assert receiver.received[0].headers["webhook-id"] == receiver.received[1].headers["webhook-id"]
     first.refresh_from_db()
     assert first.delivered_at is not None and schedule_failures(schedule.pk) == []
+
+
+def test_a_notification_waiting_for_a_worker_gets_one_task_per_handover_not_one_a_minute(
+    users: dict[str, User], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every worker busy with a benchmark for hours: beat's sweep sent a new task each minute for each
+    # due notification, and they piled up in the broker (review of issue 34).
+    _, schedule = scheduled_history(users["otto"])
+    made = subscriber_add(schedule=schedule, email="ops@example.org", actor=users["otto"]).subscriber
+    waiting = Notification.objects.create(
+        subscriber=made, event="change_point", channel="email", target=made.email, payload=PAYLOAD,
+        next_attempt_at=timezone.now(),
+    )  # fmt: skip
+    queued: list[tuple[int, str]] = []
+    monkeypatch.setattr(deliver_notification, "delay", lambda *args: queued.append(args))
+
+    assert deliver_due_notifications() == 1 and deliver_due_notifications() == 0  # handed over: no second task
+    [(pk, ticket)] = queued
+    waiting.refresh_from_db()
+    assert pk == waiting.pk and waiting.next_attempt_at is not None
+    assert waiting.next_attempt_at - timezone.now() > timedelta(seconds=delivery.HANDOVER_S - 60)
+    assert deliver_notification(waiting.pk) == "skipped"  # the task the outbox sent, late: not due, no ticket
+    Notification.objects.filter(pk=waiting.pk).update(next_attempt_at=timezone.now() - timedelta(seconds=1))
+    assert deliver_due_notifications() == 1  # waited longer than the handover: handed over again
+    stale, fresh = ticket, queued[-1][1]
+    assert deliver_notification(waiting.pk, stale) == "skipped"
+    assert deliver_notification(waiting.pk, fresh) == "delivered" and len(mail.outbox) == 1
+    assert deliver_notification(waiting.pk, fresh) == "skipped"  # delivered: once
 
 
 def test_a_round_that_moved_beyond_noise_is_told_once(users: dict[str, User], sent: list[int]) -> None:
