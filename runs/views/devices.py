@@ -20,7 +20,7 @@ from runs.compare.selectors.drift import device_drift
 from runs.inventory.selectors import HEALTH_READ_BOUND, device_health, health_ask
 from runs.inventory.services.device_health import HealthUnread, device_health_ask, device_health_refusal
 from runs.models import CLAIMS, Device
-from runs.watch.selectors import series_list
+from runs.watch.summaries import series_list
 
 HISTORY_ROWS = 100
 

@@ -8,8 +8,9 @@ from django.views.decorators.http import require_safe
 
 from runs.views.refusals import refused
 from runs.watch.regressions.selectors import regressions, stored_of_series
-from runs.watch.selectors import chart_data, series_detail, series_list
+from runs.watch.selectors import chart_data, series_detail
 from runs.watch.series import key_checked
+from runs.watch.summaries import series_list
 
 
 @require_safe

@@ -121,17 +121,6 @@ class MetricSeries:
 
 
 @dataclass(frozen=True)
-class SeriesSummary:
-    key: str
-    title: str
-    rounds: int
-    runs: int
-    last_at: datetime
-    change_points: int  # over every metric
-    last_tps: float | None = None  # the last round's mean of the first metric (steady-state tps)
-
-
-@dataclass(frozen=True)
 class SeriesDetail:
     key: str
     title: str
@@ -208,29 +197,6 @@ def _detected(metric: Metric, members: Sequence[Sequence[Run]]) -> tuple[list[Sp
 
 def _members(rounds: Sequence[Round], measured: dict[int, Run]) -> list[list[Run]]:
     return [[measured[pk] for pk in r.run_ids] for r in rounds]
-
-
-def series_list(device_id: int | None = None) -> list[SeriesSummary]:
-    """Every configuration with two rounds or more (those on one device: `device_id`), the most
-    recently run first (six queries at most: the recurring keys, their runs, the metrics, the
-    titles' runs with their client hosts)."""
-    recurring = []
-    keys = _recurring(Q(device_id=device_id) if device_id is not None else Q())
-    for key, rows in _by_series(_configurations(Q(series_key__in=keys))).items():
-        recurring.append((key, rows, rounds_of(rows)))
-    measured = _measured(row["pk"] for _, rows, _ in recurring for row in rows)
-    titled = _titled([rows[-1]["pk"] for _, rows, _ in recurring])
-    summaries = []
-    for key, rows, rounds in recurring:
-        members = _members(rounds, measured)
-        detected = [_detected(metric, members) for metric in METRICS]
-        points = sum(len(detection.points) for _, detection in detected)
-        last = detected[0][0][-1]
-        title = titled[rows[-1]["pk"]]
-        summaries.append(
-            SeriesSummary(key, title, len(rounds), len(rows), rounds[-1].at, points, last.mean if last else None)
-        )
-    return sorted(summaries, key=lambda s: s.last_at, reverse=True)
 
 
 def recurring_keys() -> list[str]:

@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 from runs.bench.specs import RunSpec
+from runs.models import StoredChangePoint
 from runs.tests.conftest import ClientFactory
 from runs.tests.watch.history import ROUND_TPS, History, make_history
 from runs.watch.selectors import (
@@ -17,9 +19,10 @@ from runs.watch.selectors import (
     campaign_series,
     recurring_series,
     series_detail,
-    series_list,
 )
 from runs.watch.series import series_key
+from runs.watch.services.detect import watch_detect
+from runs.watch.summaries import series_list
 
 pytestmark = pytest.mark.django_db
 
@@ -64,11 +67,27 @@ def test_runs_read_as_values_are_keyed_as_their_specs(history: History) -> None:
 
 
 def test_the_list_has_the_recurring_configuration_only(history: History) -> None:
+    key = series_key(RunSpec.from_run(history.rounds[0][0]))
+    [before] = series_list()
+    watch_detect(key)  # what each round's end does
+
     [row] = series_list()
-    assert (row.rounds, row.runs) == (12, 6 * 3 + 6)
+
+    assert (row.key, row.rounds, row.runs) == (key, 12, 6 * 3 + 6)
     assert row.last_at == history.rounds[-1][0].started_at
     assert row.title.startswith("lab1 · lab1:ssd · ext4") and "2 clients" in row.title and "5 s" in row.title
-    assert row.change_points >= 1
+    assert row.last_tps == 1093.0  # the last round, a run alone
+    assert before.change_points == 0 and row.change_points == 2  # stored ones (tps and latency), still found
+    StoredChangePoint.objects.filter(metric="latency_avg").update(gone_at=timezone.now())
+    assert series_list()[0].change_points == 1
+
+
+def test_the_list_gives_a_campaign_round_s_mean(users: Any) -> None:
+    history = make_history(users["otto"], rounds=ROUND_TPS[:11])  # the 11th round is a campaign's
+    [row] = series_list()
+    assert row.rounds == 11 and row.last_tps == ROUND_TPS[10]
+    values = [run.steady_tps_mean for run in history.rounds[-1]]
+    assert len(values) == 3 and row.last_tps == sum(values) / 3
 
 
 def test_a_series_has_its_rounds_spread_step_and_kernel_change(history: History) -> None:
@@ -101,8 +120,11 @@ def test_a_series_is_read_in_a_fixed_number_of_queries(
     # its runs, metrics, the last run with its client hosts (3), drift (2)
     with django_assert_max_num_queries(7):
         series_detail(key)
-    with django_assert_max_num_queries(6):  # recurring keys, their runs, metrics, titles with their client hosts (3)
+    with django_assert_max_num_queries(8):  # counts, last runs, their rounds, metrics, points, titles (3)
         series_list()
+    make_history(users["vera"], host_name="lab3")
+    with django_assert_max_num_queries(8):
+        assert len(series_list()) == 2
     make_history(users["ada"], host_name="lab2")  # twice the runs, another series
     with django_assert_max_num_queries(7):
         series_detail(key)
