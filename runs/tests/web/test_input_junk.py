@@ -247,6 +247,9 @@ def page_parameters_answer(inventory: dict[str, Any], client: Client, value: str
     resumed = client.get(f"/runs/{run.pk}/events", headers={"Last-Event-ID": value}) if value.isprintable() else after
     detail = client.get(f"/runs/{quote(value, safe='')}/")
     api_detail = client.get(f"/api/runs/{quote(value, safe='')}/")
+    # The regression watch's pages: its list's filters and pages, a series' key in its URL.
+    watch = [client.get("/regressions/", {name: value}) for name in ("state", "found", "page")]
+    watch.append(client.get(f"/series/{quote(value, safe='')}/"))
 
     assert again.status_code in (200, 400, 404), again.status_code
     for stream in {id(after): after, id(resumed): resumed}.values():
@@ -255,6 +258,7 @@ def page_parameters_answer(inventory: dict[str, Any], client: Client, value: str
             async_to_sync(read_to_the_end)(stream)
     # A NUL anywhere in a request is refused before any page sees it (400).
     assert detail.status_code in (200, 400, 404) and api_detail.status_code in (200, 400, 404)
+    assert all(page.status_code in (200, 400, 404) for page in watch), [page.status_code for page in watch]
     for refused in (again, after, resumed):
         if refused.status_code == 400:
             assert b"must be" in refused.content or b"NUL character" in refused.content
