@@ -37,15 +37,18 @@ class Change:
     before: RunPoint  # the last run that saw the old value
     after: RunPoint  # the first run that saw the new value
 
-    def said(self, subject: str, *, fact: str = "", with_values: bool = True, between: str = "") -> str:
+    def said(
+        self, subject: str, *, fact: str = "", with_values: bool = True, between: str = "", where: str = ""
+    ) -> str:
         """ "lab1: kernel changed from 6.1.0-25 to 6.1.0-26 between run 12 (3 Nov 2026) and run 15
-        (9 Nov 2026)"; `fact` names the fact otherwise, without values only that it changed, and
-        `between` says where in other words ("round 11 and 12" of a series)."""
+        (9 Nov 2026)"; `fact` names the fact otherwise, without values only that it changed,
+        `between` says between what in other words ("round 11 and 12" of a series), and `where` says
+        the whole place ("during round 4": a change inside one round is between none)."""
         values = f" from {self.old} to {self.new}" if with_values else ""
         between = between or (
             f"run {self.before.run_id} ({_day(self.before.at)}) and run {self.after.run_id} ({_day(self.after.at)})"
         )
-        return f"{subject}: {fact or self.fact} changed{values} between {between}"
+        return f"{subject}: {fact or self.fact} changed{values} {where or 'between ' + between}"
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from django.db.models.functions import Coalesce
 
 from runs.bench.spec_labels import EMPTY_VALUES, spec_value
 from runs.compare.metrics import METRICS, Metric, metric_annotations
-from runs.compare.selectors.drift import SpannedChange, drift_among
+from runs.compare.selectors.drift import drift_among
 from runs.compare.stats import format_p
 from runs.models import Run, RunState
 from runs.watch.changepoints import ChangePoint, Detection, detect
+from runs.watch.drift_rounds import DriftEvent, drift_events
 from runs.watch.series import TITLE_FIELDS
 
 # What a run's metrics are read from (runs.compare.metrics), beside its specification.
@@ -58,13 +59,6 @@ class Spread:
     minimum: float
     maximum: float
     sd: float | None  # None for one repetition
-
-
-@dataclass(frozen=True)
-class DriftEvent:
-    round_before: int  # the last round that saw the old value
-    round_after: int  # the first that saw the new one
-    text: str  # "lab1: kernel changed from A to B between round 11 and 12"
 
 
 def change_verdict(metric: Metric | None, change: float) -> str:
@@ -221,22 +215,6 @@ def _titled(run_ids: list[int]) -> dict[int, str]:
     return {run.pk: series_title(run) for run in _with_details().filter(pk__in=run_ids)}
 
 
-def _round_at(rounds: Sequence[Round], at: datetime) -> int:
-    """The number of the last round that started at or before `at` (0: none)."""
-    return sum(1 for r in rounds if r.at <= at)
-
-
-def _drift_events(spanned: Sequence[SpannedChange], rounds: Sequence[Round]) -> list[DriftEvent]:
-    events = []
-    for found in spanned:
-        before = _round_at(rounds, found.change.before.at)
-        after = next((r.number for r in rounds if r.at >= found.change.after.at), len(rounds))
-        if before:
-            between = f"round {before} and {after}" if after == before + 1 else f"rounds {before} and {after}"
-            events.append(DriftEvent(before, after, found.said_between(between)))
-    return sorted(events, key=lambda e: (e.round_before, e.text))
-
-
 def _changes(
     key: str, metric: Metric, detection: Detection, rounds: Sequence[Round], drift: Sequence[DriftEvent]
 ) -> list[SeriesChange]:
@@ -261,7 +239,7 @@ def series_detail(key: str) -> SeriesDetail | None:
     members = _members(rounds, _measured(run_ids))
     last = _with_details().get(pk=rows[-1]["pk"])  # a series' runs share their hosts and device
     spanned = drift_among(run_ids, {host.pk: host.name for host in last.hosts}, {last.device_id: str(last.device)})
-    drift = _drift_events(spanned, rounds)
+    drift = drift_events(spanned, {pk: r.number for r in rounds for pk in r.run_ids})
     metrics, changes = [], []
     for metric in METRICS:
         spreads, detection = _detected(metric, members)

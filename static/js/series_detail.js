@@ -36,7 +36,7 @@
     const markers = [
       ...metric.changes.map((c) => ({ x: c.after - 0.5, label: c.text, color: CHANGE, kindLabel: "change point" })),
       ...data.drift.map((d) => ({
-        x: (d.before + d.after) / 2, label: d.text.split(" between ")[0], color: DRIFT, kindLabel: "host or device changed",
+        x: (d.before + d.after) / 2, label: d.text.split(/ (?:between|during) /)[0], color: DRIFT, kindLabel: "host or device changed",
       })),
     ];
     const caption = `${metric.label} per round` + (metric.reason ? ` (no change point searched: ${metric.reason})` : "");

@@ -177,8 +177,16 @@ class SpannedChange:
     def said_between(self, between: str = "") -> str:
         """The change, fit for shared pages too: no install's path, and no serial or configure
         line (they name paths and drives; the host's page shows them); `between` as Change.said."""
+        return self._said(between=between)
+
+    def said_where(self, where: str) -> str:
+        """As said_between, with the whole place said ("during round 4"): `where` as Change.said."""
+        return self._said(where=where)
+
+    def _said(self, between: str = "", where: str = "") -> str:
         fact = self.change.fact.split(" (/", 1)[0]
-        return self.change.said(self.subject, fact=fact, with_values=fact not in PRIVATE_FACTS, between=between)
+        private = fact in PRIVATE_FACTS
+        return self.change.said(self.subject, fact=fact, with_values=not private, between=between, where=where)
 
     def said(self) -> str:
         """The comparison's warning."""

@@ -32,6 +32,7 @@ def test_an_operator_subscribes_a_webhook_and_sees_its_secret_once_and_a_failure
         page.wait_for_selector("#new-secret")
         page.screenshot(path=str(ARTIFACTS / "schedule-subscribers.png"), full_page=True)
         secret = page.locator("#new-secret code").text_content() or ""
+        explained = page.locator("#subscribers > p.muted").last.text_content() or ""
         failures = page.locator("#delivery-failures li").all_text_contents()
         page.reload()
         page.wait_for_selector("#subscriber-list")
@@ -40,6 +41,8 @@ def test_an_operator_subscribes_a_webhook_and_sees_its_secret_once_and_a_failure
 
     assert "webhook_url: a webhook URL must be http:// or https:// with a host" in refusal
     assert secret.startswith("whsec_") and not shown_again
+    assert "Holm-adjusted together, adjusted p < 0.05 and a change of at least 2 %" in explained
+    assert "fewer than 2 repetitions in either round is not tested" in explained
     assert failures == ["email to ops@example.org failed 5 times: [Errno 111] Connection refused (given up)"]
     assert len(listed) == 2 and "https://hooks.example.org/benchlab" in listed[1]
     assert ScheduleSubscriber.objects.get(webhook_url="https://hooks.example.org/benchlab").webhook_secret == secret

@@ -34,19 +34,26 @@ def round_at(number: int) -> datetime:
 
 
 def make_history(
-    owner: User, rounds: list[float] = ROUND_TPS, step_round: int = STEP_ROUND, host_name: str = "lab1"
+    owner: User,
+    rounds: list[float] = ROUND_TPS,
+    step_round: int = STEP_ROUND,
+    host_name: str = "lab1",
+    new_kernel_from: tuple[int, int] | None = None,
 ) -> History:
+    """`new_kernel_from`: the round and repetition (from 0) of the first run on the new kernel; by
+    default the step round's first."""
+    first_new = new_kernel_from or (step_round, 0)
     host = make_host(name=host_name)
     device = make_device(host, name="ssd", model="Samsung SSD 860")
     pg = make_pg_install(host, bin_dir=PG_BIN, label="PG 15 (Debian)")
     made: list[list[Run]] = []
     for number, tps in enumerate(rounds, start=1):
-        kernel = "6.1.0-26-amd64" if number >= step_round else "6.1.0-25-amd64"
         campaign, configuration = make_campaign(owner, name=f"nightly {number}") if number % 2 else (None, None)
         values = [tps - 10, tps, tps + 10] if campaign else [tps]
         runs = []
         for repetition, value in enumerate(values):
             at = round_at(number) + timedelta(minutes=10 * repetition)
+            kernel = "6.1.0-26-amd64" if (number, repetition) >= first_new else "6.1.0-25-amd64"
             repetition_of = {"repetition": repetition + 1} if campaign else {}
             fields: dict[str, Any] = {
                 "campaign": campaign,

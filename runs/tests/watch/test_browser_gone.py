@@ -11,6 +11,7 @@ from runs.models import StoredChangePoint
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_user
 from runs.tests.watch.history import ROUND_TPS, make_history
+from runs.tests.watch.pages import series_viewed
 from runs.tests.watch.test_gone_change_points import flatten, point
 from runs.watch.services.detect import watch_detect
 
@@ -60,11 +61,7 @@ def test_a_series_whose_step_went_away_lists_its_stored_points_as_no_longer_foun
     flatten(history, tps=ROUND_TPS[0])
     watch_detect(key)
     tps = StoredChangePoint.objects.get(metric="steady_tps")
-    make_user("vera", "viewer", password=PASSWORD)
-    with signed_in(page_server, "vera", f"/series/{key}/", height=1000) as (page, violations, errors):
-        page.wait_for_selector("#series-figures canvas")
-        page.wait_for_timeout(600)  # the charts' animation
-        page.screenshot(path=str(ARTIFACTS / "series-no-longer-found.png"), full_page=True)
+    with series_viewed(page_server, key, "series-no-longer-found.png") as (page, violations, errors):
         listed = page.locator("#gone-change-points li").all_text_contents()
         none_found = page.locator("#no-change-points").text_content() or ""
         page.click(f"#gone-{tps.pk} a")

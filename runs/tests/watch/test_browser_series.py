@@ -9,6 +9,7 @@ from runs.bench.specs import RunSpec
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.factories import make_user
 from runs.tests.watch.history import make_history
+from runs.tests.watch.pages import series_viewed
 from runs.watch.series import series_key
 
 pytestmark = pytest.mark.django_db(transaction=True, serialized_rollback=True)
@@ -53,4 +54,21 @@ def test_a_run_leads_to_its_series_with_the_step_and_the_kernel_change(page_serv
     assert first_links == [f"/campaigns/{campaign_id}/", *(f"/runs/{pk}/" for pk in run_ids)]
     assert drawn == [12, [6.5, 6.5]]  # the change point and the kernel change, between rounds 6 and 7
     assert len(listed) == 1 and "12" in listed[0] and "lab1 · lab1:ssd" in listed[0]
+    assert not violations and not errors, violations + errors
+
+
+def test_a_kernel_changed_inside_a_round_is_drawn_and_said_during_that_round(page_server: str) -> None:
+    # Review of issue 34: placed by the rounds' start times, it read "between round 7 and 8".
+    history = make_history(make_user("otto", "operator"), new_kernel_from=(7, 1))
+    key = series_key(RunSpec.from_run(history.rounds[0][0]))
+    with series_viewed(page_server, key, "series-drift-during-round.png") as (page, violations, errors):
+        drift = page.locator("#drift-events li").all_text_contents()
+        markers = page.evaluate(
+            "() => Chart.getChart(document.querySelector('#series-chart-steady_tps canvas'))"
+            ".options.plugins.eventMarkers.markers.map(m => [m.x, m.label])"
+        )
+
+    said = "lab1: kernel changed from 6.1.0-25-amd64 to 6.1.0-26-amd64"
+    assert drift == [f"{said} during round 7"]
+    assert [7, said] in markers  # on round 7, its label without the place (the axis says it)
     assert not violations and not errors, violations + errors

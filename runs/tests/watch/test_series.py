@@ -162,3 +162,28 @@ def test_a_bad_or_unknown_key_is_refused_saying_why(history: History, client_for
     assert "a series key is 16 hexadecimal digits (0-9, a-f), not &#x27;lab1-ssd&#x27;" in bad.content.decode()
     unknown = vera.get(reverse("series-detail", args=["0123456789abcdef"]))
     assert unknown.status_code == 404 and "no done run belongs to series 0123456789abcdef" in unknown.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("rounds", "new_kernel_from", "said"),
+    [
+        # between repetitions 1 and 2 of round 7 (a campaign of three): read "round 7 and 8" by start times
+        (ROUND_TPS, (7, 1), "during round 7"),
+        # inside the last round (11, a campaign): read "rounds 11 and 11"
+        (ROUND_TPS[:11], (11, 2), "during round 11"),
+        # at a round's first run: between that round and the one before, as it was
+        (ROUND_TPS, (7, 0), "between round 6 and 7"),
+    ],
+    ids=["inside-a-round", "inside-the-last-round", "at-a-round"],
+)
+def test_a_drift_event_is_placed_by_the_runs_it_was_seen_between(
+    users: Any, rounds: list[float], new_kernel_from: tuple[int, int], said: str
+) -> None:
+    # Found in the review of issue 34: rounds were matched to a change by their start times.
+    history = make_history(users["otto"], rounds=rounds, new_kernel_from=new_kernel_from)
+    detail = series_detail(series_key(RunSpec.from_run(history.rounds[0][0])))
+    assert detail is not None
+    [event] = detail.drift
+    assert event.text == f"lab1: kernel changed from 6.1.0-25-amd64 to 6.1.0-26-amd64 {said}"
+    number = new_kernel_from[0]
+    assert (event.round_before, event.round_after) == ((number, number) if new_kernel_from[1] else (6, 7))
