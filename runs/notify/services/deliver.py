@@ -100,7 +100,7 @@ def _summary(payload: dict[str, Any]) -> list[str]:
         ]
     return [
         f"{moved['configuration'] or 'configuration'}: {moved['metric']} {moved['change'] * 100:+.1f} % "
-        f"against the previous round (p = {moved['p']:.2g}); {_where(moved, 'comparison')}"
+        f"against the previous round (Holm-adjusted p = {moved['p']:.2g}); {_where(moved, 'comparison')}"
         for moved in payload.get("moved", [])
     ]
 

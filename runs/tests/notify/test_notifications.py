@@ -237,7 +237,7 @@ def test_a_round_that_moved_beyond_noise_is_told_once(users: dict[str, User], se
     assert told.payload["round"]["number"] == 4 and told.payload["previous_round"]["number"] == 3
     assert round_moved_notify(campaigns[3]) == 0 and Notification.objects.count() == 1  # once
     assert deliver_notification(told.pk) == "delivered"
-    assert "base: steady_tps +10.6 % against the previous round (p = " in mail.outbox[0].body
+    assert "base: steady_tps +10.6 % against the previous round (Holm-adjusted p = " in mail.outbox[0].body
     assert round_moved_notify(campaigns[2]) == 0  # 996 against 991: within noise
     assert round_moved_notify(campaigns[0]) == 0  # the first round has none before it
 
