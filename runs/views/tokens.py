@@ -42,7 +42,7 @@ def token_list(request: HttpRequest) -> HttpResponse:
     except TokenRefused as exc:
         form.add_error(None, str(exc))
         return _page(request, form, status=400)
-    new = {"key": token.token_key, "name": form.cleaned_data["name"], "secret": secret, "expiry": token.expiry}
+    new = {"name": form.cleaned_data["name"], "secret": secret, "expiry": token.expiry}
     return _page(request, TokenForm(), new=new)
 
 
