@@ -9,14 +9,18 @@ The secret itself is never stored, only knox's hash and its first characters (`t
 """
 
 from django.db import models
-from knox.models import AuthToken
 
 TOKEN_NAME_MAX = 100
 
 
 class ApiTokenName(models.Model):
     token = models.OneToOneField(
-        AuthToken, on_delete=models.CASCADE, primary_key=True, related_name="benchlab_name", editable=False
+        # By name: importing knox's models here would make every importer of runs.models load knox.
+        "knox.AuthToken",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="benchlab_name",
+        editable=False,
     )
     name = models.CharField(max_length=TOKEN_NAME_MAX, help_text="What the token is for, as its owner named it.")
 
