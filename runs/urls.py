@@ -17,6 +17,7 @@ from runs.views import (
     shares,
     studies,
     subscribers,
+    tokens,
 )
 
 urlpatterns = [
@@ -76,6 +77,9 @@ urlpatterns = [
     path("shares/", shares.share_list, name="shares"),
     path("shares/new", shares.share_new, name="share-new"),
     path("shares/<id:share_id>/revoke", shares.share_revoke_view, name="share-revoke"),
+    # API tokens: one's own (an admin's: everybody's); revoking asks first (GET), then revokes (POST).
+    path("tokens/", tokens.token_list, name="tokens"),
+    path("tokens/<digest:digest>/revoke", tokens.token_revoke_view, name="token-revoke"),
     path("s/<str:token>/", shares.shared_page, name="shared"),
     path("s/<str:token>/samples.json", shares.shared_samples, name="shared-samples"),
     path("s/<str:token>/data.json", shares.shared_data, {"of": "comparison"}, name="shared-data"),

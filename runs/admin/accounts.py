@@ -52,7 +52,14 @@ class AuditedAuthTokenAdmin(AuditedAdmin, AuthTokenAdmin):
 
     added_action = AuditAction.API_TOKEN_CREATED
     deleted_action = AuditAction.API_TOKEN_REVOKED
-    list_display = ("token_key", "user", "created", "expiry")
+    list_display = ("token_key", "name", "user", "created", "expiry")
+    list_select_related = ("user", "benchlab_name")
+
+    @admin.display(description="name")
+    def name(self, obj: AuthToken) -> str:
+        # Named on the API tokens page (runs.models.tokens); one made here has none.
+        named = getattr(obj, "benchlab_name", None)
+        return named.name if named else "–"
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # knox's change form would let anyone who may change tokens set a hash of their choosing.

@@ -45,6 +45,7 @@ from runs.models.runs import (
 from runs.models.schedules import CampaignSchedule, RoundOutcome, ScheduleRound
 from runs.models.shares import ShareKind, ShareLink
 from runs.models.studies import StudyAfterBuilds, StudyWaitState
+from runs.models.tokens import TOKEN_NAME_MAX, ApiTokenName
 from runs.models.watch import NOTE_MAX, ChangePointState, StoredChangePoint
 from runs.models.workloads import WorkloadScript
 
@@ -62,8 +63,10 @@ __all__ = [
     "MAX_REPETITIONS",
     "MAX_SECONDS",
     "NOTE_MAX",
+    "TOKEN_NAME_MAX",
     "WAL_BLOCK_SIZES",
     "Access",
+    "ApiTokenName",
     "AuditAction",
     "AuditEvent",
     "BaselineRole",

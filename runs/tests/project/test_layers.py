@@ -98,6 +98,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "schedules": {"campaigns", "common", "models"},
     "watch": {"bench", "common", "compare", "jobs", "models", "notify"},
     "notify": {"common", "models"},
+    "accounts": {"common", "models"},
 }
 
 

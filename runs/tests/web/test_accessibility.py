@@ -222,6 +222,7 @@ def main_pages(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
         "campaign-page": (f"/campaigns/{data['campaign']}/", ""),
         "comparison": (f"/compare/?runs={compared}", CHARTS_DRAWN),
         "shares": ("/shares/", ""),
+        "tokens": ("/tokens/", ""),
         "series-list": ("/series/", ""),
         "regressions": ("/regressions/", ""),
         "series-page": (f"/series/{data['series']}/", "!!document.querySelector('#series-figures canvas')"),

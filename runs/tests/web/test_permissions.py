@@ -305,6 +305,15 @@ MATRIX: dict[str, Row] = {
     "share-new": Row(VIEWERS, POST),
     # The link was made by otto: its owner or an admin revokes it; anybody else is refused.
     "share-revoke": Row(OPERATORS, POST, args=pk_of(lambda o: o.share)),
+    # API tokens: every signed-in user makes and lists their own. The token is nora's: she or an
+    # admin revokes it; to anybody else it is not found, like an unknown one.
+    "tokens": Row(SIGNED_IN, FORM),
+    "token-revoke": Row(
+        SIGNED_IN,
+        FORM,
+        args=lambda o: [o.token.digest],
+        special={(role, method): NOT_FOUND for role in ("vera", "otto") for method in FORM},
+    ),
     # A shared page is for anyone with its token, with no account.
     "shared": Row(EVERYONE, args=token_of(ShareKind.RUN)),
     "shared-samples": Row(EVERYONE, args=token_of(ShareKind.RUN)),
