@@ -96,6 +96,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "django_filters",
     "knox",
     "axes",
     "csp",
@@ -240,6 +241,8 @@ REST_FRAMEWORK = {
         "queue": env_str("BENCHLAB_API_RATE_QUEUE", "600/hour"),
     },
     "DEFAULT_PAGINATION_CLASS": "runs.api.pagination.CheckedLimitOffsetPagination",
+    # Lists filter with the pages' filter sets and refuse what they do not read (runs/api/filtering.py).
+    "DEFAULT_FILTER_BACKENDS": ["runs.api.filtering.StrictFilterBackend"],
     "PAGE_SIZE": 100,
 }
 

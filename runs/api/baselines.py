@@ -69,6 +69,7 @@ class BaselineViewSet(JobViewSet):
     cancelled_serializer = BaselineSerializer
     detail_serializer = BaselineDetailSerializer
     create_serializer = BaselineCreateSerializer
+    list_parameters = ("device", "state")
 
     def get_queryset(self) -> QuerySet[DeviceBaseline]:
         baselines = DeviceBaseline.objects.select_related("host", "device", "queued_by").order_by("-created_at", "-id")

@@ -115,6 +115,7 @@ class BuildViewSet(JobViewSet):
     detail_serializer = BuildDetailSerializer
     create_serializer = BuildCreateSerializer
     required_permission = JobViewSet.required_permission | {"remove": "runs.cancel_run"}
+    list_parameters = ("host", "state")
 
     def get_queryset(self) -> QuerySet[PgBuild]:
         builds = PgBuild.objects.select_related("host", "queued_by").order_by("-created_at", "-id")

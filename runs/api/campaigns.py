@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runs.api.comparisons import api_query_params, comparison_of
+from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import QueueThrottled
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
@@ -192,7 +193,7 @@ def _campaign_heading(campaign: Campaign, progress: Progress) -> dict[str, Any]:
     }
 
 
-class CampaignViewSet(QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class CampaignViewSet(CheckedListParameters, QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = Campaign.objects.select_related("created_by").order_by("-created_at")
     serializer_class = CampaignCreateSerializer

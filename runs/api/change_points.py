@@ -10,6 +10,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.filtering import CheckedListParameters
 from runs.api.permissions import RolePermission
 from runs.common.params import BadParameter, IdConverter, parse_choice, parse_id
 from runs.models import NOTE_MAX, CampaignSchedule, ChangePointState, ScheduleSubscriber, StoredChangePoint
@@ -39,12 +40,13 @@ class TriageSerializer(serializers.Serializer):
     note = serializers.CharField(max_length=NOTE_MAX, required=False, allow_blank=True, default="")
 
 
-class ChangePointViewSet(viewsets.GenericViewSet):
+class ChangePointViewSet(CheckedListParameters, viewsets.GenericViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = StoredChangePoint.objects.select_related("triaged_by")
     serializer_class = TriageSerializer
     permission_classes = [RolePermission]
     required_permission = {"partial_update": TRIAGE_PERMISSION, "update": TRIAGE_PERMISSION}
+    list_parameters = ("state", "found")
 
     def list(self, request: Request) -> Response:
         chosen = {}
@@ -96,12 +98,13 @@ class SubscriberSerializer(serializers.Serializer):
     webhook_url = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class SubscriberViewSet(viewsets.GenericViewSet):
+class SubscriberViewSet(CheckedListParameters, viewsets.GenericViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = ScheduleSubscriber.objects.select_related("schedule__campaign__created_by", "schedule__created_by")
     serializer_class = SubscriberSerializer
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "destroy": "runs.queue_run"}
+    list_parameters = ("schedule",)
 
     def list(self, request: Request) -> Response:
         rows = self.get_queryset().order_by("pk")

@@ -11,9 +11,10 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.filtering import CheckedListParameters
 from runs.api.permissions import RolePermission
 from runs.common.params import BadParameter, parse_choice
-from runs.compare.query import ComparisonQuery
+from runs.compare.query import FILTERS, PARAMETERS, ComparisonQuery
 from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data
 from runs.compare.selectors.export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
 
@@ -38,10 +39,13 @@ def _file(request: Request) -> str:
         raise ValidationError({"file": [str(exc)]}) from None
 
 
-class ComparisonViewSet(viewsets.ViewSet):
-    """GET /api/comparisons/?runs=… the comparison; …/summary/ and …/series/ its tables."""
+class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
+    """GET /api/comparisons/?runs=… (or ?campaign=…, or the run list's filters) the comparison;
+    …/summary/ and …/series/ its tables."""
 
     permission_classes = [RolePermission]
+    checked_actions = ("list", "summary", "series")
+    list_parameters = (*PARAMETERS, *FILTERS, "file")
 
     def list(self, request: Request) -> Response:
         return Response(comparison_data(comparison_of(api_query_params(request))))

@@ -7,6 +7,7 @@ from typing import Any
 from rest_framework import mixins, viewsets
 
 from runs.api.cancel import CancelAction
+from runs.api.filtering import CheckedListParameters
 from runs.api.permissions import RolePermission
 from runs.common.params import IdConverter
 
@@ -23,7 +24,9 @@ class QueueThrottled:
         return "queue" if getattr(self, "action", None) in self.queue_actions else None
 
 
-class JobViewSet(QueueThrottled, CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class JobViewSet(
+    CheckedListParameters, QueueThrottled, CancelAction, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     lookup_value_regex = ID_IN_URL
     permission_classes = [RolePermission]
     required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run"}

@@ -12,6 +12,7 @@ from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import QueueThrottled
 from runs.api.permissions import RolePermission
 from runs.campaigns.services.campaigns import campaign_owner_refusal
@@ -88,7 +89,7 @@ def schedule_json(view: ScheduleView, firings: list[ScheduleRound] | None = None
     return data
 
 
-class ScheduleViewSet(QueueThrottled, viewsets.GenericViewSet):
+class ScheduleViewSet(CheckedListParameters, QueueThrottled, viewsets.GenericViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = CampaignSchedule.objects.select_related("campaign", "created_by", "periodic_task__crontab")
     serializer_class = ScheduleInputSerializer

@@ -87,6 +87,12 @@ class RunSerializer(serializers.ModelSerializer):
         "several; the same as client_hosts: [id]. Give client_hosts instead; not both.",
     )
     client_host_names = serializers.SerializerMethodField(help_text="The client hosts' names, in their order.")
+    configuration_key = serializers.CharField(
+        source="series_key",
+        read_only=True,
+        help_text="The run's configuration as a key: runs with equal keys differ in nothing but the random seed "
+        "(the regression watch's series, /series/<key>/).",
+    )
 
     library_script = LibraryScriptField(
         required=False,
@@ -104,7 +110,7 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", *RUN_FIELDS, "library_script_version", "client_host", "client_host_names", "method_reason",
-                  "state", "queued_by",
+                  "state", "queued_by", "campaign", "repetition", "configuration_key",
                   "created_at", "started_at", "finished_at",
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",
@@ -186,10 +192,21 @@ class RunDetailSerializer(RunSerializer):
     # The iostat and vmstat samples: source -> column -> a value a second (one query).
     os_series = serializers.SerializerMethodField()
     method = serializers.SerializerMethodField()
+    campaign_name = serializers.CharField(source="campaign.name", read_only=True, default=None)
+    configuration = serializers.SerializerMethodField(
+        help_text="A campaign's run: its configuration's place in the campaign (from 0) and what it varies."
+    )
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "summary", "environment", "metrics", "os_means", "os_series", "method"]
+        fields = [*RunSerializer.Meta.fields, "campaign_name", "configuration", "summary", "environment", "metrics",
+                  "os_means", "os_series", "method"]  # fmt: skip
         read_only_fields = [name for name in fields if name not in (*RUN_FIELDS, "client_host")]
+
+    def get_configuration(self, run: Run) -> dict[str, Any] | None:
+        configuration = run.configuration
+        if configuration is None:
+            return None
+        return {"index": configuration.index, "label": configuration.label, "values": configuration.values}
 
     def get_method(self, run: Run) -> list[dict[str, str]]:
         """The run's method checks (runs.method), as its page's Method panel lists them."""

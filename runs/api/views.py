@@ -1,15 +1,13 @@
 """The JSON API for automation: inventory (read), runs (queue, list, detail, cancel), samples."""
 
-from functools import partial
-
 from django.db.models import QuerySet
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import ID_IN_URL, JobViewSet
-from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import (
     DeviceSerializer,
@@ -19,16 +17,17 @@ from runs.api.serializers import (
     RunSampleSerializer,
     RunSerializer,
 )
+from runs.bench.filters import RunFilter
 from runs.bench.services.runs import run_enqueue
 from runs.bench.specs import RunSpec
 from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
-from runs.common.params import parse_choice, parse_id
+from runs.inventory.filters import DeviceFilter
 from runs.method.selectors import spec_method
 from runs.method.services.acceptance import accepted_when_queued
-from runs.models import Device, Driver, Filesystem, Host, PgInstall, Run, RunState, Workload
+from runs.models import Device, Host, PgInstall, Run
 
 
-class HostViewSet(viewsets.ReadOnlyModelViewSet):
+class HostViewSet(CheckedListParameters, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
     queryset = Host.objects.order_by("name")
     serializer_class = HostSerializer
@@ -53,47 +52,32 @@ class HostViewSet(viewsets.ReadOnlyModelViewSet):
         return Response({"host": host.pk, "sources": listed})
 
 
-class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
+class DeviceViewSet(CheckedListParameters, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
     queryset = Device.objects.order_by("host__name", "name")
     serializer_class = DeviceSerializer
     permission_classes = [RolePermission]
-
-    def get_queryset(self) -> QuerySet[Device]:
-        host = query_parameter(self.request, "host", parse_id)
-        return self.queryset.filter(host_id=host) if host is not None else self.queryset
+    filterset_class = DeviceFilter
 
 
-class PgInstallViewSet(viewsets.ReadOnlyModelViewSet):
+class PgInstallViewSet(CheckedListParameters, viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
     queryset = PgInstall.objects.order_by("host__name", "version")
     serializer_class = PgInstallSerializer
     permission_classes = [RolePermission]
 
 
-RUN_ID_FILTERS = {"host": "server_host_id", "device": "device_id", "pg_install": "pg_install_id"}
-RUN_CHOICE_FILTERS = {
-    "state": RunState.values,
-    "filesystem": Filesystem.values,
-    "driver": Driver.values,
-    "workload": Workload.values,
-}
-
-
 class RunViewSet(JobViewSet):
     serializer_class = RunSerializer
     cancelled_serializer = RunSerializer
     detail_serializer = RunDetailSerializer
+    filterset_class = RunFilter  # the run list page's filters (runs.bench.filters)
 
     def get_queryset(self) -> QuerySet[Run]:
         runs = Run.objects.select_related("server_host", "device", "pg_install").order_by("-created_at")
         runs = runs.prefetch_related("run_clients__host")  # client_hosts and their names, in one query
-        for parameter, field in RUN_ID_FILTERS.items():
-            if (found := query_parameter(self.request, parameter, parse_id)) is not None:
-                runs = runs.filter(**{field: found})
-        for parameter, choices in RUN_CHOICE_FILTERS.items():
-            if (value := query_parameter(self.request, parameter, partial(parse_choice, choices=choices))) is not None:
-                runs = runs.filter(**{parameter: value})
+        if self.action == "retrieve":
+            runs = runs.select_related("campaign", "configuration")  # named in the detail
         if self.action == "list":  # the list shows none of the per-run JSON: never load it
             runs = runs.defer("summary", "environment", "metrics", "os_means", "failed_output")
         return runs

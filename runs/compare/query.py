@@ -1,17 +1,19 @@
 """What a comparison is: its runs and how they are grouped, as the query string and a share link
 carry it. Parsing refuses, with what is allowed, anything a query could not use.
 
-A comparison is given either by run ids (`runs=1,2,3`) or by a campaign (`campaign=4`: its
-runs). `group` names the specification fields that make two runs members of one group; without
+A comparison is given by run ids (`runs=1,2,3`), by a campaign (`campaign=4`: its runs), or by
+the run list's filters (`host=2&filesystem=ext4`, runs.bench.filters: the runs they list, a
+campaign's narrowed by them). `group` names the specification fields that make two runs members of one group; without
 it a group is one configuration (runs whose whole specification but the random seed is equal),
 which is what repetitions are. `facet` draws one panel per value of a grouping field, `baseline` is the group
 the others are compared with, `show` the runs whose per-second tps is overlaid.
 """
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from runs.bench.filters import run_filter_names
 from runs.bench.specs import CONFIGURATION_FIELDS, FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS
 from runs.common.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
 from runs.models import Run, RunState
@@ -19,6 +21,8 @@ from runs.models import Run, RunState
 MAX_RUNS = 1000  # a comparison's runs, and far more than any chart can show apart
 MAX_SHOWN = 12  # overlaid per-second series
 PARAMETERS = ("runs", "campaign", "group", "baseline", "facet", "show")
+# The run list's filters but the campaign, which is a comparison's own parameter.
+FILTERS = tuple(name for name in run_filter_names() if name not in PARAMETERS)
 
 # The words a query uses for the spec's fields: the queue form's, "device", not "device_id".
 GROUP_NAMES: dict[str, str] = {FORM_FIELDS[name]: name for name in SPEC_FIELDS}
@@ -56,6 +60,7 @@ class ComparisonQuery:
     baseline: int = 0
     facet: str | None = None  # a spec field among the grouping
     show: tuple[int, ...] = ()  # empty: the first finished run of each group
+    filters: tuple[tuple[str, str], ...] = ()  # the run list's filters, as given (runs.bench.filters)
 
     @property
     def grouping(self) -> tuple[str, ...]:
@@ -66,10 +71,14 @@ class ComparisonQuery:
         """The query in a request's GET parameters; BadParameter says what is wrong."""
         run_ids = _id_list(params.get("runs", ""), "runs", MAX_RUNS)
         campaign = params.get("campaign", "")
-        if not run_ids and not campaign:
-            raise BadParameter("a comparison needs runs (runs=1,2,3: the run ids) or a campaign (campaign=4)")
-        if run_ids and campaign:
-            raise BadParameter("give runs or a campaign, not both")
+        filters = tuple((name, params[name]) for name in FILTERS if params.get(name))
+        if not run_ids and not campaign and not filters:
+            raise BadParameter(
+                "a comparison needs runs (runs=1,2,3: the run ids), a campaign (campaign=4) or the run list's "
+                f"filters ({', '.join(FILTERS)})"
+            )
+        if run_ids and (campaign or filters):
+            raise BadParameter("give runs, or a campaign and filters, not both")
         group_by = tuple(
             GROUP_NAMES[parse_choice(ALIASES.get(word, word), "group", GROUP_NAMES)]
             for word in _words(params.get("group", ""))
@@ -87,6 +96,7 @@ class ComparisonQuery:
             baseline=parse_whole_number(params.get("baseline", "0") or "0", "baseline", 0, MAX_RUNS),
             facet=facet,
             show=_id_list(params.get("show", ""), "show", MAX_SHOWN),
+            filters=filters,
         )
         if facet is not None and facet not in query.grouping:
             raise BadParameter(
@@ -104,12 +114,21 @@ class ComparisonQuery:
             "baseline": str(self.baseline) if self.baseline else "",
             "facet": WORDS[self.facet] if self.facet else "",
             "show": ",".join(map(str, self.show)),
+            **dict(self.filters),
         }
         return {key: value for key, value in params.items() if value}
 
+    def selection_params(self) -> dict[str, str]:
+        """Which runs, without how they are grouped: what the grouping form keeps."""
+        return {key: value for key, value in self.as_params().items() if key in ("runs", "campaign", *FILTERS)}
+
     def options(self) -> dict[str, Any]:
-        """What a share link stores besides the runs."""
-        return {key: value for key, value in self.as_params().items() if key not in ("runs", "campaign")}
+        """What a share link stores besides the runs (which it keeps, not the filters that chose them)."""
+        return {key: value for key, value in self.as_params().items() if key not in ("runs", "campaign", *FILTERS)}
+
+    def pinned(self, run_ids: tuple[int, ...]) -> "ComparisonQuery":
+        """The same comparison of these runs, by id: what a share link of a filtered one keeps."""
+        return replace(self, run_ids=run_ids, campaign_id=None, filters=())
 
     @classmethod
     def from_share(cls, run_ids: list[int], options: Mapping[str, str]) -> "ComparisonQuery":

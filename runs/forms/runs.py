@@ -17,6 +17,7 @@ from django.db.models import Q
 from runs.bench.driver_checks import driver_fields
 from runs.bench.spec_checks import Inventory, spec_errors
 from runs.bench.specs import FIELD_LABELS, FORM_FIELDS, NUMBER_FIELDS, RunSpec, field_limits
+from runs.common.fields import RowSelect
 from runs.common.units import binary_size
 from runs.forms.workload_library import LibraryChoice, ParamsField, library_choices, params_from_page
 from runs.lab.pgbench.scale_room import BYTES_PER_SCALE, MIB
@@ -122,23 +123,6 @@ class ClientCheckboxes(forms.CheckboxSelectMultiple):
     def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         option = super().create_option(*args, **kwargs)
         option["attrs"].update(self.option_data(str(option["value"])))
-        return option
-
-
-class RowSelect(forms.Select):
-    """A select of inventory rows whose options carry data-* attributes about their row (whose
-    host it is, its size, ...), so the page can narrow and explain the lists (static/js/run_form.js)
-    without asking the server again."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.option_data: Callable[[Any], dict[str, str]] = lambda row: {}
-
-    def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        option = super().create_option(*args, **kwargs)
-        row = getattr(option["value"], "instance", None)  # a ModelChoiceIteratorValue; "" for the blank
-        if row is not None:
-            option["attrs"].update(self.option_data(row))
         return option
 
 

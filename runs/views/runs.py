@@ -23,8 +23,9 @@ from runs.bench.services.runs import run_enqueue
 from runs.bench.specs import RunSpec
 from runs.common.params import BadParameter, parse_id
 from runs.common.roles import cancel_refusal
+from runs.compare.query import MAX_RUNS
 from runs.forms.method import MethodReasonForm
-from runs.forms.run_filters import RunFilterForm, filtered_run_page
+from runs.forms.run_filters import RunListFilter, filtered_run_page
 from runs.forms.runs import RunForm, run_form_initial
 from runs.jobs import live
 from runs.method.selectors import run_method, spec_method
@@ -38,14 +39,15 @@ from runs.watch.selectors import recurring_series
 @permission_required("runs.view_host", raise_exception=True)
 def runs_page(request: HttpRequest) -> HttpResponse:
     events_after = live.last_event_id(live.run_list_stream())  # before the query: no state falls between
-    form = RunFilterForm(request.GET)
-    page = filtered_run_page(form)
+    chosen = RunListFilter(request.GET)
+    page, form = filtered_run_page(chosen), chosen.list_form
     context = {
         "form": form,
         "page": page,
         "rows": run_rows(list(page)) if page is not None else [],
         "sort_headers": sort_headers(request.GET, form.cleaned_data.get("sort") or "") if page is not None else {},
         "events_after": events_after,
+        "compare_most": MAX_RUNS,
         # Only the newest runs, unfiltered, is where a run queued elsewhere belongs: reload for it.
         "reload_on_new": page is not None and page.number == 1 and form.lists_newest_first(),
     }

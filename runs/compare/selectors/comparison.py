@@ -16,13 +16,14 @@ from django.db.models import FloatField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
+from runs.bench.filters import RunFilter
 from runs.bench.spec_labels import spec_value
 from runs.bench.specs import run_spec_value
 from runs.common.params import BadParameter
 from runs.compare.confounds import Confound, comparison_warnings, group_confounds, marker_text, marker_title
 from runs.compare.differences import Difference, environment_annotations, what_differs
 from runs.compare.metrics import METRICS, Metric, metric_annotations
-from runs.compare.query import MAX_SHOWN, ComparisonQuery, Group, group_label
+from runs.compare.query import MAX_RUNS, MAX_SHOWN, ComparisonQuery, Group, group_label
 from runs.compare.selectors.drift import SpannedChange, comparison_drift
 from runs.compare.stats import Comparison, Summary, compare, summarise
 from runs.models import Campaign, Run, RunSample
@@ -76,6 +77,13 @@ class ComparisonResult:
     def run_ids(self) -> tuple[int, ...]:
         return tuple(run.pk for run in self.runs)
 
+    @property
+    def share_params(self) -> dict[str, str]:
+        """The query a share link keeps: a filtered comparison's runs by id (later runs that the
+        filters would list are not what was shared)."""
+        query = self.query.pinned(self.run_ids) if self.query.filters else self.query
+        return query.as_params()
+
 
 def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
     """The compared runs, in a fixed order (by campaign configuration, then id); BadParameter
@@ -98,7 +106,10 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
     runs = runs.annotate(
         **{f"latency_{name}": Cast(KT(f"metrics__latency__{name}_ms"), FloatField()) for name in PERCENTILES}
     )
-    if query.campaign_id is not None:
+    if query.filters:
+        found = list(runs.filter(pk__in=filtered_run_ids(query)))
+        campaign = found[0].campaign if query.campaign_id is not None and found else None
+    elif query.campaign_id is not None:
         campaign = Campaign.objects.filter(pk=query.campaign_id).first()
         if campaign is None:
             raise BadParameter(f"there is no campaign {query.campaign_id}")
@@ -112,6 +123,26 @@ def load_runs(query: ComparisonQuery) -> tuple[list[Run], Campaign | None]:
     for run in found:  # the one spec field that is no column, as an attribute like the others
         run.client_host_ids = run_spec_value(run, "client_host_ids")  # type: ignore[attr-defined]
     return found, campaign
+
+
+def _filtered(query: ComparisonQuery) -> str:
+    return f" listed by {', '.join(f'{name}={value}' for name, value in query.filters)}" if query.filters else ""
+
+
+def filtered_run_ids(query: ComparisonQuery) -> list[int]:
+    """The ids of the runs the query's filters list (its campaign's, if it names one), as the run
+    list chooses them; BadParameter names a filter that cannot be used, or too many runs."""
+    given = dict(query.filters) | ({"campaign": str(query.campaign_id)} if query.campaign_id is not None else {})
+    chosen = RunFilter(given, queryset=Run.objects.order_by("pk"))
+    if not chosen.is_valid():
+        name, errors = next(iter(chosen.errors.items()))
+        raise BadParameter(f"{name}: {errors[0]}" if name != "__all__" else errors[0])
+    ids = list(chosen.qs.values_list("pk", flat=True)[: MAX_RUNS + 1])
+    if not ids:
+        raise BadParameter("no run matches these filters")
+    if len(ids) > MAX_RUNS:
+        raise BadParameter(f"these filters match more than {MAX_RUNS} runs, which is more than a comparison takes")
+    return ids
 
 
 def build_groups(runs: Sequence[Run], query: ComparisonQuery) -> tuple[list[Group], list[tuple[str, str]]]:
@@ -181,7 +212,7 @@ def compare_runs(query: ComparisonQuery) -> ComparisonResult:
     differences = what_differs(groups, query.grouping)
     return ComparisonResult(
         query=query,
-        title=campaign.name if campaign else f"Comparison of {len(runs)} runs",
+        title=campaign.name if campaign else f"Comparison of {len(runs)} runs{_filtered(query)}",
         description=campaign.description if campaign else "",
         runs=runs,
         groups=groups,

@@ -54,6 +54,7 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
         page.wait_for_load_state()
         filtered_url, filtered_rows = page.url, rows(page)
         kept_device = page.locator("#id_device option:checked").text_content()
+        compare_these = (text(page, "#compare-filtered"), page.get_attribute("#compare-filtered", "href"))
         page.check(f"input.pick-run[value='{hdd_run}']")
         one_selected = (text(page, "#selected-count"), page.is_disabled("#compare-selected"))
         page.screenshot(path=str(ARTIFACTS / "run-list-filtered.png"), full_page=True)
@@ -96,6 +97,7 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
     assert unpaged_summary == "runs 1\N{EN DASH}33 of 33"
     assert filtered_url.endswith(f"/runs/?device={hdd.pk}&per_page=50"), filtered_url
     assert sorted(filtered_rows) == sorted(run.pk for run in on_hdd) and kept_device == "lab2:hdd0"
+    assert compare_these == ("Compare the 3 runs these filters list", f"/compare/?device={hdd.pk}")
     assert one_selected == ("1", True)
     assert first_page == ("runs 1\N{EN DASH}25 of 33", newest,
                           "1 run selected (1 on other pages or filters); select one more to compare.")  # fmt: skip

@@ -173,7 +173,7 @@ def test_failed_runs_are_counted_apart_and_unfinished_ones_not_at_all(lab: Any) 
     [
         ({}, "a comparison needs runs"),
         ({"runs": "1,x"}, "runs must be run ids separated by commas"),
-        ({"runs": "1", "campaign": "2"}, "give runs or a campaign, not both"),
+        ({"runs": "1", "campaign": "2"}, "give runs, or a campaign and filters, not both"),
         ({"runs": "1", "group": "colour"}, "group must be one of server_host, device, filesystem"),
         ({"runs": "1", "group": "device", "facet": "filesystem"}, "facet by filesystem needs the runs grouped by it"),
         ({"runs": "1", "baseline": "-1"}, "baseline must be a whole number"),
