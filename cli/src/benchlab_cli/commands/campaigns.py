@@ -5,7 +5,7 @@ a finished campaign's verdicts into exit code 1 for CI."""
 import argparse
 from typing import Any
 
-from benchlab_cli.commands.common import add_wait_options, read_json_file
+from benchlab_cli.commands.common import add_from_option, add_noun, add_show_command, add_wait_options, read_json_file
 from benchlab_cli.errors import ApiError, Exit, UsageError
 from benchlab_cli.http import Api
 from benchlab_cli.output import cell, duration, print_json, say, table
@@ -14,22 +14,17 @@ from benchlab_cli.verdicts import current_runs, has_ended, not_done_runs, slower
 
 
 def add_commands(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    campaigns = subparsers.add_parser("campaigns", help="create, show and list campaigns").add_subparsers(
-        dest="action", required=True, metavar="{create,show,list}"
-    )
+    campaigns = add_noun(subparsers, "campaigns", "create, show and list campaigns", ("create", "show", "list"))
     create = campaigns.add_parser(
         "create", parents=[common], help="queue (or preview) a campaign from a JSON plan",
         description="Queue a campaign: the file holds the body POST /api/campaigns/ takes: name, base (a run "
         'as `runs queue` takes one), variables ([{"field": "clients", "values": [1, 8]}]), repetitions, ...',
     )  # fmt: skip
-    create.add_argument("--from", dest="plan", required=True, metavar="FILE", help="the plan (JSON; - for stdin)")
+    add_from_option(create, "plan", "the plan")
     create.add_argument("--preview", action="store_true", help="only expand and estimate: queue nothing")
     _add_judging(create)
     create.set_defaults(handler=create_campaign)
-    show = campaigns.add_parser("show", parents=[common], help="a campaign's progress and verdicts")
-    show.add_argument("id", type=int)
-    _add_judging(show)
-    show.set_defaults(handler=show_campaign)
+    _add_judging(add_show_command(campaigns, common, "a campaign's progress and verdicts", show_campaign))
     listed = campaigns.add_parser("list", parents=[common], help="every campaign, newest first")
     listed.set_defaults(handler=list_campaigns)
 

@@ -27,6 +27,26 @@ def read_json_file(name: str, what: str) -> dict[str, Any]:
     return data
 
 
+def add_noun(subparsers: Any, name: str, help: str, actions: tuple[str, ...]) -> Any:
+    """`benchlab <name> <action> ...`: the noun's own subcommands, one of them required."""
+    noun = subparsers.add_parser(name, help=help)
+    return noun.add_subparsers(dest="action", required=True, metavar="{" + ",".join(actions) + "}")
+
+
+def add_from_option(parser: argparse.ArgumentParser, dest: str, what: str) -> None:
+    parser.add_argument("--from", dest=dest, required=True, metavar="FILE", help=f"{what} (JSON; - for stdin)")
+
+
+def add_show_command(
+    subparsers: Any, common: argparse.ArgumentParser, help: str, handler: Any
+) -> argparse.ArgumentParser:
+    """`<noun> show ID`."""
+    show: argparse.ArgumentParser = subparsers.add_parser("show", parents=[common], help=help)
+    show.add_argument("id", type=int)
+    show.set_defaults(handler=handler)
+    return show
+
+
 def add_wait_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                         help="with --wait: give up after this long (exit 5); default: no limit")  # fmt: skip

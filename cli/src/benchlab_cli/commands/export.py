@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchlab_cli.commands.common import add_noun
 from benchlab_cli.errors import Exit, UsageError
 from benchlab_cli.http import Api
 
@@ -20,9 +21,7 @@ WHAT = {
 
 
 def add_commands(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    exports = subparsers.add_parser("export", help="a campaign's results as CSV or JSON").add_subparsers(
-        dest="noun", required=True, metavar="{campaign}"
-    )
+    exports = add_noun(subparsers, "export", "a campaign's results as CSV or JSON", ("campaign",))
     campaign = exports.add_parser(
         "campaign", parents=[common], help="a campaign's results table, summary or per-second series",
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -4,7 +4,7 @@
 import argparse
 from typing import Any
 
-from benchlab_cli.commands.common import add_wait_options, read_json_file
+from benchlab_cli.commands.common import add_from_option, add_noun, add_show_command, add_wait_options, read_json_file
 from benchlab_cli.errors import Exit
 from benchlab_cli.http import Api
 from benchlab_cli.output import cell, print_json, say
@@ -16,22 +16,18 @@ SHOWN = ("state", "server_host", "device", "filesystem", "driver", "workload", "
 
 
 def add_commands(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    runs = subparsers.add_parser("runs", help="queue a run, show one").add_subparsers(
-        dest="action", required=True, metavar="{queue,show}"
-    )
+    runs = add_noun(subparsers, "runs", "queue a run, show one", ("queue", "show"))
     queue = runs.add_parser(
         "queue", parents=[common], help="queue a run from a JSON spec",
         description="Queue a run: the file holds the body POST /api/runs/ takes, e.g. "
         '{"server_host": 1, "device": 2, "pg_install": 3, "filesystem": "ext4", "scale": 10, "clients": 8, '
         '"duration_s": 60}; a field left out takes the queue form\'s default.',
     )  # fmt: skip
-    queue.add_argument("--from", dest="spec", required=True, metavar="FILE", help="the run's spec (JSON; - for stdin)")
+    add_from_option(queue, "spec", "the run's spec")
     queue.add_argument("--wait", action="store_true", help="wait until the run has ended; exit 1 unless it is done")
     add_wait_options(queue)
     queue.set_defaults(handler=queue_run)
-    show = runs.add_parser("show", parents=[common], help="show a run")
-    show.add_argument("id", type=int)
-    show.set_defaults(handler=show_run)
+    add_show_command(runs, common, "show a run", show_run)
 
 
 def queue_run(args: argparse.Namespace, api: Api) -> int:
