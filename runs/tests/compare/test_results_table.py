@@ -89,7 +89,7 @@ def test_the_csv_export_is_the_seeds_table_unrounded(client_for: ClientFactory, 
 def test_the_api_gives_the_campaign_pages_csv_byte_for_byte_and_its_json(
     client_for: ClientFactory, page_sizes: Campaign
 ) -> None:
-    page_csv = client_for("vera").get(reverse("compare-export-csv"), {"campaign": page_sizes.pk, "what": "table"})
+    page_csv = client_for("vera").get(reverse("compare-export-csv"), {"campaign": str(page_sizes.pk), "what": "table"})
     api = api_client(User.objects.get(username="vera"))
     answer = api.get(f"/api/campaigns/{page_sizes.pk}/results-table/", {"file": "csv"})
     assert answer.status_code == 200 and answer["Content-Type"] == "text/csv; charset=utf-8"
