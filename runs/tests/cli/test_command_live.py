@@ -6,6 +6,7 @@ in test_command_lab.py."""
 import csv
 import io
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +34,7 @@ OK, VERDICT, USAGE, API, CONNECTION = 0, 1, 2, 3, 4
 def server(django_db_setup: None) -> Iterator[str]:
     """benchlab on uvicorn, once the test database exists; what it queues goes to a queue no
     worker reads (runs stay queued)."""
-    with serving("benchlab-test-cli-unread") as address:
+    with serving(f"benchlab-test-unread-{uuid.uuid4().hex[:8]}") as address:
         yield address
 
 

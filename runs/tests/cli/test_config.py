@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from benchlab_cli.config import Config, default_config_path, resolve_config
 from benchlab_cli.errors import Exit, UsageError
+from benchlab_cli.main import build_parser
 
 
 def _file(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
@@ -32,6 +33,13 @@ def test_the_command_line_wins_over_the_environment_which_wins_over_the_file(tmp
     assert resolve_config(url=None, token=None, config_path=str(path), environ={"BENCHLAB_TOKEN": "t"}).url == (
         "http://file:8000"
     )
+
+
+def test_the_options_may_come_before_or_after_the_subcommand() -> None:
+    before = build_parser().parse_args(["--url", "http://a", "--json", "hosts"])
+    after = build_parser().parse_args(["hosts", "--url", "http://b", "--token", "t"])
+    assert (before.url, before.token, before.json) == ("http://a", None, True)
+    assert (after.url, after.token, after.json) == ("http://b", "t", False)
 
 
 def test_the_default_file_is_under_xdg_config_home_or_home(tmp_path: Path) -> None:
