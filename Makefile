@@ -53,7 +53,7 @@ format: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-setup: system-packages services $(VENV)/.run-deps local-state assets
+setup: system-packages services $(VENV)/.run-deps $(VENV)/.cli local-state assets
 
 system-packages:
 	scripts/install-system-packages
@@ -76,6 +76,12 @@ $(VENV)/.run-deps: requirements.txt | $(PY)
 
 $(VENV)/.dev-deps: requirements-dev.txt $(VENV)/.run-deps
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+# The `benchlab` command (cli/, README "From a shell"): editable, so it runs this checkout's code;
+# it has no dependencies (--no-deps), and pip fetches its pinned build backend for the build only.
+$(VENV)/.cli: cli/pyproject.toml $(VENV)/.run-deps
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e cli
 	touch $@
 
 local-state: $(VENV)/.run-deps services

@@ -1,15 +1,17 @@
 """The campaign API: create (or preview) from a base run specification and variables, list,
-detail with per-configuration statistics (the numbers the page shows), cancel, retry."""
+detail with per-configuration statistics (the numbers the page shows), its results table (JSON or
+the page's CSV), cancel, retry."""
 
 from typing import Any
 
+from django.http import HttpResponse
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from runs.api.comparisons import api_query_params, comparison_of
+from runs.api.comparisons import api_query_params, comparison_of, export_file
 from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import QueueThrottled
 from runs.api.parameters import query_parameter
@@ -37,6 +39,7 @@ from runs.campaigns.services.campaigns import (
 )
 from runs.common.params import IdConverter, parse_whole_number
 from runs.compare.selectors.comparison import comparison_data
+from runs.compare.selectors.export import as_csv, table_export
 from runs.forms.campaigns import adaptive_problems
 from runs.jobs.cancel import JobRefused
 from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
@@ -220,6 +223,17 @@ class CampaignViewSet(CheckedListParameters, QueueThrottled, mixins.CreateModelM
         campaign = self.get_object()
         params = api_query_params(request) | {"campaign": str(campaign.pk)}
         return Response(comparison_data(comparison_of(params)))
+
+    @action(detail=True, methods=["get"], url_path="results-table")
+    def results_table(self, request: Request, pk: str | None = None) -> Response | HttpResponse:
+        """The campaign page's results table (the seeds' tps table), as JSON or as the CSV its
+        page's link gives (?file=csv): the same rows, by the same code (runs.compare.selectors.export)."""
+        file, campaign = export_file(request), self.get_object()
+        result = comparison_of({"campaign": str(campaign.pk)})
+        columns, rows = table_export(result)
+        if file == "csv":
+            return HttpResponse("".join(as_csv(rows, columns)), content_type="text/csv; charset=utf-8")
+        return Response({"query": result.query.as_params(), "heading": columns[0], "rows": rows})
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         serializer = self.get_serializer(data=request.data)

@@ -32,7 +32,8 @@ def api_query_params(request: Request) -> dict[str, str]:
     return {key: ",".join(request.query_params.getlist(key)) for key in request.query_params}
 
 
-def _file(request: Request) -> str:
+def export_file(request: Request) -> str:
+    """?file=json (the default) or csv."""
     try:
         return parse_choice(request.query_params.get("file", "json"), "file", ("json", "csv"))
     except BadParameter as exc:
@@ -52,7 +53,7 @@ class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
 
     @action(detail=False, methods=["get"])
     def summary(self, request: Request) -> Response | HttpResponse:
-        file, result = _file(request), comparison_of(api_query_params(request))
+        file, result = export_file(request), comparison_of(api_query_params(request))
         rows = summary_rows(result)
         if file == "csv":
             return HttpResponse("".join(as_csv(rows, SUMMARY_COLUMNS)), content_type="text/csv; charset=utf-8")
@@ -60,7 +61,7 @@ class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
 
     @action(detail=False, methods=["get"])
     def series(self, request: Request) -> Any:
-        file, result = _file(request), comparison_of(api_query_params(request))
+        file, result = export_file(request), comparison_of(api_query_params(request))
         if file == "csv":
             return StreamingHttpResponse(as_csv(series_rows(result), SERIES_COLUMNS), content_type="text/csv")
         return Response({"query": result.query.as_params(), "rows": list(series_rows(result))})

@@ -21,9 +21,16 @@ from runs.bench.specs import run_spec_value
 from runs.common.params import BadParameter, parse_choice
 from runs.compare.differences import environment_common
 from runs.compare.query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
-from runs.compare.results_table import TABLE_COLUMNS, results_rows, results_table
+from runs.compare.results_table import results_table
 from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data, shown_runs
-from runs.compare.selectors.export import SERIES_COLUMNS, SUMMARY_COLUMNS, as_csv, series_rows, summary_rows
+from runs.compare.selectors.export import (
+    SERIES_COLUMNS,
+    SUMMARY_COLUMNS,
+    as_csv,
+    series_rows,
+    summary_rows,
+    table_export,
+)
 from runs.method.selectors import compared_method
 from runs.views.refusals import refused
 
@@ -151,12 +158,10 @@ def comparison_export_response(
 
 def _table_response(result: ComparisonResult, fmt: str) -> HttpResponse:
     """The seeds' table: its first column is named by the grouping ("page size")."""
-    table = results_table(result)
-    heading = table.heading if table else "configuration"
-    rows = results_rows(table) if table else []
+    columns, rows = table_export(result)
     if fmt == "json":
-        return JsonResponse({"query": result.query.as_params(), "heading": heading, "rows": rows})
-    return HttpResponse("".join(as_csv(rows, (heading, *TABLE_COLUMNS))), content_type="text/csv; charset=utf-8")
+        return JsonResponse({"query": result.query.as_params(), "heading": columns[0], "rows": rows})
+    return HttpResponse("".join(as_csv(rows, columns)), content_type="text/csv; charset=utf-8")
 
 
 def query_params(request: HttpRequest) -> dict[str, str]:

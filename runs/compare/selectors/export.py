@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from runs.bench.selectors.run_page import SAMPLE_EXTRAS
+from runs.compare.results_table import TABLE_COLUMNS, results_rows, results_table
 from runs.compare.selectors.comparison import ComparisonResult
 from runs.models import Run, RunSample
 
@@ -42,6 +43,14 @@ def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
                 }
             )
     return rows
+
+
+def table_export(result: ComparisonResult) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
+    """The seeds' results table (runs.compare.results_table) as an export's columns and rows: its
+    first column is named by the grouping ("page size"). The campaign page's CSV and the API's."""
+    table = results_table(result)
+    heading = table.heading if table else "configuration"
+    return (heading, *TABLE_COLUMNS), results_rows(table) if table else []
 
 
 def group_method_labels(runs: Sequence[Run]) -> dict[str, str]:

@@ -8,6 +8,7 @@ import io
 import re
 
 import pytest
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from runs.compare.query import ComparisonQuery
@@ -17,6 +18,7 @@ from runs.models import Campaign, Device
 from runs.tests.compare.test_confounds import BUILT, _build, _campaign, environment
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
+from runs.tests.web.test_api import api_client
 
 pytestmark = pytest.mark.django_db
 
@@ -82,6 +84,21 @@ def test_the_csv_export_is_the_seeds_table_unrounded(client_for: ClientFactory, 
     ]
     data = client_for("vera").get(reverse("compare-export-json"), params).json()
     assert data["heading"] == "page size" and data["rows"][0]["avg"] == 110.0
+
+
+def test_the_api_gives_the_campaign_pages_csv_byte_for_byte_and_its_json(
+    client_for: ClientFactory, page_sizes: Campaign
+) -> None:
+    page_csv = client_for("vera").get(reverse("compare-export-csv"), {"campaign": str(page_sizes.pk), "what": "table"})
+    api = api_client(User.objects.get(username="vera"))
+    answer = api.get(f"/api/campaigns/{page_sizes.pk}/results-table/", {"file": "csv"})
+    assert answer.status_code == 200 and answer["Content-Type"] == "text/csv; charset=utf-8"
+    assert answer.content == page_csv.content and answer.content.startswith(b"page size,avg,stdev,min,median,max,n")
+    data = api.get(f"/api/campaigns/{page_sizes.pk}/results-table/").json()
+    assert data["heading"] == "page size" and [row["page size"] for row in data["rows"]] == ["2 kB", "4 kB", "8 kB"]
+    refused = api.get(f"/api/campaigns/{page_sizes.pk}/results-table/", {"file": "xlsx"})
+    assert refused.status_code == 400 and "file" in refused.json()
+    assert api.get(f"/api/campaigns/{page_sizes.pk + 1000}/results-table/").status_code == 404
 
 
 def test_any_other_grouping_names_the_first_column_by_its_fields() -> None:

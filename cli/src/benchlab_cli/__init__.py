@@ -1,0 +1,1 @@
+"""The `benchlab` command: benchlab from a shell, through its JSON API only."""
