@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from runs.api.comparisons import api_query_params, comparison_of, export_file
 from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import QueueThrottled
+from runs.api.notes import NotesAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
@@ -176,6 +177,8 @@ def _campaign_heading(campaign: Campaign, progress: Progress) -> dict[str, Any]:
         "id": campaign.pk,
         "name": campaign.name,
         "description": campaign.description,
+        "note": campaign.note,
+        "tags": list(campaign.tags),
         "preset": campaign.preset,
         "created_by": campaign.created_by.get_username() if campaign.created_by else None,
         "created_at": campaign.created_at.isoformat(),
@@ -196,12 +199,17 @@ def _campaign_heading(campaign: Campaign, progress: Progress) -> dict[str, Any]:
     }
 
 
-class CampaignViewSet(CheckedListParameters, QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet):
+class CampaignViewSet(
+    NotesAction, CheckedListParameters, QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
+):
     lookup_value_regex = IdConverter.regex
     queryset = Campaign.objects.select_related("created_by").order_by("-created_at")
     serializer_class = CampaignCreateSerializer
     permission_classes = [RolePermission]
-    required_permission = {"create": "runs.queue_run", "cancel": "runs.cancel_run", "retry": "runs.queue_run"}
+    required_permission = {
+        "create": "runs.queue_run", "cancel": "runs.cancel_run", "retry": "runs.queue_run",
+        **NotesAction.notes_permission,
+    }  # fmt: skip
 
     queue_actions = ("create", "retry")
 

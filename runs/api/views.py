@@ -8,6 +8,7 @@ from rest_framework.response import Response
 
 from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import ID_IN_URL, JobViewSet
+from runs.api.notes import NotesAction
 from runs.api.permissions import RolePermission
 from runs.api.serializers import (
     DeviceSerializer,
@@ -67,7 +68,8 @@ class PgInstallViewSet(CheckedListParameters, viewsets.ReadOnlyModelViewSet):
     permission_classes = [RolePermission]
 
 
-class RunViewSet(JobViewSet):
+class RunViewSet(NotesAction, JobViewSet):
+    required_permission = JobViewSet.required_permission | NotesAction.notes_permission
     serializer_class = RunSerializer
     cancelled_serializer = RunSerializer
     detail_serializer = RunDetailSerializer

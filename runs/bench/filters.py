@@ -11,12 +11,26 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.models import User
+from django.core.validators import RegexValidator
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from runs.common.fields import DayField, InventoryChoiceField, RowSelect, choice_field, day_said
 from runs.common.filters import FieldFilter, StrictFilterForm, StrictFilterSet
 from runs.models import Campaign, Device, Driver, Filesystem, Host, PgInstall, Run, RunClient, RunState, Workload
+from runs.models.notes import TAG, TAG_ALLOWED, TAG_MAX
+
+# What the free-text search looks in, besides the tags.
+SEARCHED = (
+    "note",
+    "campaign__name",
+    "campaign__note",
+    "server_host__name",
+    "device__name",
+    "pg_install__label",
+    "mount_options",
+    "error",
+)
 
 
 def _users_who_queued_runs() -> QuerySet[User]:
@@ -27,6 +41,11 @@ def _users_who_queued_runs() -> QuerySet[User]:
 def _start_of(day: date) -> datetime:
     """Midnight of the day where the user reads the dates (the server's time zone)."""
     return datetime.combine(day, time.min, tzinfo=timezone.get_current_timezone())
+
+
+def _word_anywhere(word: str) -> Q:
+    tagged = Q(tags__contains=[word.lower()]) | Q(campaign__tags__contains=[word.lower()])
+    return tagged | Q(*(Q(**{f"{field}__icontains": word}) for field in SEARCHED), _connector=Q.OR)
 
 
 class RunFiltersForm(StrictFilterForm):
@@ -54,6 +73,12 @@ class RunFiltersForm(StrictFilterForm):
 
 
 class RunFilter(StrictFilterSet):
+    q = FieldFilter(
+        forms.CharField(
+            label="Search", required=False, max_length=200, widget=forms.TextInput(attrs={"type": "search"})
+        ),
+        method="search",
+    )
     # The select lists load names only: hosts carry probe facts, campaigns their specifications.
     host = FieldFilter(
         InventoryChoiceField(Host.objects.only("id", "name").order_by("name"), "host", "Host (server or client)"),
@@ -98,6 +123,16 @@ class RunFilter(StrictFilterSet):
         field_name="campaign",
     )
 
+    tag = FieldFilter(
+        forms.CharField(
+            label="Tag",
+            required=False,
+            max_length=TAG_MAX,
+            validators=[RegexValidator(rf"\A{TAG.pattern}\Z", f"a tag holds only {TAG_ALLOWED}")],
+        ),
+        method="tagged",
+    )
+
     where = "the run list"
 
     class Meta(StrictFilterSet.Meta):
@@ -108,6 +143,16 @@ class RunFilter(StrictFilterSet):
     def host_or_client(self, runs: QuerySet[Run], name: str, host: Host) -> QuerySet[Run]:
         # Its clients by a subquery, not a join: a join would list a run once per client host.
         return runs.filter(Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id")))
+
+    def search(self, runs: QuerySet[Run], name: str, text: str) -> QuerySet[Run]:
+        """Runs where each word is in a note, a tag, the campaign's name, the host's or device's
+        name, the install's label, the mount options or the failure."""
+        for word in text.split():
+            runs = runs.filter(_word_anywhere(word))
+        return runs
+
+    def tagged(self, runs: QuerySet[Run], name: str, tag: str) -> QuerySet[Run]:
+        return runs.filter(Q(tags__contains=[tag]) | Q(campaign__tags__contains=[tag]))
 
     def queued_from(self, runs: QuerySet[Run], name: str, day: date) -> QuerySet[Run]:
         return runs.filter(created_at__gte=_start_of(day))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runs.bench.filters import run_filter_names
-from runs.bench.specs import CONFIGURATION_FIELDS, FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS
+from runs.bench.spec_labels import spec_value
+from runs.bench.specs import CONFIGURATION_FIELDS, FIELD_LABELS, FORM_FIELDS, SPEC_FIELDS, run_spec_value
 from runs.common.params import BadParameter, is_id, parse_choice, parse_id, parse_whole_number
 from runs.models import Run, RunState
 
@@ -24,8 +25,10 @@ PARAMETERS = ("runs", "campaign", "group", "baseline", "facet", "show")
 # The run list's filters but the campaign, which is a comparison's own parameter.
 FILTERS = tuple(name for name in run_filter_names() if name not in PARAMETERS)
 
+# Not a spec field: the runs' tags (runs.notes), which a comparison may group by too.
+TAGS = "tags"
 # The words a query uses for the spec's fields: the queue form's, "device", not "device_id".
-GROUP_NAMES: dict[str, str] = {FORM_FIELDS[name]: name for name in SPEC_FIELDS}
+GROUP_NAMES: dict[str, str] = {FORM_FIELDS[name]: name for name in SPEC_FIELDS} | {TAGS: TAGS}
 WORDS: dict[str, str] = {name: word for word, name in GROUP_NAMES.items()}
 # Other words read as these: links made when a run had one client host, and the field's own name.
 ALIASES = {"client_host": "client_hosts", "client_host_ids": "client_hosts"}
@@ -49,7 +52,20 @@ class Group:
 
 
 def group_label(field: str) -> str:
-    return FIELD_LABELS[field]
+    return "tags" if field == TAGS else FIELD_LABELS[field]
+
+
+def group_value(run: Run, field: str) -> Any:
+    """A run's value of a grouping field: a spec field's, or its tags (in order, as a set is)."""
+    return tuple(sorted(run.tags)) if field == TAGS else run_spec_value(run, field)
+
+
+def group_shown(run: Run, field: str, *, with_label: bool = False) -> str:
+    """That value as a person reads it (spec_labels.spec_value for a spec field)."""
+    if field != TAGS:
+        return spec_value(run, field, with_label=with_label)
+    tags = ", ".join(sorted(run.tags)) or "untagged"
+    return f"tags {tags}" if with_label else tags
 
 
 @dataclass(frozen=True)

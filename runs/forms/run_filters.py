@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.core.paginator import EmptyPage, Page, Paginator
 from django.db.models import Prefetch, QuerySet
+from django.db.models.functions import Substr
 from django.http import QueryDict
 from django.utils.http import urlencode
 
@@ -20,6 +21,7 @@ from runs.models import Device, Run, RunClient
 PER_PAGE_CHOICES = (25, 50, 100, 200)
 DEFAULT_PER_PAGE = 50
 PAGING = ("sort", "per_page", "page")
+NOTE_SHOWN = 40  # characters of a run's note in its row
 
 # What the table shows, and nothing else (no JSON, no failure output, no script, no settings).
 LIST_COLUMNS = (
@@ -27,6 +29,7 @@ LIST_COLUMNS = (
     "state",
     "filesystem",
     "mount_options",
+    "tags",
     "driver",
     "workload",
     "scale",
@@ -138,6 +141,7 @@ class RunListFilter(RunFilter):
 def list_runs() -> QuerySet[Run]:
     """Every run, newest first, with only what a row of the list shows."""
     runs = Run.objects.select_related(*LIST_RELATIONS).prefetch_related(LIST_CLIENTS).only(*LIST_COLUMNS)
+    runs = runs.annotate(note_start=Substr("note", 1, NOTE_SHOWN + 1))  # a note's beginning, never all of it
     return runs.order_by("-created_at", "-id")
 
 

@@ -38,6 +38,7 @@ class AuditAction(models.TextChoices):
     ROLES_CHANGED = "roles_changed", "roles or permissions changed"
     API_TOKEN_CREATED = "api_token_created", "API token created"
     API_TOKEN_REVOKED = "api_token_revoked", "API token revoked"
+    NOTES_CHANGED = "notes_changed", "notes or tags changed"
 
 
 class AuditEvent(models.Model):

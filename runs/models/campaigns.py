@@ -8,6 +8,8 @@ from django.conf import settings
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from runs.models.notes import Annotated
+
 MAX_REPETITIONS = 100
 MAX_CONFIGURATIONS = 200
 
@@ -17,7 +19,7 @@ class RunOrder(models.TextChoices):
     SHUFFLED = "shuffled", "interleaved, shuffled within each round (seed recorded)"
 
 
-class Campaign(models.Model):
+class Campaign(Annotated):
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     preset = models.CharField(max_length=50, blank=True, help_text="The preset that filled the form, if any.")

@@ -10,6 +10,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
@@ -17,6 +18,7 @@ from runs.lab.pgbench.options import MAX_LATENCY_LIMIT_MS, MAX_PARTITIONS, MIN_L
 from runs.lab.sysbench.options import MAX_TABLE_SIZE, MAX_TABLES
 from runs.models.inventory import Device, Host, PgInstall
 from runs.models.job_keys import host_job_key
+from runs.models.notes import Annotated
 from runs.models.workloads import WorkloadScript
 
 MAX_SECONDS = 7 * 24 * 3600  # the longest duration, and the longest warm-up, a run may ask for
@@ -105,7 +107,7 @@ MAX_SEED = 10**15
 MAX_SETTLE_S = 600
 
 
-class Run(models.Model):
+class Run(Annotated):
     # --- specification ---
     server_host = models.ForeignKey(Host, on_delete=models.PROTECT, related_name="served_runs")
     device = models.ForeignKey(Device, on_delete=models.PROTECT, related_name="runs")
@@ -363,6 +365,7 @@ class Run(models.Model):
             models.Index(fields=["server_host", "state"]),
             models.Index(fields=["device", "-created_at"]),
             models.Index(fields=["-created_at", "-id"], name="run_newest_first"),  # the run list's pages
+            GinIndex(fields=["tags"], name="run_tags"),  # the tag filter (runs.bench.filters)
         ]
 
     def __str__(self) -> str:

@@ -43,6 +43,7 @@ from runs.jobs import live
 from runs.jobs.cancel import JobRefused
 from runs.method.selectors import campaign_preview_method, compared_method
 from runs.models import Campaign, CampaignConfiguration
+from runs.notes.services.notes import notes_refusal
 from runs.schedules.selectors import campaign_schedules
 from runs.views.refusals import refused
 from runs.watch.selectors import campaign_series
@@ -205,6 +206,7 @@ def campaign_page(
     context["cancel_refusal"] = campaign_owner_refusal(request.user, campaign, "cancel")
     context["retry_refusal"] = campaign_owner_refusal(request.user, campaign, "retry")
     context["schedule_refusal"] = campaign_owner_refusal(request.user, campaign, "schedule")
+    context["notes_refusal"] = notes_refusal(request.user, campaign)
     context["schedules"], context["tz"] = campaign_schedules(campaign), settings.TIME_ZONE
     context["schedule_form"] = schedule_form or ScheduleForm(initial={"name": campaign.name})
     return render(request, "runs/campaign_detail.html", context, status=status)

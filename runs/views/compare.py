@@ -17,10 +17,9 @@ from django.views.decorators.http import require_safe
 
 from benchlab.version import benchlab_version
 from runs.baselines.selectors import baselines_for_devices
-from runs.bench.specs import run_spec_value
 from runs.common.params import BadParameter, parse_choice
 from runs.compare.differences import environment_common
-from runs.compare.query import GROUP_NAMES, WORDS, ComparisonQuery, group_label
+from runs.compare.query import GROUP_NAMES, WORDS, ComparisonQuery, group_label, group_value
 from runs.compare.results_table import results_table
 from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data, shown_runs
 from runs.compare.selectors.export import (
@@ -75,7 +74,7 @@ def _grouping_choices(result: ComparisonResult) -> list[dict[str, Any]]:
     cannot split them), each checked if the grouping uses it."""
     fields = []
     for word, name in GROUP_NAMES.items():
-        values = {run_spec_value(run, name) for run in result.runs}
+        values = {group_value(run, name) for run in result.runs}
         if len(values) > 1:
             fields.append({"word": word, "label": group_label(name), "checked": name in result.query.group_by})
     return fields

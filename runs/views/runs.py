@@ -31,6 +31,7 @@ from runs.jobs import live
 from runs.method.selectors import run_method, spec_method
 from runs.method.services.acceptance import accepted_when_queued
 from runs.models import AuditAction, AuditEvent, PgInstall, Run, RunArtifact, RunState
+from runs.notes.services.notes import notes_refusal
 from runs.views.refusals import refused
 from runs.watch.selectors import recurring_series
 
@@ -107,6 +108,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         "log": run_log(run) if run.is_finished else [],
         "method": run_method(run),
         "series": recurring_series([run]).get(run.pk),
+        "notes_refusal": notes_refusal(request.user, run),
     }
     return render(request, "runs/run_detail.html", context)
 

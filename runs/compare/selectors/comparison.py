@@ -17,13 +17,12 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from runs.bench.filters import RunFilter
-from runs.bench.spec_labels import spec_value
 from runs.bench.specs import run_spec_value
 from runs.common.params import BadParameter
 from runs.compare.confounds import Confound, comparison_warnings, group_confounds, marker_text, marker_title
 from runs.compare.differences import Difference, environment_annotations, what_differs
 from runs.compare.metrics import METRICS, Metric, metric_annotations
-from runs.compare.query import MAX_RUNS, MAX_SHOWN, ComparisonQuery, Group, group_label
+from runs.compare.query import MAX_RUNS, MAX_SHOWN, ComparisonQuery, Group, group_label, group_shown, group_value
 from runs.compare.selectors.drift import SpannedChange, comparison_drift
 from runs.compare.stats import Comparison, Summary, compare, summarise
 from runs.models import Campaign, Run, RunSample
@@ -151,22 +150,22 @@ def build_groups(runs: Sequence[Run], query: ComparisonQuery) -> tuple[list[Grou
     value for every run, are returned as what the runs have in common."""
     by_key: dict[tuple[Any, ...], list[Run]] = {}
     for run in runs:
-        by_key.setdefault(tuple(run_spec_value(run, name) for name in query.grouping), []).append(run)
+        by_key.setdefault(tuple(group_value(run, name) for name in query.grouping), []).append(run)
     varying = [
         name
         for position, name in enumerate(query.grouping)
         if len({key[position] for key in by_key}) > 1 and name != query.facet
     ]
     common = [
-        (group_label(name), spec_value(runs[0], name))
+        (group_label(name), group_shown(runs[0], name))
         for name in query.grouping
         if name not in varying and name != query.facet and runs
     ]
     groups = []
     for index, (key, members) in enumerate(by_key.items()):
         first = members[0]
-        label = " · ".join(filter(None, (spec_value(first, name, with_label=True) for name in varying))) or "all runs"
-        facet = spec_value(first, query.facet, with_label=True) if query.facet else None
+        label = " · ".join(filter(None, (group_shown(first, name, with_label=True) for name in varying))) or "all runs"
+        facet = group_shown(first, query.facet, with_label=True) if query.facet else None
         groups.append(Group(index=index, key=key, label=label, facet=facet, runs=members))
     return groups, common
 

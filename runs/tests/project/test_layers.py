@@ -99,6 +99,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "watch": {"bench", "common", "compare", "jobs", "models", "notify"},
     "notify": {"common", "models"},
     "accounts": {"common", "models"},
+    "notes": {"common", "models"},
 }
 
 

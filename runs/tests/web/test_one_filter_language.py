@@ -112,8 +112,8 @@ def test_the_run_lists_parameters_are_named_in_the_refusal_and_paging_goes_with_
 
     assert refused.status_code == 400
     assert refused.json()["detail"] == (
-        "Unknown parameter 'server_host': /api/runs/ takes host, device, filesystem, mount_options, pg_install, "
-        "driver, workload, state, queued_by, date_from, date_to, campaign, limit, offset."
+        "Unknown parameter 'server_host': /api/runs/ takes q, host, device, filesystem, mount_options, pg_install, "
+        "driver, workload, state, queued_by, date_from, date_to, campaign, tag, limit, offset."
     )
     assert paged.json()["count"] == 2 and len(paged.json()["results"]) == 1
 

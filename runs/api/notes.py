@@ -1,0 +1,48 @@
+"""POST /api/runs/<id>/notes/ and /api/campaigns/<id>/notes/: a run's or a campaign's note and
+tags, set whole (runs.notes): its owner's or an admin's, audited."""
+
+from typing import Any
+
+from rest_framework import serializers
+from rest_framework.decorators import action
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from runs.models.notes import NOTE_MAX, TAG_MAX, TAGS_MAX
+from runs.notes.rules import NotesRefused
+from runs.notes.services.notes import notes_set
+
+
+class NotesSerializer(serializers.Serializer):
+    note = serializers.CharField(max_length=NOTE_MAX, allow_blank=True, required=False, default="")
+    tags = serializers.ListField(
+        child=serializers.CharField(max_length=TAG_MAX),
+        max_length=TAGS_MAX,
+        required=False,
+        default=list,
+        help_text="The tags, replacing those it has: short lowercase words such as firmware-2.1.",
+    )
+
+
+class NotesAction:
+    """The notes action of a viewset whose objects are runs or campaigns."""
+
+    notes_permission = {"notes": "runs.queue_run"}  # and the owner's or an admin's: runs.notes.services
+
+    @action(detail=True, methods=["post"], serializer_class=NotesSerializer)
+    def notes(self, request: Request, pk: str | None = None) -> Response:
+        target = self.get_object()  # type: ignore[attr-defined]
+        given = NotesSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        try:
+            notes = notes_set(target=target, actor=request.user, request=request, **given.validated_data)
+        except NotesRefused as exc:
+            if exc.field == "permission":
+                raise PermissionDenied(str(exc)) from None
+            raise ValidationError({exc.field: [str(exc)]}) from None
+        return Response(notes_json(target) | {"note": notes.note, "tags": list(notes.tags)})
+
+
+def notes_json(target: Any) -> dict[str, Any]:
+    return {"id": target.pk, "note": target.note, "tags": list(target.tags)}
