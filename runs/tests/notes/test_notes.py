@@ -139,7 +139,7 @@ def test_the_api_sets_notes_for_the_owner_and_refuses_others_with_the_reason(run
     )
     assert viewer.status_code == 403
     assert (detail["note"], detail["tags"]) == ("fw 2.1", ["fw-2.1"])
-    assert campaign.status_code == 200 and Campaign.objects.get(pk=run.campaign_id).tags == ["a"]
+    assert campaign.status_code == 200 and Campaign.objects.get(runs=run).tags == ["a"]
 
 
 @pytest.fixture
@@ -148,7 +148,7 @@ def tagged(run: Run) -> dict[str, Run]:
     host = run.server_host
     device, pg = run.device, run.pg_install
     Run.objects.filter(pk=run.pk).update(note="after firmware 2.1 on the ssd")
-    Campaign.objects.filter(pk=run.campaign_id).update(tags=["fw-study"])
+    Campaign.objects.filter(runs=run).update(tags=["fw-study"])
     own = make_run(host, device, pg, tags=["fw-study", "nightly"])
     other = make_run(host, device, pg, note="baseline", tags=["nightly"])
     return {"noted": run, "own": own, "other": other}
