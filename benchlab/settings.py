@@ -12,6 +12,7 @@ from cryptography.fernet import Fernet
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from benchlab import api_schema
 from benchlab.env import (
     env_bool,
     env_count,
@@ -97,6 +98,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "knox",
+    "drf_spectacular",
     "axes",
     "csp",
     "django_celery_beat",
@@ -241,7 +243,10 @@ REST_FRAMEWORK = {
     },
     "DEFAULT_PAGINATION_CLASS": "runs.api.pagination.CheckedLimitOffsetPagination",
     "PAGE_SIZE": 100,
+    # The OpenAPI schema is generated from the viewsets (SPECTACULAR_SETTINGS below).
+    "DEFAULT_SCHEMA_CLASS": "runs.api.autoschema.ActionDocSchema",
 }
+SPECTACULAR_SETTINGS = api_schema.SPECTACULAR_SETTINGS
 
 REST_KNOX = {
     "TOKEN_TTL": None,  # an admin sets each token's expiry when creating it (Admin → Auth tokens)

@@ -3,6 +3,7 @@
 from functools import partial
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -19,6 +20,8 @@ from runs.api.serializers import (
     RunSampleSerializer,
     RunSerializer,
 )
+from runs.api.shapes.common import REFUSED
+from runs.api.shapes.inventory import HostSourcesSerializer, HostSourcesUnknownSerializer
 from runs.bench.services.runs import run_enqueue
 from runs.bench.specs import RunSpec
 from runs.builds.services.sources import SourcesUnknown, host_sources_for_page
@@ -36,6 +39,7 @@ class HostViewSet(viewsets.ReadOnlyModelViewSet):
     # Listing a host's sources asks the host over SSH: for those who may queue builds.
     required_permission = {"build_sources": "runs.queue_run"}
 
+    @extend_schema(responses={200: HostSourcesSerializer, 403: REFUSED, 503: HostSourcesUnknownSerializer})
     @action(detail=True, methods=["get"], url_path="build-sources")
     def build_sources(self, request: Request, pk: str | None = None) -> Response:
         """The PostgreSQL sources the host has now (asked of it: builds.services.sources), what
@@ -53,6 +57,7 @@ class HostViewSet(viewsets.ReadOnlyModelViewSet):
         return Response({"host": host.pk, "sources": listed})
 
 
+@extend_schema_view(list=extend_schema(parameters=[OpenApiParameter("host", int, description="Only this host's.")]))
 class DeviceViewSet(viewsets.ReadOnlyModelViewSet):
     lookup_value_regex = ID_IN_URL
     queryset = Device.objects.order_by("host__name", "name")
@@ -108,7 +113,9 @@ class RunViewSet(JobViewSet):
         run_enqueue(run=run, client_host_ids=client_host_ids, request=self.request)
         serializer.instance = run
 
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses=RunSampleSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)  # every second, never paged
     def samples(self, request: Request, pk: str | None = None) -> Response:
+        """The run's per-second samples, every one, in order."""
         run = self.get_object()
         return Response(RunSampleSerializer(run.samples.order_by("second"), many=True).data)
