@@ -12,6 +12,7 @@ from cryptography.fernet import Fernet
 from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
+from benchlab import api_schema
 from benchlab.env import (
     env_bool,
     env_count,
@@ -98,6 +99,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "django_filters",
     "knox",
+    "drf_spectacular",
     "axes",
     "csp",
     "django_celery_beat",
@@ -244,7 +246,10 @@ REST_FRAMEWORK = {
     # Lists filter with the pages' filter sets and refuse what they do not read (runs/api/filtering.py).
     "DEFAULT_FILTER_BACKENDS": ["runs.api.filtering.StrictFilterBackend"],
     "PAGE_SIZE": 100,
+    # The OpenAPI schema is generated from the viewsets (SPECTACULAR_SETTINGS below).
+    "DEFAULT_SCHEMA_CLASS": "runs.api.autoschema.ActionDocSchema",
 }
+SPECTACULAR_SETTINGS = api_schema.SPECTACULAR_SETTINGS
 
 REST_KNOX = {
     "TOKEN_TTL": None,  # an admin sets each token's expiry when creating it (Admin → Auth tokens)

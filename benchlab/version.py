@@ -10,12 +10,18 @@ TOP = Path(__file__).resolve().parent.parent
 
 
 @functools.cache
-def benchlab_version() -> str:
+def benchlab_release() -> str:
+    """The release in pyproject.toml (what the API's schema names as its version)."""
     try:
         with (TOP / "pyproject.toml").open("rb") as file:
-            release = str(tomllib.load(file)["project"]["version"])
+            return str(tomllib.load(file)["project"]["version"])
     except (OSError, KeyError, tomllib.TOMLDecodeError):
-        release = "unknown release"
+        return "unknown release"
+
+
+@functools.cache
+def benchlab_version() -> str:
+    release = benchlab_release()
     try:
         commit = subprocess.run(
             ["git", "-C", str(TOP), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5

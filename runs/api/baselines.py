@@ -10,13 +10,16 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import QueryDict
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runs.api.jobs import JobViewSet
+from runs.api.json_fields import JSONObjectField, JSONTextListField
 from runs.api.parameters import query_parameter
+from runs.api.shapes.common import BAD_INPUT
 from runs.baselines.services.baselines import baseline_queue
 from runs.common.params import parse_choice, parse_id
 from runs.forms.baselines import BaselineForm
@@ -26,6 +29,7 @@ from runs.models import BaselineState, DeviceBaseline
 
 class BaselineSerializer(serializers.ModelSerializer):
     figures = serializers.DictField(read_only=True)
+    jobs = JSONTextListField(read_only=True, help_text="The fio jobs chosen, in standard order.")
 
     class Meta:
         model = DeviceBaseline
@@ -37,6 +41,8 @@ class BaselineSerializer(serializers.ModelSerializer):
 
 
 class BaselineDetailSerializer(BaselineSerializer):
+    results = JSONObjectField(read_only=True, help_text="fio's figures per job")
+
     class Meta(BaselineSerializer.Meta):
         fields = [*BaselineSerializer.Meta.fields, "results", "command", "failed_command", "failed_exit_status",
                   "failed_output", "log"]  # fmt: skip
@@ -65,6 +71,15 @@ class BaselineCreateSerializer(serializers.Serializer):
         return {"form": form}
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("device", int, description="Only this device's baselines."),
+            OpenApiParameter("state", str, enum=BaselineState.values, description="Only baselines in this state."),
+        ]
+    ),
+    create=extend_schema(responses={201: OpenApiResponse(BaselineSerializer, description="Queued."), 400: BAD_INPUT}),
+)
 class BaselineViewSet(JobViewSet):
     cancelled_serializer = BaselineSerializer
     detail_serializer = BaselineDetailSerializer

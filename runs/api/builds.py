@@ -12,6 +12,7 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from django.http import QueryDict
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -19,7 +20,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from runs.api.jobs import JobViewSet
+from runs.api.json_fields import JSONStepsField, JSONTextListField
 from runs.api.parameters import query_parameter
+from runs.api.shapes.common import BAD_INPUT, REFUSED, DetailSerializer
 from runs.builds.services.builds import BuildRefused, build_refusal
 from runs.builds.services.remove import BuildRemoveFailed, build_remove
 from runs.common.params import parse_choice, parse_id
@@ -33,6 +36,7 @@ ASKED = ["host", "version", "source_kind", "package", "package_version", "tarbal
 
 class BuildSerializer(serializers.ModelSerializer):
     source = serializers.SerializerMethodField(help_text="its source's key, as GET /api/hosts/<id>/build-sources/ says")
+    configure_flags = JSONTextListField(read_only=True, help_text="flags given to configure")
 
     class Meta:
         model = PgBuild
@@ -51,6 +55,7 @@ class BuildDetailSerializer(BuildSerializer):
     step_times = serializers.SerializerMethodField(
         help_text="each step entered: {step, started_at, ended_at} (ended_at null while it runs)"
     )
+    steps = JSONStepsField(read_only=True, help_text="each step entered: [name, started, ended] ISO times")
 
     class Meta(BuildSerializer.Meta):
         fields = [*BuildSerializer.Meta.fields, "steps", "step_times", "log"]
@@ -110,6 +115,29 @@ def _form_data(data: dict[str, Any], flags: list[str]) -> QueryDict:
 BUILD_CHOICE_FILTERS = {"state": BuildState.values}
 
 
+class BuildRemovedSerializer(BuildSerializer):
+    detail = serializers.CharField(help_text="what was removed")
+
+    class Meta(BuildSerializer.Meta):
+        fields = [*BuildSerializer.Meta.fields, "detail"]
+        read_only_fields = fields
+
+
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("host", int, description="Only this host's builds."),
+            OpenApiParameter("state", str, enum=BuildState.values, description="Only builds in this state."),
+        ]
+    ),
+    create=extend_schema(
+        responses={
+            201: OpenApiResponse(BuildSerializer, description="Queued."),
+            200: OpenApiResponse(BuildSerializer, description="The host has, or is making, the same build: that one."),
+            400: BAD_INPUT,
+        }
+    ),
+)
 class BuildViewSet(JobViewSet):
     cancelled_serializer = BuildSerializer
     detail_serializer = BuildDetailSerializer
@@ -128,6 +156,8 @@ class BuildViewSet(JobViewSet):
         return builds
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Queue a build from a source the host has (GET /api/hosts/<id>/build-sources/): 201 when one
+        was queued, 200 with the existing build when the host has, or is making, the same one."""
         asked = BuildCreateSerializer(data=request.data)
         asked.is_valid(raise_exception=True)
         form: BuildForm = asked.validated_data["form"]
@@ -138,8 +168,19 @@ class BuildViewSet(JobViewSet):
         answer = status.HTTP_201_CREATED if queued else status.HTTP_200_OK
         return Response(BuildSerializer(build).data, status=answer)
 
+    @extend_schema(
+        request=None,
+        responses={
+            200: BuildRemovedSerializer,
+            400: OpenApiResponse(DetailSerializer, description="Refused as things stand (in use, a busy host)."),
+            403: REFUSED,
+            503: OpenApiResponse(DetailSerializer, description="The host could not remove it."),
+        },
+    )
     @action(detail=True, methods=["post"])
     def remove(self, request: Request, pk: str | None = None) -> Response:
+        """Remove the build's prefix from its host and mark it removed; `detail` says what became of its
+        install. 400 when it may not be removed now (its state, runs that use it, a busy host)."""
         build = self.get_object()
         if refusal := build_refusal(request.user, build, "remove"):
             raise PermissionDenied(refusal)

@@ -5,6 +5,13 @@ the page's CSV), cancel, retry."""
 from typing import Any
 
 from django.http import HttpResponse
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -18,6 +25,17 @@ from runs.api.notes import NotesAction
 from runs.api.parameters import query_parameter
 from runs.api.permissions import RolePermission
 from runs.api.serializers import RunSerializer
+from runs.api.shapes.campaigns import (
+    CampaignCancelledSerializer,
+    CampaignCancelSerializer,
+    CampaignDetailSerializer,
+    CampaignPreviewSerializer,
+    CampaignRetriedSerializer,
+    CampaignRetrySerializer,
+    CampaignSerializer,
+)
+from runs.api.shapes.common import BAD_INPUT, REFUSED
+from runs.api.shapes.comparisons import QUERY_PARAMETERS, ComparisonSerializer
 from runs.bench.specs import RunSpec
 from runs.campaigns.matrix import Cell, MatrixError, variables_from_json
 from runs.campaigns.selectors.canary import campaign_canaries, canaries_json
@@ -46,12 +64,17 @@ from runs.jobs.cancel import JobRefused
 from runs.models import MAX_REPETITIONS, Campaign, CampaignConfiguration, RunOrder
 
 
+@extend_schema_field(RunSerializer)
+class RunSpecField(serializers.DictField):
+    """A run's specification as POST /api/runs/ takes it (and validates it: validate_base)."""
+
+
 class CampaignCreateSerializer(serializers.Serializer):
     """The campaign as the form takes it: the base is a run as POST /api/runs/ takes one."""
 
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="")
-    base = serializers.DictField()
+    base = RunSpecField(help_text="The run every configuration starts from, as POST /api/runs/ takes one.")
     variables = serializers.ListField(child=serializers.DictField(), allow_empty=True)
     repetitions = serializers.IntegerField(min_value=1, max_value=MAX_REPETITIONS)
     order = serializers.ChoiceField(choices=RunOrder.choices, default=RunOrder.INTERLEAVED)
@@ -199,6 +222,30 @@ def _campaign_heading(campaign: Campaign, progress: Progress) -> dict[str, Any]:
     }
 
 
+_BASELINE = OpenApiParameter("baseline", int, description="The configuration compared with (default: the campaign's).")
+
+
+@extend_schema_view(
+    list=extend_schema(responses=CampaignSerializer(many=True)),
+    retrieve=extend_schema(parameters=[_BASELINE], responses=CampaignDetailSerializer),
+    create=extend_schema(
+        responses={
+            201: OpenApiResponse(CampaignDetailSerializer, description="Queued."),
+            200: OpenApiResponse(CampaignPreviewSerializer, description='With "preview": true; nothing is queued.'),
+            400: BAD_INPUT,
+        }
+    ),
+    comparison=extend_schema(
+        parameters=[p for p in QUERY_PARAMETERS if p.name not in ("runs", "campaign")],
+        responses={200: ComparisonSerializer, 400: BAD_INPUT},
+    ),
+    cancel=extend_schema(
+        request=CampaignCancelSerializer, responses={200: CampaignCancelledSerializer, 400: BAD_INPUT, 403: REFUSED}
+    ),
+    retry=extend_schema(
+        request=CampaignRetrySerializer, responses={200: CampaignRetriedSerializer, 400: BAD_INPUT, 403: REFUSED}
+    ),
+)
 class CampaignViewSet(
     NotesAction, CheckedListParameters, QueueThrottled, mixins.CreateModelMixin, viewsets.ReadOnlyModelViewSet
 ):
@@ -244,6 +291,8 @@ class CampaignViewSet(
         return Response({"query": result.query.as_params(), "heading": columns[0], "rows": rows})
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Queue a campaign: every valid combination of the variables' values, each repeated. With
+        "preview": true, only the expansion and its estimate (200), and nothing is queued."""
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         plan = serializer.plan()
@@ -265,6 +314,7 @@ class CampaignViewSet(
 
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel the campaign's jobs that have not ended, or one configuration's; how many, and the campaign."""
         campaign = self.get_object()
         configuration = None
         if (index := request.data.get("configuration")) is not None:
@@ -285,6 +335,8 @@ class CampaignViewSet(
 
     @action(detail=True, methods=["post"])
     def retry(self, request: Request, pk: str | None = None) -> Response:
+        """Queue again each repetition whose latest attempt failed, with that attempt's seed (new_seeds:
+        a new one); how many, and the campaign. Its owner and admins may."""
         campaign = self.get_object()
         new_seeds = request.data.get("new_seeds", False)
         if not isinstance(new_seeds, bool):

@@ -3,6 +3,7 @@ POST /api/<runs|builds|baselines>/<id>/cancel/ (runs.jobs.cancel does the cancel
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied
@@ -18,8 +19,11 @@ class CancelAction(viewsets.GenericViewSet):
 
     cancelled_serializer: Any  # the serializer of the job's list
 
+    @extend_schema(request=None)  # it answers with the viewset's list serializer (cancelled_serializer)
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel it: a queued job at once, a running one is asked to stop (its worker stops it within
+        a second or so). Answers the job as the list shows it; 403 with the reason for someone who may not."""
         job = self.get_object()
         try:
             job_cancel(job, by=request.user, request=request)

@@ -5,6 +5,7 @@ in the answer this once, remove). Bad input is a 400 naming the field, and nothi
 
 from typing import Any
 
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
@@ -12,6 +13,9 @@ from rest_framework.response import Response
 
 from runs.api.filtering import CheckedListParameters
 from runs.api.permissions import RolePermission
+from runs.api.shapes.common import BAD_INPUT, REFUSED
+from runs.api.shapes.watch import ChangePointSerializer, SubscriberAddedSerializer
+from runs.api.shapes.watch import SubscriberSerializer as SubscriberAnswerSerializer
 from runs.common.params import BadParameter, IdConverter, parse_choice, parse_id
 from runs.models import NOTE_MAX, CampaignSchedule, ChangePointState, ScheduleSubscriber, StoredChangePoint
 from runs.notify.services.subscribers import SubscriberRefused, subscriber_add, subscriber_remove
@@ -40,6 +44,27 @@ class TriageSerializer(serializers.Serializer):
     note = serializers.CharField(max_length=NOTE_MAX, required=False, allow_blank=True, default="")
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("state", str, enum=list(FILTERS), description="Triage state (default: all)."),
+            OpenApiParameter(
+                "found",
+                str,
+                enum=list(FOUND_FILTERS),
+                description="Found by the latest detection: yes (the default), no (gone) or all.",
+            ),
+        ],
+        responses=ChangePointSerializer(many=True),
+    ),
+    retrieve=extend_schema(responses=ChangePointSerializer),
+    update=extend_schema(
+        responses={400: OpenApiResponse(BAD_INPUT.response, description="Always: triage with PATCH.")},
+        deprecated=True,
+        description="Refused: a change point is triaged with PATCH (state, note).",
+    ),
+    partial_update=extend_schema(responses={200: ChangePointSerializer, 400: BAD_INPUT, 403: REFUSED}),
+)
 class ChangePointViewSet(CheckedListParameters, viewsets.GenericViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = StoredChangePoint.objects.select_related("triaged_by")
@@ -98,6 +123,15 @@ class SubscriberSerializer(serializers.Serializer):
     webhook_url = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[OpenApiParameter("schedule", int, description="Only this schedule's subscribers.")],
+        responses=SubscriberAnswerSerializer(many=True),
+    ),
+    retrieve=extend_schema(responses=SubscriberAnswerSerializer),
+    create=extend_schema(responses={201: SubscriberAddedSerializer, 400: BAD_INPUT, 403: REFUSED}),
+    destroy=extend_schema(responses={204: None, 403: REFUSED}),
+)
 class SubscriberViewSet(CheckedListParameters, viewsets.GenericViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = ScheduleSubscriber.objects.select_related("schedule__campaign__created_by", "schedule__created_by")

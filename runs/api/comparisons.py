@@ -5,6 +5,8 @@ per-second series as JSON or CSV (`?file=csv`)."""
 from typing import Any
 
 from django.http import HttpResponse, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -13,6 +15,14 @@ from rest_framework.response import Response
 
 from runs.api.filtering import CheckedListParameters
 from runs.api.permissions import RolePermission
+from runs.api.shapes.common import BAD_INPUT
+from runs.api.shapes.comparisons import (
+    FILE_PARAMETER,
+    QUERY_PARAMETERS,
+    ComparisonSerializer,
+    SeriesTableSerializer,
+    SummaryTableSerializer,
+)
 from runs.common.params import BadParameter, parse_choice
 from runs.compare.query import FILTERS, PARAMETERS, ComparisonQuery
 from runs.compare.selectors.comparison import ComparisonResult, compare_runs, comparison_data
@@ -40,6 +50,12 @@ def export_file(request: Request) -> str:
         raise ValidationError({"file": [str(exc)]}) from None
 
 
+def _with_csv(json_shape: type) -> dict[Any, Any]:
+    """The answer as JSON, or with ?file=csv the same rows as CSV (a header line, then a line a row)."""
+    csv = OpenApiResponse(OpenApiTypes.STR, description="?file=csv: the rows as CSV, with a header line.")
+    return {(200, "application/json"): json_shape, (200, "text/csv"): csv, 400: BAD_INPUT}
+
+
 class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
     """GET /api/comparisons/?runs=… (or ?campaign=…, or the run list's filters) the comparison;
     …/summary/ and …/series/ its tables."""
@@ -48,9 +64,11 @@ class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
     checked_actions = ("list", "summary", "series")
     list_parameters = (*PARAMETERS, *FILTERS, "file")
 
+    @extend_schema(parameters=QUERY_PARAMETERS, responses={200: ComparisonSerializer, 400: BAD_INPUT})
     def list(self, request: Request) -> Response:
         return Response(comparison_data(comparison_of(api_query_params(request))))
 
+    @extend_schema(parameters=[*QUERY_PARAMETERS, FILE_PARAMETER], responses=_with_csv(SummaryTableSerializer))
     @action(detail=False, methods=["get"])
     def summary(self, request: Request) -> Response | HttpResponse:
         file, result = export_file(request), comparison_of(api_query_params(request))
@@ -59,6 +77,7 @@ class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
             return HttpResponse("".join(as_csv(rows, SUMMARY_COLUMNS)), content_type="text/csv; charset=utf-8")
         return Response({"query": result.query.as_params(), "rows": rows})
 
+    @extend_schema(parameters=[*QUERY_PARAMETERS, FILE_PARAMETER], responses=_with_csv(SeriesTableSerializer))
     @action(detail=False, methods=["get"])
     def series(self, request: Request) -> Any:
         file, result = export_file(request), comparison_of(api_query_params(request))

@@ -3,12 +3,14 @@ tags, set whole (runs.notes): its owner's or an admin's, audited."""
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from runs.api.shapes.common import BAD_INPUT, REFUSED
 from runs.models.notes import NOTE_MAX, TAG_MAX, TAGS_MAX
 from runs.notes.rules import NotesRefused
 from runs.notes.services.notes import notes_set
@@ -25,11 +27,18 @@ class NotesSerializer(serializers.Serializer):
     )
 
 
+class NotesAnswerSerializer(NotesSerializer):
+    """The run's or campaign's notes as stored."""
+
+    id = serializers.IntegerField()
+
+
 class NotesAction:
     """The notes action of a viewset whose objects are runs or campaigns."""
 
     notes_permission = {"notes": "runs.queue_run"}  # and the owner's or an admin's: runs.notes.services
 
+    @extend_schema(request=NotesSerializer, responses={200: NotesAnswerSerializer, 400: BAD_INPUT, 403: REFUSED})
     @action(detail=True, methods=["post"], serializer_class=NotesSerializer)
     def notes(self, request: Request, pk: str | None = None) -> Response:
         target = self.get_object()  # type: ignore[attr-defined]

@@ -6,6 +6,7 @@ any); bad input is a 400 naming the field, and nothing is written."""
 from typing import Any
 
 from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import PermissionDenied, ValidationError
@@ -15,6 +16,8 @@ from rest_framework.response import Response
 from runs.api.filtering import CheckedListParameters
 from runs.api.jobs import QueueThrottled
 from runs.api.permissions import RolePermission
+from runs.api.shapes.common import BAD_INPUT, REFUSED
+from runs.api.shapes.schedules import ScheduleDetailSerializer, ScheduleFiredSerializer, ScheduleSerializer
 from runs.campaigns.services.campaigns import campaign_owner_refusal
 from runs.common.params import IdConverter
 from runs.models import Campaign, CampaignSchedule, ScheduleRound
@@ -89,6 +92,22 @@ def schedule_json(view: ScheduleView, firings: list[ScheduleRound] | None = None
     return data
 
 
+@extend_schema_view(
+    list=extend_schema(responses=ScheduleSerializer(many=True)),
+    retrieve=extend_schema(responses=ScheduleDetailSerializer),
+    create=extend_schema(
+        responses={201: ScheduleDetailSerializer, 400: BAD_INPUT, 403: REFUSED},
+    ),
+    update=extend_schema(
+        request=ScheduleInputSerializer,
+        responses={400: OpenApiResponse(BAD_INPUT.response, description="Always: change a schedule with PATCH.")},
+        deprecated=True,
+        description="Refused: a schedule is changed with PATCH (name, enabled, preset or crontab fields).",
+    ),
+    partial_update=extend_schema(responses={200: ScheduleDetailSerializer, 400: BAD_INPUT, 403: REFUSED}),
+    destroy=extend_schema(responses={204: None, 403: REFUSED}),
+    run_now=extend_schema(request=None, responses={200: ScheduleFiredSerializer, 403: REFUSED}),
+)
 class ScheduleViewSet(CheckedListParameters, QueueThrottled, viewsets.GenericViewSet):
     lookup_value_regex = IdConverter.regex
     queryset = CampaignSchedule.objects.select_related("campaign", "created_by", "periodic_task__crontab")

@@ -4,6 +4,7 @@ from typing import Any
 from django.db import models
 from rest_framework import serializers
 
+from runs.api.json_fields import JSONObjectField
 from runs.bench.selectors.run_page import run_os_series
 from runs.bench.specs import FIELD_LABELS, MODEL_FIELDS, NUMBER_FIELDS
 from runs.forms.runs import CLIENT_HOSTS, RUN_FIELDS, RunForm
@@ -71,6 +72,11 @@ class LibraryVersionField(serializers.IntegerField):
 
 class RunSerializer(serializers.ModelSerializer):
     """Runs are validated by the queue form itself, so the API and the page refuse the same things."""
+
+    # Every JSON column of a run holds an object (the parameters, pgbench's summary, the environment…).
+    serializer_field_mapping = serializers.ModelSerializer.serializer_field_mapping | {
+        models.JSONField: JSONObjectField
+    }
 
     client_hosts = ClientHostIdsField(
         child=serializers.IntegerField(),

@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_not_required
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 from rest_framework.routers import DefaultRouter
 
 from runs.api.baselines import BaselineViewSet
@@ -8,7 +8,9 @@ from runs.api.campaigns import CampaignViewSet
 from runs.api.change_points import ChangePointViewSet, SubscriberViewSet
 from runs.api.comparisons import ComparisonViewSet
 from runs.api.schedules import ScheduleViewSet
+from runs.api.schema_view import SchemaView
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
+from runs.views.api_reference import api_reference_page
 
 router = DefaultRouter()
 router.register("hosts", HostViewSet)
@@ -34,4 +36,9 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
 
 
 app_name = "api"
-urlpatterns = _token_friendly(router.urls)
+urlpatterns = [
+    # The OpenAPI schema (YAML; ?format=json: JSON), for anyone signed in (benchlab/api_schema.py).
+    *_token_friendly([*router.urls, path("schema/", SchemaView.as_view(), name="schema")]),
+    # Its reference page, a page like the others: an anonymous visitor is sent to sign in.
+    path("docs/", api_reference_page, name="reference"),
+]

@@ -1,6 +1,7 @@
 """The JSON API for automation: inventory (read), runs (queue, list, detail, cancel), samples."""
 
 from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -18,6 +19,8 @@ from runs.api.serializers import (
     RunSampleSerializer,
     RunSerializer,
 )
+from runs.api.shapes.common import REFUSED
+from runs.api.shapes.inventory import HostSourcesSerializer, HostSourcesUnknownSerializer
 from runs.bench.filters import RunFilter
 from runs.bench.services.runs import run_enqueue
 from runs.bench.specs import RunSpec
@@ -36,6 +39,7 @@ class HostViewSet(CheckedListParameters, viewsets.ReadOnlyModelViewSet):
     # Listing a host's sources asks the host over SSH: for those who may queue builds.
     required_permission = {"build_sources": "runs.queue_run"}
 
+    @extend_schema(responses={200: HostSourcesSerializer, 403: REFUSED, 503: HostSourcesUnknownSerializer})
     @action(detail=True, methods=["get"], url_path="build-sources")
     def build_sources(self, request: Request, pk: str | None = None) -> Response:
         """The PostgreSQL sources the host has now (asked of it: builds.services.sources), what
@@ -94,7 +98,9 @@ class RunViewSet(NotesAction, JobViewSet):
         run_enqueue(run=run, client_host_ids=client_host_ids, request=self.request)
         serializer.instance = run
 
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses=RunSampleSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)  # every second, never paged
     def samples(self, request: Request, pk: str | None = None) -> Response:
+        """The run's per-second samples, every one, in order."""
         run = self.get_object()
         return Response(RunSampleSerializer(run.samples.order_by("second"), many=True).data)

@@ -14,6 +14,8 @@ from django.contrib.auth.models import User
 from django.core.validators import RegexValidator
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 
 from runs.common.fields import DayField, InventoryChoiceField, RowSelect, choice_field, day_said
 from runs.common.filters import FieldFilter, StrictFilterForm, StrictFilterSet
@@ -140,25 +142,27 @@ class RunFilter(StrictFilterSet):
         fields: list[str] = []  # every filter is declared above
         form = RunFiltersForm
 
-    def host_or_client(self, runs: QuerySet[Run], name: str, host: Host) -> QuerySet[Run]:
+    # The methods' last parameter is `value`, typed: the API's schema (drf-spectacular) reads it.
+    @extend_schema_field(OpenApiTypes.INT)
+    def host_or_client(self, runs: QuerySet[Run], name: str, value: Host) -> QuerySet[Run]:
         # Its clients by a subquery, not a join: a join would list a run once per client host.
-        return runs.filter(Q(server_host=host) | Q(pk__in=RunClient.objects.filter(host=host).values("run_id")))
+        return runs.filter(Q(server_host=value) | Q(pk__in=RunClient.objects.filter(host=value).values("run_id")))
 
-    def search(self, runs: QuerySet[Run], name: str, text: str) -> QuerySet[Run]:
+    def search(self, runs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
         """Runs where each word is in a note, a tag, the campaign's name, the host's or device's
         name, the install's label, the mount options or the failure."""
-        for word in text.split():
+        for word in value.split():
             runs = runs.filter(_word_anywhere(word))
         return runs
 
-    def tagged(self, runs: QuerySet[Run], name: str, tag: str) -> QuerySet[Run]:
-        return runs.filter(Q(tags__contains=[tag]) | Q(campaign__tags__contains=[tag]))
+    def tagged(self, runs: QuerySet[Run], name: str, value: str) -> QuerySet[Run]:
+        return runs.filter(Q(tags__contains=[value]) | Q(campaign__tags__contains=[value]))
 
-    def queued_from(self, runs: QuerySet[Run], name: str, day: date) -> QuerySet[Run]:
-        return runs.filter(created_at__gte=_start_of(day))
+    def queued_from(self, runs: QuerySet[Run], name: str, value: date) -> QuerySet[Run]:
+        return runs.filter(created_at__gte=_start_of(value))
 
-    def queued_until(self, runs: QuerySet[Run], name: str, day: date) -> QuerySet[Run]:
-        return runs.filter(created_at__lt=_start_of(day + timedelta(days=1))) if day < date.max else runs
+    def queued_until(self, runs: QuerySet[Run], name: str, value: date) -> QuerySet[Run]:
+        return runs.filter(created_at__lt=_start_of(value + timedelta(days=1))) if value < date.max else runs
 
 
 def run_filter_names() -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from runs.models import AuditAction, AuditEvent, Campaign, Run
 from runs.models.notes import NOTE_MAX, TAGS_MAX
 from runs.notes.rules import NotesRefused, checked_notes, tags_from_text
 from runs.notes.services.notes import notes_set
+from runs.tests.api_schema import assert_answers_as_documented
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run, make_user
 from runs.tests.web.test_api import api_client
@@ -132,6 +133,8 @@ def test_the_api_sets_notes_for_the_owner_and_refuses_others_with_the_reason(run
     )
 
     assert set_.status_code == 200 and set_.json() == {"id": run.pk, "note": "fw 2.1", "tags": ["fw-2.1"]}
+    assert_answers_as_documented("/api/runs/{id}/notes/", "post", 200, set_.json())
+    assert_answers_as_documented("/api/campaigns/{id}/notes/", "post", 200, campaign.json())
     assert bad.status_code == 400 and "may hold only" in bad.json()["tags"][0]
     assert (
         other.status_code == 403

@@ -326,6 +326,12 @@ MATRIX: dict[str, Row] = {
     "shared-campaign-report": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
     "shared-campaign-export-csv": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
     "shared-campaign-export-json": Row(EVERYONE, args=token_of(ShareKind.CAMPAIGN)),
+    # The API's OpenAPI schema and its reference page: anyone signed in (they hold no lab data). The
+    # schema's view asks only for a sign-in, so a user with no role is told 405 too, not 403.
+    "api:schema": Row(
+        SIGNED_IN, API_READ, kind="api", special={("nora", m): NOT_ALLOWED for m in ("post", "put", "patch", "delete")}
+    ),
+    "api:reference": Row(SIGNED_IN),
     "api:comparison-list": Row(VIEWERS, API_READ, kind="api", query=compared_runs),
     "api:comparison-summary": Row(VIEWERS, API_READ, kind="api", query=compared_runs),
     "api:comparison-series": Row(VIEWERS, API_READ, kind="api", query=compared_runs),
