@@ -26,6 +26,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django.views.defaults import page_not_found
 
 from runs.bench.selectors.run_page import run_chart_data, run_with_details
+from runs.common.paging import asked_page, page_or_last
 from runs.common.params import BadParameter, parse_choice, parse_id, parse_whole_number
 from runs.compare.query import PARAMETERS, ComparisonQuery
 from runs.compare.services.shares import (
@@ -136,10 +137,15 @@ def _share_list_page(request: HttpRequest, new: tuple[ShareLink, str] | None = N
     links = ShareLink.objects.select_related("created_by", "revoked_by")
     if not everyone:
         links = links.filter(created_by_id=request.user.pk)
-    page = Paginator(links, SHARES_PER_PAGE).get_page(request.GET.get("page"))
+    try:
+        number = asked_page(request.GET.get("page"))
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    page, past_the_end = page_or_last(Paginator(links, SHARES_PER_PAGE), number, "share links")
     now = timezone.now()
     context = {
         "page": page,
+        "past_the_end": past_the_end,
         "rows": [ShareRow(link, _state(link, now), _target_url(link)) for link in page.object_list],
         "everyone": everyone,
         "new": new,
