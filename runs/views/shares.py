@@ -22,7 +22,7 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django.views.defaults import page_not_found
 
 from runs.bench.selectors.run_page import run_chart_data, run_with_details
@@ -37,6 +37,7 @@ from runs.compare.services.shares import (
     share_create,
     share_resolve,
     share_revoke,
+    share_revoke_refusal,
 )
 from runs.method.selectors import run_method
 from runs.models import Campaign, Run, ShareKind, ShareLink
@@ -167,10 +168,16 @@ def _target_url(link: ShareLink) -> str:
     return reverse("compare") + "?" + urlencode({"runs": ",".join(map(str, link.run_ids)), **link.options})
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 def share_revoke_view(request: HttpRequest, share_id: int) -> HttpResponse:
-    """Revoke a link: its owner, or an admin (others get 403, whatever their role)."""
-    link = get_object_or_404(ShareLink.objects.select_related("created_by"), pk=share_id)
+    """GET: the confirmation, saying what the link shows and how it has been used as it is now;
+    POST: revoke it. Its owner, or an admin (others get 403 for both, whatever their role)."""
+    link = get_object_or_404(ShareLink.objects.select_related("created_by", "revoked_by"), pk=share_id)
+    if request.method != "POST":
+        if refusal := share_revoke_refusal(link, request.user):
+            return refused(request, refusal, status=403)
+        row = ShareRow(link, _state(link, timezone.now()), _target_url(link))
+        return render(request, "runs/share_revoke.html", {"row": row})
     try:
         share_revoke(link=link, by=request.user, request=request)
     except RevokeRefused as exc:

@@ -303,8 +303,9 @@ MATRIX: dict[str, Row] = {
     "compare-export-json": Row(VIEWERS, query=compared_runs),
     "shares": Row(VIEWERS),
     "share-new": Row(VIEWERS, POST),
-    # The link was made by otto: its owner or an admin revokes it; anybody else is refused.
-    "share-revoke": Row(OPERATORS, POST, args=pk_of(lambda o: o.share)),
+    # The link was made by otto: its owner or an admin is asked (GET) and revokes it (POST); anybody
+    # else is refused both.
+    "share-revoke": Row(OPERATORS, FORM, args=pk_of(lambda o: o.share)),
     # API tokens: every signed-in user makes and lists their own. The token is nora's: she or an
     # admin revokes it; to anybody else it is not found, like an unknown one.
     "tokens": Row(SIGNED_IN, FORM),
