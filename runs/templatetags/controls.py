@@ -32,7 +32,7 @@ class CannotUseNode(template.Node):
         reason = given.get("reason") or role_refusal(context["user"], given.get("needs", ""), given.get("doing", ""))
         shown = {
             "id": self.control_id.resolve(context),
-            "label": self.label.render(context).strip(),
+            "label": self.label.render(context),  # rendered with the page, so escaped already
             "reason": reason or "",
             "classes": given.get("classes", ""),
         }
