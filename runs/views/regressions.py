@@ -37,6 +37,7 @@ def regressions_page(request: HttpRequest) -> HttpResponse:
         "filters": FILTERS,
         "found_filters": {"yes": "still found", "no": "no longer found", "all": "either"},
         "may_triage": request.user.has_perm(TRIAGE_PERMISSION),
+        "triage_permission": TRIAGE_PERMISSION,
         "note_max": NOTE_MAX,
         "states": ChangePointState,
     }

@@ -117,6 +117,19 @@ def test_a_viewer_sees_a_devices_controls_disabled_with_why(client_for: ClientFa
     assert 'id="read-health" disabled' in page and "Operators read a device&#x27;s health; you are a viewer" in page
 
 
+def test_a_viewer_sees_why_she_cannot_triage_or_subscribe(users: dict[str, User], client_for: ClientFactory) -> None:
+    schedule = nightly(users["otto"])
+    regressions = client_for("vera").get(reverse("regressions")).content.decode()
+    operator_regressions = client_for("otto").get(reverse("regressions")).content.decode()
+    schedule_page = client_for("vera").get(reverse("schedule-detail", args=[schedule.pk])).content.decode()
+
+    assert 'id="triage" disabled' in regressions and 'id="triage"' not in operator_regressions
+    said = "Operators triage change points (acknowledge, mark expected, reopen); you are a viewer"
+    assert said in regressions
+    assert 'id="subscriber-add" disabled' in schedule_page and 'action="/schedules/' not in schedule_page
+    assert "To change campaigns needs the operator role; you are a viewer." in schedule_page
+
+
 def test_cancelling_a_campaign_confirms_with_its_runs_states(client_for: ClientFactory, lab: tuple) -> None:
     otto = client_for.users["otto"]
     campaign = Campaign.objects.create(created_by=otto, name="ram vs hdd", base_spec={})
