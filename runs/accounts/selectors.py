@@ -16,6 +16,7 @@ from django.utils import timezone
 from knox.models import AuthToken
 
 from runs.accounts.token_rules import oversees_tokens
+from runs.common.paging import page_or_last
 
 TOKENS_PER_PAGE = 50
 
@@ -36,11 +37,13 @@ def _visible(user: Any) -> QuerySet[AuthToken]:
     return tokens if oversees_tokens(user) else tokens.filter(user_id=user.pk)
 
 
-def token_page(user: Any, page_number: str | None) -> tuple[Page, list[TokenRow]]:
-    """A page of the tokens `user` may see (past the end: the last page) and its rows."""
-    page = Paginator(_visible(user).order_by("-created", "digest"), TOKENS_PER_PAGE).get_page(page_number)
+def token_page(user: Any, number: int) -> tuple[Page, str | None, list[TokenRow]]:
+    """Page `number` of the tokens `user` may see (past the end: the last page and a notice saying
+    so: runs.common.paging.page_or_last) and its rows."""
+    paginator = Paginator(_visible(user).order_by("-created", "digest"), TOKENS_PER_PAGE)
+    page, past_the_end = page_or_last(paginator, number, "tokens")
     now = timezone.now()
-    return page, [_row(token, now) for token in page.object_list]
+    return page, past_the_end, [_row(token, now) for token in page.object_list]
 
 
 def token_of(user: Any, digest: str) -> TokenRow | None:

@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_safe
 
 from runs.baselines.selectors import claims_vs_measured
 from runs.baselines.services.baselines import baseline_device_refusal, baseline_queue
+from runs.common.paging import asked_page, page_or_last
 from runs.common.params import BadParameter, parse_id
 from runs.forms.baselines import BaselineForm
 from runs.jobs.cancel import job_cancel_refusal
@@ -26,8 +27,13 @@ BASELINES_PER_PAGE = 50
 @permission_required("runs.view_host", raise_exception=True)
 def baselines_page(request: HttpRequest) -> HttpResponse:
     baselines = DeviceBaseline.objects.select_related("host", "device", "queued_by").defer("fio_json", "log")
-    page = Paginator(baselines.order_by("-created_at", "-id"), BASELINES_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "runs/baseline_list.html", {"page": page})
+    try:
+        number = asked_page(request.GET.get("page"))
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    paginator = Paginator(baselines.order_by("-created_at", "-id"), BASELINES_PER_PAGE)
+    page, past_the_end = page_or_last(paginator, number, "baselines")
+    return render(request, "runs/baseline_list.html", {"page": page, "past_the_end": past_the_end})
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST, req
 
 from runs.builds.services.builds import BuildRefused, build_refusal
 from runs.builds.services.remove import BuildRemoveFailed, build_remove
+from runs.common.paging import asked_page, page_or_last
 from runs.common.params import BadParameter, parse_id
 from runs.forms.builds import BuildForm, sources_of
 from runs.jobs.cancel import job_cancel_refusal
@@ -37,8 +38,12 @@ BUILDS_PER_PAGE = 50
 @permission_required("runs.view_host", raise_exception=True)
 def builds_page(request: HttpRequest) -> HttpResponse:
     builds = PgBuild.objects.select_related("host", "queued_by", "pg_install").order_by("-created_at", "-id")
-    page = Paginator(builds, BUILDS_PER_PAGE).get_page(request.GET.get("page"))
-    return render(request, "runs/build_list.html", {"page": page})
+    try:
+        number = asked_page(request.GET.get("page"))
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    page, past_the_end = page_or_last(Paginator(builds, BUILDS_PER_PAGE), number, "builds")
+    return render(request, "runs/build_list.html", {"page": page, "past_the_end": past_the_end})
 
 
 @require_http_methods(["GET", "HEAD", "POST"])

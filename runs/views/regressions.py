@@ -4,20 +4,18 @@ latest detection still found first of all, fifty a page as the run list, and the
 expected with a note, or reopen; viewers see."""
 
 from django.contrib.auth.decorators import permission_required
-from django.core.paginator import EmptyPage, Page, Paginator
-from django.db.models import QuerySet
+from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from runs.common.params import BadParameter, parse_choice, parse_whole_number
+from runs.common.paging import asked_page, page_or_last
+from runs.common.params import BadParameter, parse_choice
 from runs.models import NOTE_MAX, ChangePointState, StoredChangePoint
 from runs.views.refusals import refused
 from runs.watch.regressions.selectors import FILTERS, FOUND_FILTERS, PER_PAGE, change_points, regressions
 from runs.watch.services.triage import TRIAGE_PERMISSION, TriageRefused, change_point_triage
-
-MAX_PAGE = 10**6
 
 
 @require_safe
@@ -26,36 +24,24 @@ def regressions_page(request: HttpRequest) -> HttpResponse:
     try:
         state = parse_choice(request.GET.get("state", "open") or "open", "state", FILTERS)
         found = parse_choice(request.GET.get("found", "yes") or "yes", "found", FOUND_FILTERS)
-        number = parse_whole_number(raw, "page", 1, MAX_PAGE) if (raw := request.GET.get("page")) else 1
-        page = _page(change_points(state, found), number)
+        number = asked_page(request.GET.get("page"))
     except BadParameter as exc:
         return refused(request, str(exc))
+    page, past_the_end = page_or_last(Paginator(change_points(state, found), PER_PAGE), number, "change points")
     context = {
         "page": page,
+        "past_the_end": past_the_end,
         "rows": regressions(page),
         "state": state,
         "found": found,
         "filters": FILTERS,
         "found_filters": {"yes": "still found", "no": "no longer found", "all": "either"},
         "may_triage": request.user.has_perm(TRIAGE_PERMISSION),
+        "triage_permission": TRIAGE_PERMISSION,
         "note_max": NOTE_MAX,
         "states": ChangePointState,
     }
     return render(request, "runs/regressions.html", context)
-
-
-def _page(points: QuerySet[StoredChangePoint], number: int) -> "Page[StoredChangePoint]":
-    """The page asked for, as the run list pages (runs.forms.run_filters.filtered_run_page): one past
-    the end is refused saying which pages there are."""
-    paginator = Paginator(points, PER_PAGE)
-    try:
-        return paginator.page(number)
-    except EmptyPage:
-        if paginator.count == 0:
-            said = "no change point matches these filters (only page 1, empty)"
-        else:
-            said = f"these change points fill pages 1 to {paginator.num_pages}"
-        raise BadParameter(f"there is no page {number}: {said}") from None
 
 
 @require_POST

@@ -22,10 +22,11 @@ from django.http.response import HttpResponseBase
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_POST, require_safe
+from django.views.decorators.http import require_http_methods, require_POST, require_safe
 from django.views.defaults import page_not_found
 
 from runs.bench.selectors.run_page import run_chart_data, run_with_details
+from runs.common.paging import asked_page, page_or_last
 from runs.common.params import BadParameter, parse_choice, parse_id, parse_whole_number
 from runs.compare.query import PARAMETERS, ComparisonQuery
 from runs.compare.services.shares import (
@@ -36,6 +37,7 @@ from runs.compare.services.shares import (
     share_create,
     share_resolve,
     share_revoke,
+    share_revoke_refusal,
 )
 from runs.method.selectors import run_method
 from runs.models import Campaign, Run, ShareKind, ShareLink
@@ -136,10 +138,15 @@ def _share_list_page(request: HttpRequest, new: tuple[ShareLink, str] | None = N
     links = ShareLink.objects.select_related("created_by", "revoked_by")
     if not everyone:
         links = links.filter(created_by_id=request.user.pk)
-    page = Paginator(links, SHARES_PER_PAGE).get_page(request.GET.get("page"))
+    try:
+        number = asked_page(request.GET.get("page"))
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    page, past_the_end = page_or_last(Paginator(links, SHARES_PER_PAGE), number, "share links")
     now = timezone.now()
     context = {
         "page": page,
+        "past_the_end": past_the_end,
         "rows": [ShareRow(link, _state(link, now), _target_url(link)) for link in page.object_list],
         "everyone": everyone,
         "new": new,
@@ -161,10 +168,16 @@ def _target_url(link: ShareLink) -> str:
     return reverse("compare") + "?" + urlencode({"runs": ",".join(map(str, link.run_ids)), **link.options})
 
 
-@require_POST
+@require_http_methods(["GET", "HEAD", "POST"])
 def share_revoke_view(request: HttpRequest, share_id: int) -> HttpResponse:
-    """Revoke a link: its owner, or an admin (others get 403, whatever their role)."""
-    link = get_object_or_404(ShareLink.objects.select_related("created_by"), pk=share_id)
+    """GET: the confirmation, saying what the link shows and how it has been used as it is now;
+    POST: revoke it. Its owner, or an admin (others get 403 for both, whatever their role)."""
+    link = get_object_or_404(ShareLink.objects.select_related("created_by", "revoked_by"), pk=share_id)
+    if request.method != "POST":
+        if refusal := share_revoke_refusal(link, request.user):
+            return refused(request, refusal, status=403)
+        row = ShareRow(link, _state(link, timezone.now()), _target_url(link))
+        return render(request, "runs/share_revoke.html", {"row": row})
     try:
         share_revoke(link=link, by=request.user, request=request)
     except RevokeRefused as exc:

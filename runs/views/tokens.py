@@ -18,6 +18,8 @@ from django.views.decorators.http import require_http_methods
 from runs.accounts.selectors import token_of, token_page
 from runs.accounts.services.tokens import token_create, token_revoke
 from runs.accounts.token_rules import TokenRefused, oversees_tokens
+from runs.common.paging import asked_page
+from runs.common.params import BadParameter
 from runs.forms.tokens import TokenForm
 from runs.views.refusals import refused
 
@@ -47,8 +49,19 @@ def token_list(request: HttpRequest) -> HttpResponse:
 
 
 def _page(request: HttpRequest, form: TokenForm, status: int = 200, new: dict[str, Any] | None = None) -> HttpResponse:
-    page, rows = token_page(request.user, request.GET.get("page"))
-    context = {"form": form, "page": page, "rows": rows, "everyone": oversees_tokens(request.user), "new": new}
+    try:
+        number = asked_page(request.GET.get("page"))
+    except BadParameter as exc:
+        return refused(request, str(exc))
+    page, past_the_end, rows = token_page(request.user, number)
+    context = {
+        "form": form,
+        "page": page,
+        "past_the_end": past_the_end,
+        "rows": rows,
+        "everyone": oversees_tokens(request.user),
+        "new": new,
+    }
     return render(request, "runs/token_list.html", context, status=status)
 
 

@@ -111,11 +111,18 @@ def _describe(link: ShareLink) -> str:
     return f"{link.target_label}, {expiry}" + (f", titled {link.title!r}" if link.title else "")
 
 
+def share_revoke_refusal(link: ShareLink, by: Any) -> str | None:
+    """Why `by` may not revoke the link (None: they may): its owner or the admin role may."""
+    if link.created_by_id != by.pk and not oversees_shares(by):
+        return f"Only {link.created_by.get_username()}, who made this link, or an admin can revoke it."
+    return None
+
+
 def share_revoke(*, link: ShareLink, by: Any, request: HttpRequest | None = None) -> ShareLink:
     """Revoke the link (its owner, or the admin role); from then on it answers 404. Revoking a
     revoked link changes nothing."""
-    if link.created_by_id != by.pk and not oversees_shares(by):
-        raise RevokeRefused(f"Only {link.created_by.get_username()}, who made this link, or an admin can revoke it.")
+    if refusal := share_revoke_refusal(link, by):
+        raise RevokeRefused(refusal)
     with transaction.atomic():
         revoked = ShareLink.objects.filter(pk=link.pk, revoked_at__isnull=True).update(
             revoked_at=timezone.now(), revoked_by=by

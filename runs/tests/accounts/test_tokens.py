@@ -97,7 +97,7 @@ def test_each_sees_their_own_and_an_admin_sees_everyones(users: dict[str, User])
     token_create(user=users["otto"], name="otto's", by=users["otto"])
     AuthToken.objects.create(users["otto"])  # made in the admin: no name
 
-    names = {who: [row.name for row in token_page(users[who], None)[1]] for who in ("vera", "otto", "ada")}
+    names = {who: [row.name for row in token_page(users[who], 1)[2]] for who in ("vera", "otto", "ada")}
 
     assert names == {"vera": ["vera's"], "otto": ["", "otto's"], "ada": ["", "otto's", "vera's"]}
 

@@ -741,8 +741,12 @@ def test_a_done_builds_page_links_its_install_and_a_run_with_it(client_for: Clie
     form = client_for("otto").get(reverse("run-new"), {"pg_install": str(build.pg_install_id)}).content.decode()
     assert re.search(rf'<option value="{build.pg_install_id}"[^>]* selected', form), form
     assert re.search(rf'<option value="{host.pk}"[^>]* selected', form)
-    assert "/admin/runs/pginstall/" not in viewer_page and "Queue a run with it" not in viewer_page
-    assert "Remove build" not in viewer_page
+    assert "/admin/runs/pginstall/" not in viewer_page and f"?pg_install={build.pg_install_id}" not in viewer_page
+    # A viewer sees the controls disabled, each with why (runs/templatetags/controls.py).
+    assert '<button type="button" id="queue-run" disabled aria-describedby="queue-run-refusal">' in viewer_page
+    assert "Operators queue runs; you are a viewer (an admin gives roles)." in viewer_page
+    assert 'id="remove" disabled' in viewer_page and "To remove builds needs the operator role" in viewer_page
+    assert 'action="/builds/' not in viewer_page
 
 
 def test_the_build_list_and_the_inventory_say_which_build_a_host_is_busy_with(client_for: ClientFactory) -> None:

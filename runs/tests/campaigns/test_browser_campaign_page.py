@@ -31,7 +31,8 @@ def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_
                 "refusals": [page.text_content(f"#{name}-refusal") for name in ("cancel-campaign", "retry-failed")]
                 if who == "olga"
                 else [],
-                "configuration cancels": page.locator("#matrix button.small, table button.small").count(),
+                # Each asks first, naming the configuration's unfinished runs (a <details> box).
+                "configuration cancels": page.locator("#matrix details[id^=cancel-configuration-] summary").count(),
                 # The owner's retry runs each failed run again with its seed unless this box is ticked.
                 "new seeds box": page.locator("#retry-new-seeds").count() == 1
                 and page.is_visible("#retry-new-seeds")
@@ -39,6 +40,9 @@ def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_
             }
             if who == "otto":
                 page.locator("form:has(#retry-failed)").screenshot(path=str(ARTIFACTS / "campaign-retry-seeds.png"))
+                page.click("#cancel-campaign-open")
+                seen[who]["cancel asks"] = page.text_content("#cancel-campaign-question")
+                page.screenshot(path=str(ARTIFACTS / "campaign-cancel-confirm.png"))
             page.screenshot(path=str(ARTIFACTS / f"campaign-page-as-{who}.png"), full_page=True)
             page.close()
 
@@ -50,6 +54,7 @@ def test_another_operator_sees_who_may_cancel_or_retry_a_campaign_and_its_owner_
     assert seen["olga"]["configuration cancels"] == 0
     assert not seen["otto"]["cancel disabled"] and not seen["otto"]["retry disabled"]
     assert seen["otto"]["configuration cancels"] == 4
+    assert seen["otto"]["cancel asks"] == f"Cancel campaign {campaign.pk} ({campaign.name}, 4 of 8 runs finished)?"
     assert seen["otto"]["new seeds box"] and not seen["olga"]["new seeds box"]
     assert not violations, violations
 

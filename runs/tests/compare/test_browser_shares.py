@@ -69,7 +69,9 @@ def test_a_viewer_shares_a_comparison_and_a_run_that_open_without_an_account(web
         page.goto(f"{web_server}/shares/")
         listing = page.text_content("#shares") or ""
         page.screenshot(path=str(ARTIFACTS / "share-list.png"), full_page=True)
-        page.click("#shares tbody tr:last-child button")  # the oldest: the comparison's link
+        page.click("#shares tbody tr:last-child a.button")  # the oldest: the comparison's link; asks first
+        page.wait_for_selector("#share-revoke")
+        page.click("#share-revoke")
         page.wait_for_load_state()
         after_revoke = page.text_content("#shares") or ""
         before_404 = list(errors)  # the 404 itself is a console error ("failed to load resource")

@@ -284,6 +284,38 @@ def test_only_its_owner_or_an_admin_revokes_a_link(client_for: ClientFactory, la
     assert theirs.revoked_by is not None and theirs.revoked_by.username == "ada"
 
 
+def test_revoking_asks_first_showing_how_the_link_has_been_used(
+    client_for: ClientFactory, anonymous: Client, lab: Any
+) -> None:
+    run = done_run(lab)
+    shared = make_share(client_for("otto"), kind="run", target=run.pk, title="for the vendor")
+    anonymous.get(shared)
+    anonymous.get(shared)
+    link = ShareLink.objects.get()
+    url = reverse("share-revoke", args=[link.pk])
+
+    listed = client_for("otto").get(reverse("shares")).content.decode()
+    asked = client_for("otto").get(url)
+    page = asked.content.decode()
+    link.refresh_from_db()
+    stranger = client_for("vera").get(url)
+
+    assert f'<a class="button small" href="{url}">Revoke…</a>' in listed  # the list posts nothing itself
+    assert asked.status_code == 200 and link.revoked_at is None and anonymous.get(shared).status_code == 200
+    assert f"Revoke share link {link.pk} to run {run.pk}?" in page and "for the vendor" in page
+    last = f"{timezone.localtime(link.last_viewed_at):%Y-%m-%d %H:%M} UTC"
+    assert re.search(rf"has been opened 2 times, last on {last}; revoking it stops it working", page)
+    assert 'id="share-state" class="share-state share-live">live<' in page and 'id="share-revoke"' in page
+    assert stranger.status_code == 403 and "Only otto, who made this link, or an admin" in stranger.content.decode()
+
+    assert client_for("otto").post(url).status_code == 302
+    again = client_for("otto").get(url).content.decode()
+    assert anonymous.get(shared).status_code == 404
+    assert "This link is revoked already" in again and 'id="share-revoke"' not in again and "by otto" in again
+    events = AuditEvent.objects.filter(action=AuditAction.SHARE_REVOKED, object_id=str(link.pk))
+    assert [e.actor_name for e in events] == ["otto"]
+
+
 def test_my_shares_lists_mine_and_an_admin_sees_everyones(client_for: ClientFactory, lab: Any) -> None:
     run = done_run(lab)
     make_share(client_for("vera"), kind="run", target=run.pk, title="the link of vera")

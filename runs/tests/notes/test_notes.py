@@ -16,6 +16,7 @@ from runs.tests.factories import make_device, make_host, make_pg_install, make_r
 from runs.tests.web.test_api import api_client
 
 pytestmark = pytest.mark.django_db
+VIEWER_REFUSAL = "To annotate runs needs the operator role; you are a viewer"
 
 
 def test_tags_are_read_as_typed_lowercase_each_once_in_their_order() -> None:
@@ -67,7 +68,7 @@ def test_the_owner_writes_notes_and_it_is_audited_with_what_changed(run: Run, us
 @pytest.mark.parametrize(
     ("who", "said"),
     [
-        ("vera", "To annotate runs needs the operator role."),
+        ("vera", "To annotate runs needs the operator role; you are a viewer"),
         ("other", "Only otto, who queued this run, or an admin can annotate it."),
     ],
 )
@@ -114,9 +115,12 @@ def test_a_viewer_sees_the_notes_and_why_she_cannot_edit_them(run: Run, client_f
     page = vera.get(reverse("run-detail", args=[run.pk])).content.decode()
     posted = vera.post(reverse("run-notes", args=[run.pk]), {"note": "hers", "tags": ""})
 
-    assert '<button type="button" disabled aria-describedby="notes-why">Edit notes</button>' in page
-    assert "To annotate runs needs the operator role." in page and 'id="notes-edit"' not in page
-    assert posted.status_code == 403 and "To annotate runs needs the operator role." in posted.content.decode()
+    assert (
+        '<button type="button" id="notes-edit" disabled aria-describedby="notes-edit-refusal">Edit notes</button>'
+        in page
+    )
+    assert VIEWER_REFUSAL in page and f'href="/runs/{run.pk}/notes"' not in page
+    assert posted.status_code == 403 and VIEWER_REFUSAL in posted.content.decode()
     assert Run.objects.get(pk=run.pk).note == "after firmware 2.1"
 
 
@@ -221,4 +225,4 @@ def test_a_campaigns_page_has_its_notes_panel_and_its_owner_edits_them(run: Run,
     assert saved.status_code == 302
     assert 'id="note-text">rerun in May</p>' in page
     assert f'href="{reverse("campaign-notes", args=[campaign_id])}"' in page
-    assert "To annotate campaigns needs the operator role." in shared_page_panel
+    assert "To annotate campaigns needs the operator role; you are a viewer" in shared_page_panel

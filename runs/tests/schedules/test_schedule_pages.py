@@ -58,7 +58,12 @@ def test_others_see_the_schedule_but_not_its_buttons(users: dict[str, User], cli
 
     for who in ("vera", "olga"):
         page = client_for(who).get(f"/campaigns/{schedule.campaign_id}/").content.decode()
-        assert "nightly ram vs hdd" in page and 'id="schedule-new"' not in page and "pause-schedule" not in page
+        assert "nightly ram vs hdd" in page and 'id="schedule-create"' not in page and "pause-schedule" not in page
+        # Shown disabled, with why (runs/templatetags/controls.py), never as a form that posts.
+        assert '<button type="button" id="schedule-new" disabled aria-describedby="schedule-new-refusal">' in page
+        assert f'id="schedule-{schedule.pk}-pause" disabled' in page and "delete-schedule" not in page
+    viewer = client_for("vera").get(f"/campaigns/{schedule.campaign_id}/").content.decode()
+    assert "To schedule campaigns needs the operator role; you are a viewer." in viewer
     assert "Only otto, who queued this campaign, or an admin can schedule it." in page
     assert client_for("olga").post(f"/schedules/{schedule.pk}/enable", {"enabled": "no"}).status_code == 403
     assert client_for("vera").post(f"/schedules/{schedule.pk}/enable", {"enabled": "no"}).status_code == 403

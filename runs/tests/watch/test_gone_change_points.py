@@ -133,7 +133,10 @@ def test_the_page_shows_fifty_a_time_keeping_its_filters(client_for: ClientFacto
     assert first.count('<tr id="cp-') == 50 and "series 1<" in first and "series 61<" not in first
     assert "change points 1–50 of 61" in first and 'href="?state=open&amp;page=2" rel="next"' in first
     assert second.count('<tr id="cp-') == 11 and "series 61<" in second and "page 2 of 2" in second
-    said = "there is no page 3: these change points fill pages 1 to 2"
-    assert past.status_code == 400 and said in past.content.decode()
+    said = "There is no page 3: these change points fill pages 1 to 2; this is the last."
+    past_page = past.content.decode()
+    assert past.status_code == 200 and f'<p class="warning-box" id="past-the-end" role="status">{said}</p>' in past_page
+    assert past_page.count('<tr id="cp-') == 11 and "page 2 of 2" in past_page  # the last page, shown
+    assert 'id="past-the-end"' not in second
     assert junk.status_code == 400 and "page must be a whole number from 1 to" in junk.content.decode()
     assert 'href="?state=all"' in second  # another filter starts again at its first page

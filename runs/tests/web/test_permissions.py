@@ -247,6 +247,9 @@ MATRIX: dict[str, Row] = {
     "run-cancel": Row(OPERATORS, POST, run_pk),
     # Whoever may queue runs may accept a warning with a reason (the run has none open: 400).
     "run-method-accept": Row(OPERATORS, POST, run_pk),
+    # Notes: anyone reads the form (a viewer is told why she cannot save); its owner (otto) or an admin saves.
+    "run-notes": Row(VIEWERS, FORM, run_pk, who_by_method={"post": OPERATORS}),
+    "campaign-notes": Row(VIEWERS, FORM, campaign_pk, who_by_method={"post": OPERATORS}),
     # It explains the checks and shows no lab data: shared pages link to it.
     "method-help": Row(EVERYONE),
     "campaigns": Row(VIEWERS),
@@ -303,8 +306,9 @@ MATRIX: dict[str, Row] = {
     "compare-export-json": Row(VIEWERS, query=compared_runs),
     "shares": Row(VIEWERS),
     "share-new": Row(VIEWERS, POST),
-    # The link was made by otto: its owner or an admin revokes it; anybody else is refused.
-    "share-revoke": Row(OPERATORS, POST, args=pk_of(lambda o: o.share)),
+    # The link was made by otto: its owner or an admin is asked (GET) and revokes it (POST); anybody
+    # else is refused both.
+    "share-revoke": Row(OPERATORS, FORM, args=pk_of(lambda o: o.share)),
     # API tokens: every signed-in user makes and lists their own. The token is nora's: she or an
     # admin revokes it; to anybody else it is not found, like an unknown one.
     "tokens": Row(SIGNED_IN, FORM),
@@ -340,6 +344,8 @@ MATRIX: dict[str, Row] = {
     "api:campaign-detail": Row(VIEWERS, API_READ, args=campaign_pk, kind="api"),
     "api:campaign-cancel": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:campaign-retry": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:campaign-notes": Row(OPERATORS, API_POST, campaign_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:campaign-results-table": Row(VIEWERS, API_READ, args=campaign_pk, kind="api"),
     "api:schedule-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
     "api:schedule-detail": Row(
         VIEWERS,
@@ -381,6 +387,7 @@ MATRIX: dict[str, Row] = {
     "api:run-detail": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
     "api:run-samples": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
     "api:run-cancel": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
+    "api:run-notes": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
     # Reading needs the viewer role; a POST queues a build, which only operators may.
     "api:build-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
     "api:baseline-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
