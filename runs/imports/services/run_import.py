@@ -54,7 +54,7 @@ def import_setup_errors(run: Run, output: ImportedOutput) -> dict[str, str]:
         elif reported is not None and given != reported:
             errors[field] = f"{given} here, but the report says {reported_name.replace('_', ' ')}: {reported}."
     if run.device_id is not None and run.server_host_id is not None and run.device.host_id != run.server_host_id:
-        errors["device"] = f"{run.device} is on {run.device.host}, not on {run.server_host}."
+        errors["device"] = f"{run.device.name} is on {run.device.host}, not on {run.server_host}."
     if run.pg_install_id is not None and run.server_host_id is not None and run.pg_install.host_id != run.server_host_id:
         errors["pg_install"] = f"{run.pg_install} is on {run.pg_install.host}, not on {run.server_host}."
     return errors
