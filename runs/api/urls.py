@@ -1,5 +1,5 @@
 from django.contrib.auth.decorators import login_not_required
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, path
 from rest_framework.routers import DefaultRouter
 
 from runs.api.baselines import BaselineViewSet
@@ -7,6 +7,7 @@ from runs.api.builds import BuildViewSet
 from runs.api.campaigns import CampaignViewSet
 from runs.api.change_points import ChangePointViewSet, SubscriberViewSet
 from runs.api.comparisons import ComparisonViewSet
+from runs.api.imports import RunImportView
 from runs.api.schedules import ScheduleViewSet
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
 
@@ -34,4 +35,5 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
 
 
 app_name = "api"
-urlpatterns = _token_friendly(router.urls)
+# Before the router's: its runs/<pk>/ would take "import" for a run's id.
+urlpatterns = _token_friendly([path("runs/import/", RunImportView.as_view(), name="run-import"), *router.urls])

@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import UploadedFile
 from runs.forms.runs import HostChoiceField, RowSelect, RunForm, device_option_data
 from runs.imports.parse import MAX_FILE_BYTES, ImportFileError, UploadedText, decode_upload
 from runs.imports.reading import ImportedOutput, read_pgbench_output
-from runs.imports.services.run_import import ImportedFile, import_setup_errors
+from runs.imports.services.run_import import REPORTED_SETUP, ImportedFile, import_setup_errors
 from runs.models import Host, PgInstall, Run, Workload
 
 IMPORT_SETUP_FIELDS = [
@@ -94,8 +94,8 @@ class RunImportForm(forms.ModelForm):
         installs = PgInstall.objects.select_related("host")  # a removed build's old results may still be imported
         self.fields["pg_install"].queryset = installs  # type: ignore[attr-defined]
         self.fields["pg_install"].label_from_instance = lambda install: install.choice_label  # type: ignore[attr-defined]
-        self.fields["device"].widget.option_data = device_option_data  # type: ignore[attr-defined]
-        self.fields["pg_install"].widget.option_data = lambda i: {"data-host": str(i.host_id)}  # type: ignore[attr-defined]
+        self.fields["device"].widget.option_data = device_option_data
+        self.fields["pg_install"].widget.option_data = lambda i: {"data-host": str(i.host_id)}
         workloads = self.fields["workload"]
         workloads.choices = [(w.value, w.label) for w in IMPORT_WORKLOADS]  # type: ignore[attr-defined]
         for name in ("scale", "clients", "threads"):
@@ -127,7 +127,7 @@ class RunImportForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         texts = {name: self._read(name) for name in FILE_FIELDS}
-        if self.errors:
+        if any(name in self.errors for name in FILE_FIELDS):
             return data
         reports = texts["summary"] + texts["progress"]
         if not reports:
@@ -141,11 +141,16 @@ class RunImportForm(forms.ModelForm):
             self.add_error(self._field_of(exc.file_name), str(exc))
             return data
         self.files_read = [ImportedFile(FILE_FIELDS[name], t.name, t.text) for name in FILE_FIELDS for t in texts[name]]
+        self._check_setup(data, self.output)
         return data
 
-    def _post_clean(self) -> None:
-        super()._post_clean()
-        if self.output is None or self.errors:
-            return
-        for field, message in import_setup_errors(self.instance, self.output).items():
+    def _check_setup(self, data: dict[str, Any], output: ImportedOutput) -> None:
+        """The described setup against the report; a blank scale, clients or threads takes the report's."""
+        if any(name in self.errors for name in ("server_host", "device", "pg_install")):
+            return  # the setup is not whole: its own errors say why
+        setup = Run(**{name: data.get(name) for name in ("server_host", "device", "pg_install", *REPORTED_SETUP)})
+        for field, message in import_setup_errors(setup, output).items():
             self.add_error(field, message)
+        for name in REPORTED_SETUP:
+            if name in data:
+                data[name] = getattr(setup, name)

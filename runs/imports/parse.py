@@ -114,8 +114,10 @@ def read_report(uploads: Sequence[UploadedText]) -> ReportRead:
                     raise _refuse_line(upload.name, number, line)
                 if progress and sample.elapsed_s <= progress[-1].elapsed_s:
                     raise ImportFileError(
-                        upload.name, number, f"progress goes back in time ({sample.elapsed_s:g} s after "
-                        f"{progress[-1].elapsed_s:g} s): these are not one run's lines in their order"
+                        upload.name,
+                        number,
+                        f"progress goes back in time ({sample.elapsed_s:g} s after "
+                        f"{progress[-1].elapsed_s:g} s): these are not one run's lines in their order",
                     )
                 progress.append(sample)
             elif is_summary_line(line):

@@ -14,7 +14,9 @@ _EPOCH_FLOOR = 1_000_000_000
 # pgbench 15+, with --failures-detailed naming the kind).
 _NOT_COMPLETED = {"skipped": "skipped", "failed": "failed", "serialization": "failed", "deadlock": "failed"}
 _TRANSACTION_FORMAT = "'client_id transaction_no latency_us script_no epoch_s epoch_us [lag_us] [retries]'"
-_AGGREGATE_FORMAT = "'interval_start count latency_sum latency_sum2 min max [lag_sum lag_sum2 lag_min lag_max [skipped …]]'"
+_AGGREGATE_FORMAT = (
+    "'interval_start count latency_sum latency_sum2 min max [lag_sum lag_sum2 lag_min lag_max [skipped …]]'"
+)
 
 
 def _shown(line: str) -> str:
@@ -98,7 +100,9 @@ def read_aggregate_logs(uploads: Sequence[UploadedText]) -> list[AggregateInterv
             try:
                 interval = parse_aggregate_line(line)
             except ValueError:
-                raise ImportFileError(upload.name, number, f"expected {_AGGREGATE_FORMAT}, got {_shown(line)}") from None
+                raise ImportFileError(
+                    upload.name, number, f"expected {_AGGREGATE_FORMAT}, got {_shown(line)}"
+                ) from None
             if interval.start_epoch < _EPOCH_FLOOR:
                 raise ImportFileError(upload.name, number, f"the interval start is not a Unix time: {_shown(line)}")
             if columns is not None and len(parts) != columns:

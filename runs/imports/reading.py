@@ -45,8 +45,12 @@ def _duration(summary: PgbenchSummary | None, samples: Sequence[tuple[int, Progr
         return summary.duration_s
     if samples:
         return samples[-1][0]
-    raise ImportFileError(names, 0, "no duration: the report has no 'duration: <s> s' line (a -t run?) and there "
-                          "are no progress lines (-P) to count the seconds")  # fmt: skip
+    raise ImportFileError(
+        names,
+        0,
+        "no duration: the report has no 'duration: <s> s' line (a -t run?) and there "
+        "are no progress lines (-P) to count the seconds",
+    )
 
 
 def read_pgbench_output(
@@ -60,8 +64,12 @@ def read_pgbench_output(
     report = read_report(reports)
     summary, progress = report.summary, report.progress
     if summary is None and not progress:
-        raise ImportFileError(names, 0, "neither pgbench's report (its summary, stdout) nor progress lines (-P, "
-                              "stderr): upload at least one of them")  # fmt: skip
+        raise ImportFileError(
+            names,
+            0,
+            "neither pgbench's report (its summary, stdout) nor progress lines (-P, "
+            "stderr): upload at least one of them",
+        )
     samples = _seconds(progress)
     if summary is not None:
         tps, latency_avg, latency_sd = summary.comparable_tps, summary.latency_avg_ms, summary.latency_stddev_ms

@@ -6,31 +6,74 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('runs', '0038_api_token_names'),
+        ("runs", "0038_api_token_names"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='imported_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='imported_runs', to=settings.AUTH_USER_MODEL),
+            model_name="run",
+            name="imported_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="imported_runs",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='run',
-            name='imported_files',
+            model_name="run",
+            name="imported_files",
             field=models.JSONField(blank=True, default=list, editable=False),
         ),
         migrations.AddField(
-            model_name='run',
-            name='origin',
-            field=models.CharField(choices=[('measured', 'measured'), ('imported', 'imported')], db_index=True, default='measured', max_length=10),
+            model_name="run",
+            name="origin",
+            field=models.CharField(
+                choices=[("measured", "measured"), ("imported", "imported")],
+                db_index=True,
+                default="measured",
+                max_length=10,
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('run_queued', 'run queued'), ('run_cancelled', 'run cancelled'), ('run_imported', 'run imported (pgbench output uploaded)'), ('run_warning_accepted', 'run: method warning accepted'), ('campaign_queued', 'campaign queued'), ('campaign_cancelled', 'campaign cancelled (all or one configuration)'), ('campaign_retried', 'campaign: failed runs queued again'), ('schedule_created', 'campaign schedule created'), ('schedule_changed', 'campaign schedule changed (paused, resumed, its times)'), ('schedule_deleted', 'campaign schedule deleted'), ('schedule_fired', 'campaign schedule: a round asked for now'), ('change_point_triaged', 'change point triaged (acknowledged, expected, reopened)'), ('subscriber_added', 'schedule subscriber added'), ('subscriber_removed', 'schedule subscriber removed'), ('share_created', 'share link created'), ('share_revoked', 'share link revoked'), ('device_formatted', 'device formatted (mkfs)'), ('device_health_read', 'device health read (smartctl)'), ('inventory_added', 'inventory: added'), ('inventory_changed', 'inventory: changed'), ('inventory_deleted', 'inventory: deleted'), ('credentials_changed', 'credentials changed (keys, passwords)'), ('account_added', 'account added'), ('account_changed', 'account changed'), ('account_deleted', 'account deleted'), ('roles_changed', 'roles or permissions changed'), ('api_token_created', 'API token created'), ('api_token_revoked', 'API token revoked')], db_index=True, max_length=30),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("run_queued", "run queued"),
+                    ("run_cancelled", "run cancelled"),
+                    ("run_imported", "run imported (pgbench output uploaded)"),
+                    ("run_warning_accepted", "run: method warning accepted"),
+                    ("campaign_queued", "campaign queued"),
+                    ("campaign_cancelled", "campaign cancelled (all or one configuration)"),
+                    ("campaign_retried", "campaign: failed runs queued again"),
+                    ("schedule_created", "campaign schedule created"),
+                    ("schedule_changed", "campaign schedule changed (paused, resumed, its times)"),
+                    ("schedule_deleted", "campaign schedule deleted"),
+                    ("schedule_fired", "campaign schedule: a round asked for now"),
+                    ("change_point_triaged", "change point triaged (acknowledged, expected, reopened)"),
+                    ("subscriber_added", "schedule subscriber added"),
+                    ("subscriber_removed", "schedule subscriber removed"),
+                    ("share_created", "share link created"),
+                    ("share_revoked", "share link revoked"),
+                    ("device_formatted", "device formatted (mkfs)"),
+                    ("device_health_read", "device health read (smartctl)"),
+                    ("inventory_added", "inventory: added"),
+                    ("inventory_changed", "inventory: changed"),
+                    ("inventory_deleted", "inventory: deleted"),
+                    ("credentials_changed", "credentials changed (keys, passwords)"),
+                    ("account_added", "account added"),
+                    ("account_changed", "account changed"),
+                    ("account_deleted", "account deleted"),
+                    ("roles_changed", "roles or permissions changed"),
+                    ("api_token_created", "API token created"),
+                    ("api_token_revoked", "API token revoked"),
+                ],
+                db_index=True,
+                max_length=30,
+            ),
         ),
     ]

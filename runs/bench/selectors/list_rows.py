@@ -65,9 +65,16 @@ class RunRow:
 
 
 def imported_runs(runs: Sequence[Run]) -> dict[int, str]:
-    """The page's imported runs and who imported each, in one query (the list's own query reads
-    only the columns it shows)."""
-    rows = Run.objects.filter(pk__in=[run.pk for run in runs], origin=RunOrigin.IMPORTED)
+    """The page's imported runs and who imported each: one query while the list's own query
+    leaves `origin` out (runs.forms.run_filters.LIST_COLUMNS), none for a page without imported
+    runs once it reads it."""
+    if "origin" in runs[0].get_deferred_fields():
+        candidates = [run.pk for run in runs]
+    else:
+        candidates = [run.pk for run in runs if run.origin == RunOrigin.IMPORTED]
+    if not candidates:
+        return {}
+    rows = Run.objects.filter(pk__in=candidates, origin=RunOrigin.IMPORTED)
     return {pk: name or "" for pk, name in rows.values_list("pk", "imported_by__username")}
 
 

@@ -55,7 +55,11 @@ def import_setup_errors(run: Run, output: ImportedOutput) -> dict[str, str]:
             errors[field] = f"{given} here, but the report says {reported_name.replace('_', ' ')}: {reported}."
     if run.device_id is not None and run.server_host_id is not None and run.device.host_id != run.server_host_id:
         errors["device"] = f"{run.device.name} is on {run.device.host}, not on {run.server_host}."
-    if run.pg_install_id is not None and run.server_host_id is not None and run.pg_install.host_id != run.server_host_id:
+    if (
+        run.pg_install_id is not None
+        and run.server_host_id is not None
+        and run.pg_install.host_id != run.server_host_id
+    ):
         errors["pg_install"] = f"{run.pg_install} is on {run.pg_install.host}, not on {run.server_host}."
     return errors
 
@@ -73,15 +77,32 @@ def _environment(run: Run, output: ImportedOutput, files: Sequence[ImportedFile]
     pg = run.pg_install
     return {
         "host": {"name": run.server_host.name, "address": run.server_host.address},
-        "device": {"name": run.device.name, "kind": run.device.kind, "path": run.device.path,
-                   "model": run.device.model, "serial": run.device.serial,
-                   "capacity_bytes": run.device.capacity_bytes},  # fmt: skip
-        "filesystem": {"type": run.filesystem, "mount_options_requested": run.mount_options,
-                       "mount_options": run.mount_options},  # fmt: skip
-        "postgresql": {"version": pg.version, "bin_dir": pg.bin_dir, "block_size": pg.block_size,
-                       "wal_block_size": pg.wal_block_size, "page_sizes_from": "inventory"},  # fmt: skip
-        "pgbench": {"version": output.pgbench_version, "host": "", "command": "",
-                    "started_epoch": output.aggregate[0].start_epoch if output.aggregate else None},  # fmt: skip
+        "device": {
+            "name": run.device.name,
+            "kind": run.device.kind,
+            "path": run.device.path,
+            "model": run.device.model,
+            "serial": run.device.serial,
+            "capacity_bytes": run.device.capacity_bytes,
+        },
+        "filesystem": {
+            "type": run.filesystem,
+            "mount_options_requested": run.mount_options,
+            "mount_options": run.mount_options,
+        },
+        "postgresql": {
+            "version": pg.version,
+            "bin_dir": pg.bin_dir,
+            "block_size": pg.block_size,
+            "wal_block_size": pg.wal_block_size,
+            "page_sizes_from": "inventory",
+        },
+        "pgbench": {
+            "version": output.pgbench_version,
+            "host": "",
+            "command": "",
+            "started_epoch": output.aggregate[0].start_epoch if output.aggregate else None,
+        },
         "clients": [],
         "imported": {
             "by": user.get_username() if user is not None else "",

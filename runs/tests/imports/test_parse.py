@@ -7,7 +7,7 @@ import pytest
 
 from runs.imports.parse import MAX_FILE_BYTES, ImportFileError, UploadedText, decode_upload
 from runs.imports.reading import read_pgbench_output
-from runs.tests.imports.files import VERSIONS, captured, reports, thread_logs
+from runs.tests.imports.files import DATA, VERSIONS, captured, reports, thread_logs
 
 # version: tps (without connections), transactions, latency avg, last progress second's tps, pgbench banner
 SUMMARIES = {
@@ -89,8 +89,10 @@ def test_a_summary_cut_before_its_tps_line_is_refused_at_its_last_line() -> None
     text = captured(16, "tx", "summary.txt").text
     cut = text[: text.index("initial connection time")]
     said = refusal([UploadedText("summary.txt", cut)])
-    assert said == f"line {cut.count(chr(10))} of summary.txt: the report stops before its closing 'tps = …' line: " \
-        "the file is cut short"  # fmt: skip
+    assert (
+        said == f"line {cut.count(chr(10))} of summary.txt: the report stops before its closing 'tps = …' line: "
+        "the file is cut short"
+    )
 
 
 def test_a_summary_cut_in_the_middle_of_its_tps_line_is_refused() -> None:
@@ -102,12 +104,16 @@ def test_a_summary_cut_in_the_middle_of_its_tps_line_is_refused() -> None:
 def test_a_line_pgbench_never_prints_is_refused() -> None:
     text = captured(17, "tx", "summary.txt").text.replace("query mode: simple", "query mode simple, as I recall")
     said = refusal([UploadedText("summary.txt", text)])
-    assert said == "line 4 of summary.txt: not a line pgbench prints in its report or progress: " \
-        "'query mode simple, as I recall'"  # fmt: skip
+    assert (
+        said == "line 4 of summary.txt: not a line pgbench prints in its report or progress: "
+        "'query mode simple, as I recall'"
+    )
 
 
 def test_an_aborted_run_is_refused() -> None:
-    text = captured(15, "tx", "summary.txt").text + "pgbench: error: Run was aborted; the above results are incomplete.\n"
+    text = (
+        captured(15, "tx", "summary.txt").text + "pgbench: error: Run was aborted; the above results are incomplete.\n"
+    )
     assert "pgbench reported an error, so its results are not whole" in refusal([UploadedText("s.txt", text)])
 
 
@@ -160,3 +166,29 @@ def test_files_that_are_not_pgbench_text_are_refused(data: bytes, said: str) -> 
     with pytest.raises(ImportFileError) as caught:
         decode_upload("x.bin", data)
     assert str(caught.value).startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "tps"),
+    [
+        ("pgbench_pre14/pg9x_T300_r_gist.stdout.txt", 110.792180),  # pgbench 9.x with -r's statement latencies
+        ("pgbench15/multi_script.stdout.txt", 2621.917408),  # per-script blocks
+        ("pgbench15/rate_limited.stdout.txt", 207.282263),  # -R with --latency-limit: skipped, late, lag
+        ("pgbench15/serializable_retries.stdout.txt", 413.460164),  # retries and failures
+        ("pgbench15/connect_each.stdout.txt", 247.098712),  # -C: average connection time
+    ],
+)
+def test_the_lab_fixtures_other_reports_are_accepted_whole(fixture: str, tps: float) -> None:
+    text = (DATA.parent.parent / "fixtures" / fixture).read_text()
+    assert read_pgbench_output([UploadedText("summary.txt", text)]).tps == tps
+
+
+def test_progress_with_timestamps_is_counted_from_the_first_second() -> None:
+    text = (DATA.parent.parent / "fixtures" / "pgbench15" / "progress_timestamp.stderr.txt").read_text()
+    output = read_pgbench_output([UploadedText("progress.txt", text)])
+    assert [second for second, _ in output.samples] == [1, 2, 3] and output.duration_s == 3
+
+
+def test_a_run_without_duration_or_progress_is_refused_saying_why() -> None:
+    text = (DATA.parent.parent / "fixtures" / "pgbench15" / "tpcb_t500.stdout.txt").read_text()
+    assert "no duration: the report has no 'duration: <s> s' line (a -t run?)" in refusal([UploadedText("s", text)])
