@@ -100,7 +100,8 @@ class RunImportForm(forms.ModelForm):
         workloads.choices = [(w.value, w.label) for w in IMPORT_WORKLOADS]  # type: ignore[attr-defined]
         for name in ("scale", "clients", "threads"):
             self.fields[name].required = False
-            self.initial.pop(name, None)  # the model's defaults would hide "from the report"
+            self.fields[name].initial = None  # the model's defaults would hide "from the report"
+            self.initial.pop(name, None)
 
     def _uploads(self, name: str) -> Sequence[UploadedFile]:
         value = self.cleaned_data.get(name)

@@ -57,7 +57,7 @@ def test_an_operator_imports_pgbench_output_in_the_browser(page_server: str, tmp
         page.screenshot(path=str(ARTIFACTS / "import-run-list.png"), full_page=True)
 
     assert "Nothing was imported." in refused
-    assert "line 4 of cut-progress.txt: expected 'progress: <s> s, <tps> tps, lat <ms> ms stddev <ms>" in refused
+    assert "line 4 of cut-progress.txt: the file ends in the middle of a line: it is cut short" in refused
     run = Run.objects.get()
     assert run_url.endswith(f"/runs/{run.pk}/")
     assert "done" in badge and "imported" in badge
@@ -65,4 +65,5 @@ def test_an_operator_imports_pgbench_output_in_the_browser(page_server: str, tmp
     assert "470.3" in figures or "470.29" in figures  # the report's tps
     assert "imported by otto" in listed
     assert not violations, violations
-    assert not errors, errors
+    # The refused form answers 400 (as scripts are told); nothing else may fail.
+    assert [error for error in errors if not error.endswith(f"400 from {page_server}/runs/import/")] == [], errors

@@ -94,7 +94,7 @@ def test_an_operator_imports_pgbench_17_output_and_gets_a_done_imported_run(
 
     page = otto.get(f"/runs/{run.pk}/").content.decode()
     assert 'class="badge badge-imported imported-badge"' in page and 'id="run-imported"' in page
-    assert "from summary.txt (report), progress.txt (report)" in page
+    assert "from summary.txt (report), progress.txt (report)" in page and "never probed by benchlab" in page
     listed = otto.get("/runs/").content.decode()
     assert f'id="run-{run.pk}"' in listed and "imported by otto" in listed and "imported-badge" in listed
 
