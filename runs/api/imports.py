@@ -5,12 +5,13 @@ checked by the same form (runs.forms.imports) and stored by the same service."""
 from typing import Any
 
 from rest_framework.parsers import MultiPartParser
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from runs.api.permissions import READ
 from runs.forms.imports import RunImportForm
 from runs.imports.services.run_import import run_import
 from runs.views.imports import IMPORT_PERMISSION, REFUSAL
@@ -20,7 +21,12 @@ class CanImport(BasePermission):
     message = REFUSAL
 
     def has_permission(self, request: Any, view: Any) -> bool:
-        return bool(request.user and request.user.is_authenticated and request.user.has_perm(IMPORT_PERMISSION))
+        """Importing needs the operator's permission; asking what the endpoint takes (OPTIONS), or a
+        method it does not answer (then 405), a viewer's, as runs.api.permissions.RolePermission has it."""
+        if not (request.user and request.user.is_authenticated):
+            return False
+        reads = request.method in SAFE_METHODS or not hasattr(view, request.method.lower())
+        return bool(request.user.has_perm(READ if reads else IMPORT_PERMISSION))
 
 
 class RunImportView(APIView):
