@@ -116,7 +116,8 @@ class RunSerializer(serializers.ModelSerializer):
     class Meta:
         model = Run
         fields = ["id", *RUN_FIELDS, "library_script_version", "client_host", "client_host_names", "method_reason",
-                  "state", "queued_by", "campaign", "repetition", "configuration_key", "note", "tags",
+                  "state", "queued_by", "origin", "imported_by", "campaign", "repetition", "configuration_key",
+                  "note", "tags",
                   "created_at", "started_at", "finished_at",
                   "cancel_requested", "failed_step", "failed_command", "failed_exit_status", "failed_output", "error",
                   "tps", "latency_avg_ms", "latency_stddev_ms", "steady_tps_mean", "steady_tps_stddev",

@@ -7,6 +7,7 @@ from runs.api.builds import BuildViewSet
 from runs.api.campaigns import CampaignViewSet
 from runs.api.change_points import ChangePointViewSet, SubscriberViewSet
 from runs.api.comparisons import ComparisonViewSet
+from runs.api.imports import RunImportView
 from runs.api.schedules import ScheduleViewSet
 from runs.api.schema_view import SchemaView
 from runs.api.views import DeviceViewSet, HostViewSet, PgInstallViewSet, RunViewSet
@@ -37,8 +38,15 @@ def _token_friendly(patterns: list[URLPattern | URLResolver]) -> list[URLPattern
 
 app_name = "api"
 urlpatterns = [
-    # The OpenAPI schema (YAML; ?format=json: JSON), for anyone signed in (benchlab/api_schema.py).
-    *_token_friendly([*router.urls, path("schema/", SchemaView.as_view(), name="schema")]),
+    # The import first: the router's runs/<pk>/ would take "import" for a run's id. The OpenAPI
+    # schema (YAML; ?format=json: JSON), for anyone signed in (benchlab/api_schema.py).
+    *_token_friendly(
+        [
+            path("runs/import/", RunImportView.as_view(), name="run-import"),
+            *router.urls,
+            path("schema/", SchemaView.as_view(), name="schema"),
+        ]
+    ),
     # Its reference page, a page like the others: an anonymous visitor is sent to sign in.
     path("docs/", api_reference_page, name="reference"),
 ]

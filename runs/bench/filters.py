@@ -19,7 +19,19 @@ from drf_spectacular.utils import extend_schema_field
 
 from runs.common.fields import DayField, InventoryChoiceField, RowSelect, choice_field, day_said
 from runs.common.filters import FieldFilter, StrictFilterForm, StrictFilterSet
-from runs.models import Campaign, Device, Driver, Filesystem, Host, PgInstall, Run, RunClient, RunState, Workload
+from runs.models import (
+    Campaign,
+    Device,
+    Driver,
+    Filesystem,
+    Host,
+    PgInstall,
+    Run,
+    RunClient,
+    RunOrigin,
+    RunState,
+    Workload,
+)
 from runs.models.notes import TAG, TAG_ALLOWED, TAG_MAX
 
 # What the free-text search looks in, besides the tags.
@@ -115,6 +127,7 @@ class RunFilter(StrictFilterSet):
     driver = FieldFilter(choice_field("Driver", Driver.choices), field_name="driver")
     workload = FieldFilter(choice_field("Workload", Workload.choices), field_name="workload")
     state = FieldFilter(choice_field("State", RunState.choices), field_name="state")
+    origin = FieldFilter(choice_field("Origin", RunOrigin.choices), field_name="origin")  # measured or imported
     queued_by = FieldFilter(
         InventoryChoiceField(User.objects.none(), "user who queued runs", "Queued by", "anyone"), field_name="queued_by"
     )

@@ -54,8 +54,10 @@ LIST_COLUMNS = (
     "pg_install__version",
     "pg_install__block_size",
     "queued_by__username",
+    "origin",  # an imported run's badge, and who imported it (runs.bench.selectors.list_rows.imported_runs)
+    "imported_by__username",
 )
-LIST_RELATIONS = ("server_host", "device", "pg_install", "queued_by")
+LIST_RELATIONS = ("server_host", "device", "pg_install", "queued_by", "imported_by")
 # The client hosts' names, for a page of runs in one more query (Run.client_host_list reads them).
 LIST_CLIENTS = Prefetch(
     "run_clients", queryset=RunClient.objects.select_related("host").only("run", "host", "position", "host__name")

@@ -217,7 +217,7 @@ class RunForm(forms.ModelForm):
         # Evaluated once, on the first client option rendered (never for the API, which renders none).
         installs = PgInstall.objects.select_related("host").filter(host__serves_postgres=True, removed_at__isnull=True)
         described: dict[str, Callable[[Any], dict[str, str]]] = {
-            "device": _device_data,
+            "device": device_option_data,
             "pg_install": lambda install: {"data-host": str(install.host_id)},
         }
         for name, option_data in described.items():
@@ -272,7 +272,7 @@ def _limit(field: forms.Field, low: float | None, high: float | None) -> None:
             field.widget.attrs[attribute] = limit
 
 
-def _device_data(device: Device) -> dict[str, str]:
+def device_option_data(device: Device) -> dict[str, str]:
     size = binary_size(device.capacity_bytes) if device.capacity_bytes else "size not recorded"
     if not device.is_block_device:
         use = "a directory: filesystem directory or tmpfs"

@@ -8,7 +8,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("runs", "0038_api_token_names"),
+        ("runs", "0039_run_imported"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -52,6 +52,7 @@ class Migration(migrations.Migration):
                 choices=[
                     ("run_queued", "run queued"),
                     ("run_cancelled", "run cancelled"),
+                    ("run_imported", "run imported (pgbench output uploaded)"),
                     ("run_warning_accepted", "run: method warning accepted"),
                     ("campaign_queued", "campaign queued"),
                     ("campaign_cancelled", "campaign cancelled (all or one configuration)"),

@@ -13,6 +13,7 @@ from django.utils import timezone
 class AuditAction(models.TextChoices):
     RUN_QUEUED = "run_queued", "run queued"
     RUN_CANCELLED = "run_cancelled", "run cancelled"
+    RUN_IMPORTED = "run_imported", "run imported (pgbench output uploaded)"
     RUN_WARNING_ACCEPTED = "run_warning_accepted", "run: method warning accepted"
     CAMPAIGN_QUEUED = "campaign_queued", "campaign queued"
     CAMPAIGN_CANCELLED = "campaign_cancelled", "campaign cancelled (all or one configuration)"

@@ -56,6 +56,11 @@ class Filesystem(models.TextChoices):
     DIRECTORY = "directory", "directory (no mkfs)"
 
 
+class RunOrigin(models.TextChoices):
+    MEASURED = "measured", "measured"  # benchlab ran it on a lab host
+    IMPORTED = "imported", "imported"  # pgbench output uploaded (runs.imports): it never ran on a host here
+
+
 class Driver(models.TextChoices):
     PGBENCH = "pgbench", "pgbench"
     SYSBENCH = "sysbench", "sysbench"
@@ -305,6 +310,15 @@ class Run(Annotated):
     # installations that share a lab (a test suite and a real one), unlike the id.
     key = models.UUIDField(default=uuid.uuid4, editable=False, unique=True)
 
+    # --- where it came from ---
+    origin = models.CharField(max_length=10, choices=RunOrigin.choices, default=RunOrigin.MEASURED, db_index=True)
+    imported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="imported_runs"
+    )
+    # The uploaded files an imported run was read from: [{"name", "kind", "bytes", "sha256"}], in the
+    # order given; their text is kept as the run's outputs (RunArtifact "import.<kind>.<n>.txt").
+    imported_files = models.JSONField(default=list, blank=True, editable=False)
+
     # --- what happened ---
     state = models.CharField(max_length=30, choices=RunState.choices, default=RunState.QUEUED, db_index=True)
     queued_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="runs")
@@ -375,6 +389,10 @@ class Run(Annotated):
     def run_key(self) -> str:
         """Names its directories and mount on the lab hosts (runs.lab.benchmark.spec.run_dir_for)."""
         return host_job_key("run", self.pk, self.key)
+
+    @property
+    def is_imported(self) -> bool:
+        return self.origin == RunOrigin.IMPORTED
 
     @property
     def is_finished(self) -> bool:

@@ -17,7 +17,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Case, DateTimeField, IntegerField, OuterRef, QuerySet, Subquery, When
 
-from runs.models import Driver, Host, Run, RunClient, RunSample, RunState, RunTransition
+from runs.models import Driver, Host, Run, RunClient, RunOrigin, RunSample, RunState, RunTransition
 
 # The states pgbench runs in: the newest sample says how far it is.
 PGBENCH_STATES = (RunState.WARMING_UP, RunState.MEASURING)
@@ -61,13 +61,37 @@ class RunRow:
     workload: str  # its name
     workload_detail: list[str]  # scale, clients, threads, seconds
     pgbench_ends_at: datetime | None  # while pgbench runs
+    imported_by: str | None = None  # an imported run's importer ("" if no longer in benchlab); None: measured
+
+
+def imported_runs(runs: Sequence[Run]) -> dict[int, str]:
+    """The page's imported runs and who imported each: one query while the list's own query
+    leaves `origin` out (runs.forms.run_filters.LIST_COLUMNS), none for a page without imported
+    runs once it reads it."""
+    if "origin" in runs[0].get_deferred_fields():
+        candidates = [run.pk for run in runs]
+    else:
+        candidates = [run.pk for run in runs if run.origin == RunOrigin.IMPORTED]
+    if not candidates:
+        return {}
+    rows = Run.objects.filter(pk__in=candidates, origin=RunOrigin.IMPORTED)
+    return {pk: name or "" for pk, name in rows.values_list("pk", "imported_by__username")}
 
 
 def run_rows(runs: Sequence[Run]) -> list[RunRow]:
-    """The page's runs with their status and workload summary (two queries if any is queued)."""
+    """The page's runs with their status and workload summary (two queries if any is queued, one
+    for the imported ones)."""
     waits = queue_waits([run for run in runs if run.state == RunState.QUEUED])
+    imported = imported_runs(runs) if runs else {}
     return [
-        RunRow(run, waits.get(run.pk) or progress(run), workload_name(run), workload_summary(run), pgbench_ends_at(run))
+        RunRow(
+            run,
+            waits.get(run.pk) or progress(run),
+            workload_name(run),
+            workload_summary(run),
+            pgbench_ends_at(run),
+            imported.get(run.pk),
+        )
         for run in runs
     ]
 

@@ -14,7 +14,7 @@ from runs.models import Run, RunSample
 SUMMARY_COLUMNS = (
     "metric", "unit", "group", "configuration", "driver", "baseline", "n", "mean", "sd", "minimum", "median",
     "maximum", "cv", "ci_low", "ci_high", "ratio", "ratio_ci_low", "ratio_ci_high", "difference_pct", "welch_p",
-    "mann_whitney_p", "adjusted_p", "verdict", "confounded", "failed", "runs", "memory_tier", "durable",
+    "mann_whitney_p", "adjusted_p", "verdict", "confounded", "failed", "runs", "memory_tier", "durable", "origin",
 )  # fmt: skip
 # sysbench's per-second columns too, once the samples have them (runs.bench.selectors.run_page).
 SERIES_COLUMNS = ("run", "group", "configuration", "driver", "second", "tps", "latency_ms", "warmup", *SAMPLE_EXTRAS)
@@ -40,6 +40,8 @@ def summary_rows(result: ComparisonResult) -> list[dict[str, Any]]:
                     "failed": row.failed,
                     "runs": [pk for pk, _ in row.values],
                     **group_method_labels(row.group.runs),
+                    # "measured", "imported" or both: imported runs (runs.imports) were measured elsewhere.
+                    "origin": " / ".join(sorted({run.origin for run in row.group.runs})),
                 }
             )
     return rows

@@ -105,6 +105,13 @@ _LATENCY_WITH_FAILURES = re.compile(rf"^latency average = ({NUMBER}) ms \(includ
 _SUMMARY_TYPES = {f.name: f.type for f in fields(PgbenchSummary)}
 
 
+def is_summary_line(line: str) -> bool:
+    """Whether the line is one of the report's own lines that parse_summary reads (a strict
+    reader, runs.imports.parse, tells them from lines it must refuse)."""
+    line = line.rstrip()
+    return bool(_LATENCY_WITH_FAILURES.match(line)) or any(pattern.match(line) for pattern, _ in _SUMMARY_LINES)
+
+
 def _summary_value(name: str, text: str | None) -> Any:
     if text is None:
         return None

@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 
 from runs.api.urls import router
-from runs.models import Campaign, CampaignConfiguration, Run
+from runs.models import Campaign, CampaignConfiguration, Run, RunOrigin
 from runs.tests.bench import test_run_list
 from runs.tests.bench.test_run_list import FILTERS, Lab, listed, names
 from runs.tests.conftest import ClientFactory
@@ -113,7 +113,7 @@ def test_the_run_lists_parameters_are_named_in_the_refusal_and_paging_goes_with_
     assert refused.status_code == 400
     assert refused.json()["detail"] == (
         "Unknown parameter 'server_host': /api/runs/ takes q, host, device, filesystem, mount_options, pg_install, "
-        "driver, workload, state, queued_by, date_from, date_to, campaign, tag, limit, offset."
+        "driver, workload, state, origin, queued_by, date_from, date_to, campaign, tag, limit, offset."
     )
     assert paged.json()["count"] == 2 and len(paged.json()["results"]) == 1
 
@@ -163,3 +163,17 @@ def test_the_run_list_offers_to_compare_what_its_filters_list(lab: Lab, client_f
     assert 'id="compare-filtered"' not in unfiltered
     compared = client.get(href.replace("&amp;", "&"))
     assert compared.status_code == 200 and "Comparison of 2 runs" in compared.content.decode()
+
+
+def test_imported_runs_are_picked_out_by_origin_everywhere(lab: Lab, client_for: ClientFactory) -> None:
+    imported = lab.runs["elsewhere"]
+    Run.objects.filter(pk=imported.pk).update(origin=RunOrigin.IMPORTED)
+    api = api_client(make_user("vic", "viewer"))
+
+    page = set(listed(client_for("vera").get(reverse("runs"), {"origin": "imported"}).content))
+    measured = _api_ids(api.get("/api/runs/", {"origin": "measured"}))
+    bad = api.get("/api/runs/", {"origin": "uploaded"})
+
+    assert page == {imported.pk}
+    assert measured == names(lab, "plain", "client", "otto", "campaign")
+    assert bad.status_code == 400 and bad.json() == {"origin": ["must be one of measured, imported"]}

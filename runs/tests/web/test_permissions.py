@@ -238,6 +238,7 @@ MATRIX: dict[str, Row] = {
     "runs": Row(VIEWERS),
     "runs-events": Row(VIEWERS, STREAM),
     "run-new": Row(OPERATORS, FORM),
+    "run-import": Row(OPERATORS, FORM),
     "run-detail": Row(VIEWERS, args=run_pk),
     "run-samples-json": Row(VIEWERS, args=run_pk),
     "run-wait-json": Row(VIEWERS, args=run_pk),
@@ -388,6 +389,8 @@ MATRIX: dict[str, Row] = {
     "api:run-samples": Row(VIEWERS, API_READ, args=run_pk, kind="api"),
     "api:run-cancel": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
     "api:run-notes": Row(OPERATORS, API_POST, run_pk, kind="api", who_by_method={"options": VIEWERS}),
+    # A POST imports pgbench output as a run (runs.api.imports), which only operators may.
+    "api:run-import": Row(OPERATORS, API_POST, kind="api", who_by_method={"options": VIEWERS}),
     # Reading needs the viewer role; a POST queues a build, which only operators may.
     "api:build-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
     "api:baseline-list": Row(VIEWERS, API_FORM, kind="api", who_by_method={"post": OPERATORS}),
