@@ -4,6 +4,7 @@ checked by the same form (runs.forms.imports) and stored by the same service."""
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
@@ -12,6 +13,8 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from runs.api.permissions import READ
+from runs.api.shapes.common import REFUSED
+from runs.api.shapes.imports import RunImportedSerializer, RunImportRefusedSerializer, RunImportRequestSerializer
 from runs.forms.imports import RunImportForm
 from runs.imports.services.run_import import run_import
 from runs.views.imports import IMPORT_PERMISSION, REFUSAL
@@ -33,7 +36,13 @@ class RunImportView(APIView):
     permission_classes = [CanImport]
     parser_classes = [MultiPartParser]
 
+    @extend_schema(
+        request={"multipart/form-data": RunImportRequestSerializer},
+        responses={201: RunImportedSerializer, 400: RunImportRefusedSerializer, 403: REFUSED},
+        operation_id="runs_import",
+    )
     def post(self, request: Request) -> Response:
+        """pgbench's output imported as a run marked "imported", checked like the import page's form."""
         form = RunImportForm(request.data, request.FILES)
         if not form.is_valid() or form.output is None:
             # Each bad file named with its line under its field, as the page shows it.

@@ -167,6 +167,7 @@ class SummaryRowSerializer(serializers.Serializer):
     runs = serializers.ListField(child=serializers.IntegerField())
     memory_tier = serializers.CharField()
     durable = serializers.CharField(help_text='"yes", "no", "some", or "" when unknown')
+    origin = serializers.CharField(help_text='"measured", "imported", or both: "imported / measured"')
 
 
 class SummaryTableSerializer(serializers.Serializer):

@@ -6,6 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from runs.models import Device, Host, PgInstall, Run, RunOrigin
+from runs.tests.api_schema import assert_answers_as_documented
 from runs.tests.factories import make_user
 from runs.tests.imports.test_import_page import lab, logs, setup, upload
 from runs.tests.web.test_api import api_client
@@ -20,6 +21,7 @@ def test_an_operator_imports_pgbench_16_output_with_a_token(lab: tuple[Host, Dev
     assert response.status_code == 201, response.content
     run = Run.objects.get()
     assert response.json() == {"id": run.pk, "origin": "imported", "url": f"http://testserver/api/runs/{run.pk}/"}
+    assert_answers_as_documented("/api/runs/import/", "post", 201, response.json())
     assert (run.origin, run.tps, len(run.metrics["aggregate"])) == (RunOrigin.IMPORTED, 1190.673524, 3)
     read = client.get(f"/api/runs/{run.pk}/").json()
     assert (read["state"], read["origin"], read["imported_by"]) == ("done", "imported", run.imported_by_id)
@@ -32,6 +34,7 @@ def test_the_api_names_the_bad_line_as_the_page_does(lab: tuple[Host, Device, Pg
     assert response.status_code == 400
     said = response.json()["errors"]["summary"][0]["message"]
     assert said == "line 2 of summary.txt: expected 'number of clients: <n>', got 'number of clients: two'"
+    assert_answers_as_documented("/api/runs/import/", "post", 400, response.json())
     assert not Run.objects.exists()
 
 

@@ -9,8 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 from django.core.management import call_command
+from rest_framework.routers import APIRootView
 from rest_framework.test import APIClient
 
+from runs.api import urls as api_urls
+from runs.api.schema_view import SchemaView
 from runs.api.urls import router
 from runs.tests.api_schema import METHODS, operations, resolved
 from runs.tests.factories import make_user
@@ -55,6 +58,19 @@ def router_operations() -> set[tuple[str, str]]:
         path = re.sub(r"\(\?P<(\w+)>[^)]*\)", _openapi_variable, regex)
         allowed = set(pattern.callback.cls.http_method_names) & set(METHODS)  # HEAD is GET's, OPTIONS DRF's
         found |= {(f"/api/{path.strip('^$')}", method) for method in actions if method in allowed}
+    return found | view_operations()
+
+
+def view_operations() -> set[tuple[str, str]]:
+    """(path, method) of the API's views beside the router (POST /api/runs/import/): every method
+    their class answers; the schema's own view and the reference page are not operations."""
+    found = set()
+    for pattern in api_urls.urlpatterns:
+        view = getattr(pattern, "callback", None)
+        cls = getattr(view, "cls", None)
+        if cls is None or getattr(view, "actions", None) is not None or issubclass(cls, SchemaView | APIRootView):
+            continue
+        found |= {(f"/api/{pattern.pattern}", method) for method in METHODS if hasattr(cls, method)}
     return found
 
 
