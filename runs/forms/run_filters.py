@@ -7,7 +7,7 @@ texts can be megabytes each, and 10,000 runs must list in well under 200 ms.
 from typing import Any
 
 from django import forms
-from django.core.paginator import EmptyPage, Page, Paginator
+from django.core.paginator import Page, Paginator
 from django.db.models import Prefetch, QuerySet
 from django.db.models.functions import Substr
 from django.http import QueryDict
@@ -16,6 +16,7 @@ from django.utils.http import urlencode
 from runs.bench.filters import RunFilter, RunFiltersForm, run_filter_names
 from runs.bench.selectors.list_rows import annotate_progress
 from runs.bench.selectors.list_sort import sort_choices, sort_runs
+from runs.common.paging import MAX_PAGE, page_or_last
 from runs.models import Device, Run, RunClient
 
 PER_PAGE_CHOICES = (25, 50, 100, 200)
@@ -88,8 +89,14 @@ class RunListForm(RunFiltersForm):
         label="Page",
         required=False,
         min_value=1,
-        error_messages={"invalid": "must be a whole number from 1", "min_value": "must be a whole number from 1"},
+        max_value=MAX_PAGE,
+        error_messages={
+            "invalid": f"must be a whole number from 1 to {MAX_PAGE}",
+            "min_value": f"must be a whole number from 1 to {MAX_PAGE}",
+            "max_value": f"must be a whole number from 1 to {MAX_PAGE}",
+        },
     )
+    past_the_end: str | None = None  # the notice when the page asked for is past the list's end
 
     def __init__(self, data: QueryDict | None = None, *args: Any, **kwargs: Any) -> None:
         # A bound form shows what was sent: without this, a missing per_page would show as 25.
@@ -153,20 +160,11 @@ def _listed_runs(chosen: RunListFilter) -> QuerySet[Run]:
 
 
 def filtered_run_page(chosen: RunListFilter) -> "Page[Run] | None":
-    """The page of runs the query asks for; None if it cannot be answered, the form then says why."""
+    """The page of runs the query asks for (past the end: the last, and the form's `past_the_end`
+    says so); None if it cannot be answered, the form then says why."""
     if not chosen.is_valid():
         return None
     form = chosen.list_form
     paginator = Paginator(_listed_runs(chosen), form.cleaned_data["per_page"] or DEFAULT_PER_PAGE)
-    number = form.cleaned_data["page"] or 1
-    try:
-        return paginator.page(number)
-    except EmptyPage:
-        form.add_error("page", _past_the_end(number, paginator))
-        return None
-
-
-def _past_the_end(number: int, paginator: "Paginator[Run]") -> str:
-    if paginator.count == 0:
-        return f"there is no page {number}: no run matches these filters (only page 1, empty)"
-    return f"there is no page {number}: these runs fill pages 1 to {paginator.num_pages}"
+    page, form.past_the_end = page_or_last(paginator, form.cleaned_data["page"] or 1, "runs")
+    return page

@@ -90,6 +90,10 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
         page.click("#clear-selection")
         cleared = (text(page, "#selected-count"), page.is_disabled("#compare-selected"), page.evaluate(SELECTED))
 
+        page.goto(f"{web_server}/runs/?per_page=25&page=99")
+        past_the_end = (text(page, "#past-the-end"), text(page, "#paging-summary"))
+        page.screenshot(path=str(ARTIFACTS / "run-list-past-the-end.png"), full_page=True)
+
         page.goto(f"{web_server}/runs/?date_from=2025-02-30&device=999999&sort=fastest")
         refusal = text(page, "#filter-errors")
         page.screenshot(path=str(ARTIFACTS / "run-list-bad-filter.png"), full_page=True)
@@ -108,6 +112,10 @@ def test_a_viewer_filters_pages_and_selects_runs_on_two_pages_to_compare(web_ser
     assert back_on_page_one == (True, True)
     assert href_before_click == expected_href and compare_url == f"{web_server}{expected_href}"
     assert cleared == ("0", True, 0)
+    assert past_the_end == (
+        "There is no page 99: these runs fill pages 1 to 2; this is the last.",
+        "runs 26\N{EN DASH}33 of 33",
+    )
     assert "Queued from: must be a day written YYYY-MM-DD" in refusal
     assert "Device: no device has id 999999" in refusal
     assert "Sort by: must be one of queued, -started, started, -tps, tps, host, -host, state, -state" in refusal

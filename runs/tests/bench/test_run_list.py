@@ -169,12 +169,8 @@ BAD_FILTERS: dict[str, tuple[dict[str, str | list[str]], str]] = {
         "11 Mar 2025 is before Queued from (12 Mar 2025): no day is in between",
     ),
     "page size not offered": ({"per_page": "30"}, "Runs per page</strong>: must be one of 25, 50, 100, 200"),
-    "page zero": ({"page": "0"}, "Page</strong>: must be a whole number from 1"),
-    "page past the end": ({"page": "2"}, "there is no page 2: these runs fill pages 1 to 1"),
-    "page past the end of nothing": (
-        {"state": "measuring", "page": "3"},
-        "there is no page 3: no run matches these filters",
-    ),
+    "page zero": ({"page": "0"}, "Page</strong>: must be a whole number from 1 to 1000000"),
+    "a page past any list": ({"page": "1000001"}, "Page</strong>: must be a whole number from 1 to 1000000"),
     "a misspelt filter": ({"hots": "1"}, "Unknown parameter &#x27;hots&#x27;: the run list takes q, host, device,"),
     "a misspelt filter, with what the list takes": ({"srot": "tps"}, "campaign, tag, sort, per_page, page."),
     "a sort the list has not": (
@@ -187,6 +183,33 @@ BAD_FILTERS: dict[str, tuple[dict[str, str | list[str]], str]] = {
     "a filter given twice": ({"state": ["done", "failed"]}, "State</strong>: is given more than once"),
     "mount options too long": ({"mount_options": "x" * 301}, "Mount options contain</strong>: Ensure this value"),
 }
+
+
+@pytest.mark.parametrize(
+    ("query", "notice", "shown"),
+    [
+        ({"per_page": "25", "page": "9"}, "There is no page 9: these runs fill pages 1 to 2; this is the last.", 2),
+        ({"page": "2"}, "There is no page 2: these runs fit on page 1, shown here.", 1),
+        (
+            {"state": "measuring", "page": "3"},
+            "There is no page 3: there are no runs to show; this is page 1, empty.",
+            0,
+        ),
+    ],
+)
+def test_a_page_past_the_end_shows_the_last_page_and_says_so(
+    lab: Lab, client_for: ClientFactory, query: dict[str, str], notice: str, shown: int
+) -> None:
+    for _ in range(25):  # 30 runs: two pages of 25
+        make_run(lab.lab1, lab.ssd, lab.pg15)
+
+    response = client_for("vera").get(reverse("runs"), query)
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert f'<p class="warning-box" id="past-the-end" role="status">{notice}</p>' in page
+    assert f"page {shown} of" in page or shown == 0
+    assert len(listed(response.content)) == {2: 5, 1: 30, 0: 0}[shown]
 
 
 @pytest.mark.parametrize("case", BAD_FILTERS.values(), ids=BAD_FILTERS.keys())
@@ -270,7 +293,10 @@ def test_only_the_first_unfiltered_page_reloads_for_new_runs(lab: Lab, client_fo
     make_runs(lab, 30)
     client = client_for("vera")
 
-    pages = [client.get(reverse("runs"), query).content.decode() for query in ({}, {"page": "2"}, {"state": "done"})]
+    pages = [
+        client.get(reverse("runs"), query).content.decode()
+        for query in ({}, {"per_page": "25", "page": "2"}, {"state": "done"})
+    ]
 
     assert ['data-reload-on-new="true"' in page for page in pages] == [True, False, False]
 
