@@ -45,4 +45,9 @@ def dataclass_serializer(name: str, cls: type, doc: str) -> type[serializers.Ser
             fields[field.name] = serializers.ChoiceField(choices=list(typing.get_args(base)), allow_null=nullable)
         else:
             fields[field.name] = _FIELDS[base](allow_null=nullable)
+    return serializer_of(name, doc, fields)
+
+
+def serializer_of(name: str, doc: str, fields: dict[str, Any]) -> type[serializers.Serializer]:
+    """A serializer class made of these fields, for a shape whose fields are listed elsewhere."""
     return type(name, (serializers.Serializer,), {"__doc__": doc, **fields})

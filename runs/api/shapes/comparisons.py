@@ -3,7 +3,7 @@
 from drf_spectacular.utils import OpenApiParameter, extend_schema_serializer
 from rest_framework import serializers
 
-from runs.api.shapes.common import dataclass_serializer
+from runs.api.shapes.common import dataclass_serializer, serializer_of
 from runs.compare.query import FILTERS, PARAMETERS
 from runs.compare.selectors.comparison import IOSTAT_MEANS, PERCENTILES, VMSTAT_MEANS
 from runs.compare.stats import Comparison, Summary
@@ -32,13 +32,10 @@ QUERY_PARAMETERS = [
 FILE_PARAMETER = OpenApiParameter("file", str, enum=["json", "csv"], description="json (the default) or csv.")
 
 
-QuerySerializer = type(
+QuerySerializer = serializer_of(
     "QuerySerializer",
-    (serializers.Serializer,),
-    {
-        "__doc__": "The query string that gives this comparison back (only what differs from the defaults).",
-        **{name: serializers.CharField(required=False) for name in (*PARAMETERS, *FILTERS)},
-    },
+    "The query string that gives this comparison back (only what differs from the defaults).",
+    {name: serializers.CharField(required=False) for name in (*PARAMETERS, *FILTERS)},
 )
 
 

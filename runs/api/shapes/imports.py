@@ -3,6 +3,7 @@
 from django import forms
 from rest_framework import serializers
 
+from runs.api.shapes.common import serializer_of
 from runs.forms.imports import RunImportForm
 
 
@@ -20,13 +21,10 @@ def _field(field: forms.Field) -> serializers.Field:
     return serializers.CharField(required=field.required, help_text=help_text)
 
 
-RunImportRequestSerializer = type(
+RunImportRequestSerializer = serializer_of(
     "RunImportRequestSerializer",
-    (serializers.Serializer,),
-    {
-        "__doc__": "pgbench's output (at least a summary or progress lines) and the setup it ran on.",
-        **{name: _field(field) for name, field in RunImportForm.base_fields.items()},
-    },
+    "pgbench's output (at least a summary or progress lines) and the setup it ran on.",
+    {name: _field(field) for name, field in RunImportForm.base_fields.items()},
 )
 
 
