@@ -259,6 +259,10 @@ class CampaignViewSet(
     }  # fmt: skip
 
     queue_actions = ("create", "retry")
+    checked_actions = ("list", "results_table")  # the comparison action's query refuses what it does not read
+
+    def allowed_parameters(self) -> tuple[str, ...]:
+        return ("file",) if self.action == "results_table" else super().allowed_parameters()
 
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         rows = campaign_list()

@@ -38,8 +38,9 @@ def comparison_of(params: dict[str, str]) -> ComparisonResult:
 
 
 def api_query_params(request: Request) -> dict[str, str]:
-    """The query string with repeated keys joined (group=device&group=filesystem)."""
-    return {key: ",".join(request.query_params.getlist(key)) for key in request.query_params}
+    """The query string with repeated keys joined (group=device&group=filesystem), less the
+    file format the tables read themselves; anything else unknown the query refuses."""
+    return {key: ",".join(request.query_params.getlist(key)) for key in request.query_params if key != "file"}
 
 
 def export_file(request: Request) -> str:
@@ -62,7 +63,10 @@ class ComparisonViewSet(CheckedListParameters, viewsets.ViewSet):
 
     permission_classes = [RolePermission]
     checked_actions = ("list", "summary", "series")
-    list_parameters = (*PARAMETERS, *FILTERS, "file")
+    list_parameters = (*PARAMETERS, *FILTERS)
+
+    def allowed_parameters(self) -> tuple[str, ...]:
+        return (*super().allowed_parameters(), *(("file",) if self.action != "list" else ()))  # the tables' format
 
     @extend_schema(parameters=QUERY_PARAMETERS, responses={200: ComparisonSerializer, 400: BAD_INPUT})
     def list(self, request: Request) -> Response:

@@ -17,14 +17,27 @@ from runs.notes.services.notes import notes_set
 
 
 class NotesSerializer(serializers.Serializer):
-    note = serializers.CharField(max_length=NOTE_MAX, allow_blank=True, required=False, default="")
+    """Either or both; one left out keeps what it is. Any other key is refused."""
+
+    note = serializers.CharField(
+        max_length=NOTE_MAX, allow_blank=True, required=False, trim_whitespace=False, help_text="Replaces the note."
+    )
     tags = serializers.ListField(
         child=serializers.CharField(max_length=TAG_MAX),
         max_length=TAGS_MAX,
         required=False,
-        default=list,
         help_text="The tags, replacing those it has: short lowercase words such as firmware-2.1.",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(self.initial_data) - set(self.fields))
+        if unknown:
+            raise serializers.ValidationError(
+                f"Unknown field {', '.join(map(repr, unknown))}: give note, tags or both."
+            )
+        if not attrs:
+            raise serializers.ValidationError("Give note, tags or both.")
+        return attrs
 
 
 class NotesAnswerSerializer(NotesSerializer):
@@ -44,8 +57,9 @@ class NotesAction:
         target = self.get_object()  # type: ignore[attr-defined]
         given = NotesSerializer(data=request.data)
         given.is_valid(raise_exception=True)
+        asked = {"note": target.note, "tags": list(target.tags)} | given.validated_data  # what is left out stays
         try:
-            notes = notes_set(target=target, actor=request.user, request=request, **given.validated_data)
+            notes = notes_set(target=target, actor=request.user, request=request, **asked)
         except NotesRefused as exc:
             if exc.field == "permission":
                 raise PermissionDenied(str(exc)) from None

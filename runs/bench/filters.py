@@ -47,6 +47,13 @@ SEARCHED = (
 )
 
 
+class LowercaseField(forms.CharField):
+    """Text read as lowercase: tags are stored so (runs.notes.rules)."""
+
+    def to_python(self, value: Any) -> str:
+        return str(super().to_python(value)).lower()
+
+
 def _users_who_queued_runs() -> QuerySet[User]:
     queued = Exists(Run.objects.filter(queued_by=OuterRef("pk")))
     return User.objects.filter(queued).only("id", "username").order_by("username")
@@ -139,7 +146,7 @@ class RunFilter(StrictFilterSet):
     )
 
     tag = FieldFilter(
-        forms.CharField(
+        LowercaseField(
             label="Tag",
             required=False,
             max_length=TAG_MAX,

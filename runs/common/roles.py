@@ -65,7 +65,7 @@ def cancel_refusal(user: Any, run: Any) -> str | None:
 
 
 def owner_refusal(
-    user: Any, owner: Any, thing: str, doing: str = "cancel", needs: str = "runs.cancel_run"
+    user: Any, owner: Any, thing: str, doing: str = "cancel", needs: str = "runs.cancel_run", made: str = "queued"
 ) -> str | None:
     """Why `user` may not `doing` (cancel, retry, remove) the `thing` that `owner` (a user, or
     None when gone) queued, or None: an operator (`needs`) their own, admins anybody's."""
@@ -76,4 +76,4 @@ def owner_refusal(
     if owner is not None and owner.pk == user.pk:
         return None
     name = owner.get_username() if owner is not None else "somebody no longer in benchlab"
-    return f"Only {name}, who queued this {thing}, or an admin can {doing} it."
+    return f"Only {name}, who {made} this {thing}, or an admin can {doing} it."

@@ -55,16 +55,21 @@ def group_label(field: str) -> str:
     return "tags" if field == TAGS else FIELD_LABELS[field]
 
 
+def run_tags(run: Run) -> tuple[str, ...]:
+    """A run's tags and its campaign's, as the tag filter reads them (runs.bench.filters), sorted."""
+    return tuple(sorted({*run.tags, *(run.campaign.tags if run.campaign_id and run.campaign else ())}))
+
+
 def group_value(run: Run, field: str) -> Any:
     """A run's value of a grouping field: a spec field's, or its tags (in order, as a set is)."""
-    return tuple(sorted(run.tags)) if field == TAGS else run_spec_value(run, field)
+    return run_tags(run) if field == TAGS else run_spec_value(run, field)
 
 
 def group_shown(run: Run, field: str, *, with_label: bool = False) -> str:
     """That value as a person reads it (spec_labels.spec_value for a spec field)."""
     if field != TAGS:
         return spec_value(run, field, with_label=with_label)
-    tags = ", ".join(sorted(run.tags)) or "untagged"
+    tags = ", ".join(run_tags(run)) or "untagged"
     return f"tags {tags}" if with_label else tags
 
 
@@ -87,7 +92,13 @@ class ComparisonQuery:
         """The query in a request's GET parameters; BadParameter says what is wrong."""
         run_ids = _id_list(params.get("runs", ""), "runs", MAX_RUNS)
         campaign = params.get("campaign", "")
-        filters = tuple((name, params[name]) for name in FILTERS if params.get(name))
+        unknown = sorted(set(params) - set(PARAMETERS) - set(FILTERS))
+        if unknown:
+            raise BadParameter(
+                f"unknown parameter {', '.join(map(repr, unknown[:5]))}: a comparison takes "
+                f"{', '.join((*PARAMETERS, *FILTERS))}"
+            )
+        filters = tuple((name, params[name].strip()) for name in FILTERS if params.get(name, "").strip())
         if not run_ids and not campaign and not filters:
             raise BadParameter(
                 "a comparison needs runs (runs=1,2,3: the run ids), a campaign (campaign=4) or the run list's "
@@ -142,13 +153,20 @@ class ComparisonQuery:
         """What a share link stores besides the runs (which it keeps, not the filters that chose them)."""
         return {key: value for key, value in self.as_params().items() if key not in ("runs", "campaign", *FILTERS)}
 
+    def shareable(self) -> "ComparisonQuery":
+        """This query, if a share link may keep it; BadParameter if it is grouped by tags, which
+        are the lab's own notes and never shown without an account."""
+        if TAGS in self.group_by or self.facet == TAGS:
+            raise BadParameter("a shared comparison cannot be grouped by tags (they are not shown on shared pages)")
+        return self
+
     def pinned(self, run_ids: tuple[int, ...]) -> "ComparisonQuery":
         """The same comparison of these runs, by id: what a share link of a filtered one keeps."""
         return replace(self, run_ids=run_ids, campaign_id=None, filters=())
 
     @classmethod
     def from_share(cls, run_ids: list[int], options: Mapping[str, str]) -> "ComparisonQuery":
-        return cls.from_params({**options, "runs": ",".join(map(str, run_ids))})
+        return cls.from_params({**options, "runs": ",".join(map(str, run_ids))}).shareable()
 
 
 def _words(raw: str) -> list[str]:

@@ -9,9 +9,8 @@ class NotesForm(forms.Form):
     note = forms.CharField(
         label="Note",
         required=False,
-        max_length=NOTE_MAX,
-        strip=False,  # runs.notes.rules trims it, the same for the page and the API
-        widget=forms.Textarea(attrs={"rows": 5, "cols": 70}),
+        strip=False,  # runs.notes.rules trims it and counts it once line ends are "\n", for the page and the API
+        widget=forms.Textarea(attrs={"rows": 5, "cols": 70, "maxlength": NOTE_MAX}),
         help_text="Why it was made, what to know about it (after firmware 2.1, the fan was loud, ...).",
     )
     tags = forms.CharField(

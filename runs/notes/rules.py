@@ -21,12 +21,13 @@ class Notes:
 
 def tags_from_text(text: str) -> tuple[str, ...]:
     """The tags typed, in their order, each once; uppercase is read as lowercase."""
-    words = [word.lower() for word in re.split(r"[,\s]+", text) if word]
+    words = [word for word in re.split(r"[,\s]+", text) if word]
     return checked_tags(words)
 
 
 def checked_tags(words: list[str]) -> tuple[str, ...]:
-    tags = tuple(dict.fromkeys(words))
+    """The tags, lowercase, each once in their order; NotesRefused for one that cannot be a tag."""
+    tags = tuple(dict.fromkeys(word.strip().lower() for word in words))
     for tag in tags:
         if len(tag) > TAG_MAX:
             raise NotesRefused("tags", f"the tag {tag[:TAG_MAX]}… is longer than {TAG_MAX} characters")

@@ -164,8 +164,9 @@ def _table_response(result: ComparisonResult, fmt: str) -> HttpResponse:
 
 
 def query_params(request: HttpRequest) -> dict[str, str]:
-    """The query string with repeated keys joined (the form's group checkboxes send one each)."""
-    return {key: ",".join(request.GET.getlist(key)) for key in request.GET}
+    """The query string with repeated keys joined (the form's group checkboxes send one each),
+    less what the export reads itself (`what`); anything else unknown the query refuses."""
+    return {key: ",".join(request.GET.getlist(key)) for key in request.GET if key != "what"}
 
 
 QueryView = Callable[..., HttpResponse | StreamingHttpResponse]

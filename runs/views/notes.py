@@ -36,7 +36,7 @@ def notes_edit(request: HttpRequest, kind: str, target_id: int) -> HttpResponse:
 
 
 def _owner_fields(kind: str) -> tuple[str, ...]:
-    return ("queued_by", "campaign__created_by") if kind == "run" else ("created_by",)
+    return ("queued_by", "imported_by") if kind == "run" else ("created_by",)
 
 
 def _initial(target: Annotatable) -> dict[str, str]:

@@ -99,7 +99,7 @@ def _target(kind: str, request: HttpRequest) -> Run | Campaign | ComparisonQuery
     if kind == ShareKind.COMPARISON:
         return ComparisonQuery.from_params(
             {key: ",".join(request.POST.getlist(key)) for key in PARAMETERS if key in request.POST}
-        )
+        ).shareable()
     model: type[Run] | type[Campaign] = Run if kind == ShareKind.RUN else Campaign
     pk = parse_id(request.POST.get("target", ""), f"target (the {kind}'s id)")
     target = model.objects.filter(pk=pk).first()

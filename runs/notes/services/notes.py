@@ -8,7 +8,7 @@ from django.http import HttpRequest
 
 from runs.common.roles import owner_refusal
 from runs.common.services.audit import audit_record
-from runs.models import AuditAction, Campaign, Run
+from runs.models import AuditAction, Campaign, Run, RunOrigin
 from runs.notes.rules import Notes, NotesRefused, checked_notes
 
 Annotatable = Run | Campaign
@@ -16,6 +16,8 @@ Annotatable = Run | Campaign
 
 def notes_refusal(user: Any, target: Annotatable) -> str | None:
     """Why `user` may not change the target's notes (None: they may)."""
+    if isinstance(target, Run) and target.origin == RunOrigin.IMPORTED:  # nobody queued it: who imported it owns it
+        return owner_refusal(user, target.imported_by, "run", doing="annotate", needs="runs.queue_run", made="imported")
     if isinstance(target, Run):
         return owner_refusal(user, target.queued_by, "run", doing="annotate", needs="runs.queue_run")
     return owner_refusal(user, target.created_by, "campaign", doing="annotate", needs="runs.queue_run")

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
-from runs.models import AuditAction, AuditEvent, Campaign, Run
+from runs.models import AuditAction, AuditEvent, Campaign, Run, RunOrigin, ShareLink
 from runs.models.notes import NOTE_MAX, TAGS_MAX
 from runs.notes.rules import NotesRefused, checked_notes, tags_from_text
 from runs.notes.services.notes import notes_set
@@ -226,3 +226,65 @@ def test_a_campaigns_page_has_its_notes_panel_and_its_owner_edits_them(run: Run,
     assert 'id="note-text">rerun in May</p>' in page
     assert f'href="{reverse("campaign-notes", args=[campaign_id])}"' in page
     assert "To annotate campaigns needs the operator role; you are a viewer" in shared_page_panel
+
+
+def test_who_imported_a_run_annotates_it(run: Run, users: dict[str, User]) -> None:
+    Run.objects.filter(pk=run.pk).update(origin=RunOrigin.IMPORTED, queued_by=None, imported_by=users["otto"])
+    imported = Run.objects.get(pk=run.pk)
+
+    notes_set(target=imported, note="from the 2019 spreadsheet", tags="legacy", actor=users["otto"])
+    with pytest.raises(NotesRefused, match=r"Only otto, who imported this run, or an admin can annotate it\."):
+        notes_set(target=imported, note="mine", tags="", actor=make_user("olga", "operator"))
+
+    assert Run.objects.get(pk=run.pk).tags == ["legacy"]
+
+
+def test_the_notes_api_keeps_what_is_left_out_and_refuses_what_it_does_not_take(
+    run: Run, users: dict[str, User]
+) -> None:
+    Run.objects.filter(pk=run.pk).update(note="after firmware 2.1", tags=["fw"])
+    api, url = api_client(users["otto"]), f"/api/runs/{run.pk}/notes/"
+
+    tags_only = api.post(url, {"tags": ["FW", "Nightly"]}, format="json")
+    misspelt = api.post(url, {"notes": "gone?"}, format="json")
+    nothing = api.post(url, {}, format="json")
+
+    assert tags_only.json() == {"id": run.pk, "note": "after firmware 2.1", "tags": ["fw", "nightly"]}
+    assert misspelt.status_code == 400 and "Unknown field 'notes': give note, tags or both." in str(misspelt.json())
+    assert nothing.status_code == 400 and "Give note, tags or both." in str(nothing.json())
+    assert Run.objects.get(pk=run.pk).note == "after firmware 2.1"
+
+
+def test_grouping_by_tags_counts_the_campaigns_tags_as_the_filter_does(tagged: dict[str, Run]) -> None:
+    answer = api_client(make_user("vic", "viewer")).get("/api/comparisons/", {"tag": "fw-study", "group": "tags"})
+
+    assert sorted((g["label"], g["runs"]) for g in answer.json()["groups"]) == [
+        ("tags fw-study", [tagged["noted"].pk]),  # its campaign's tag
+        ("tags fw-study, nightly", [tagged["own"].pk]),
+    ]
+
+
+def test_a_comparison_grouped_by_tags_cannot_be_shared(tagged: dict[str, Run], client_for: ClientFactory) -> None:
+    ids = f"{tagged['own'].pk},{tagged['other'].pk}"
+    response = client_for("vera").post(reverse("share-new"), {"kind": "comparison", "runs": ids, "group": "tags"})
+
+    assert response.status_code == 400
+    assert "a shared comparison cannot be grouped by tags" in response.content.decode()
+    assert not ShareLink.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("/compare/?campaign={c}&filesytem=ext4", "unknown parameter &#x27;filesytem&#x27;: a comparison takes runs"),
+        ("/api/campaigns/{c}/comparison/?hots=2", "unknown parameter 'hots': a comparison takes runs"),
+        ("/api/campaigns/{c}/results-table/?group=device", "Unknown parameter 'group': /api/campaigns/"),
+    ],
+)
+def test_a_comparison_anywhere_refuses_a_parameter_it_does_not_read(
+    run: Run, client_for: ClientFactory, url: str, said: str
+) -> None:
+    response = client_for("vera").get(url.format(c=run.campaign_id))
+
+    assert response.status_code == 400
+    assert said in response.content.decode()

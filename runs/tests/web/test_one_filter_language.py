@@ -101,7 +101,7 @@ def test_every_api_list_refuses_a_parameter_it_does_not_read_and_names_what_it_t
     assert response.status_code == 400, (url, response.status_code)
     said = response.json()["detail"]
     assert said.startswith(f"Unknown parameter 'campaing': {url} takes "), said
-    assert said.endswith("limit, offset." if paged else "file."), said
+    assert said.endswith("limit, offset." if paged else "date_to, tag."), said
 
 
 def test_the_run_lists_parameters_are_named_in_the_refusal_and_paging_goes_with_filters(lab: Lab) -> None:
