@@ -54,7 +54,7 @@ def test_the_device_page_shows_its_series_fio_baselines_and_health_over_time(pag
         series = page.locator("#device-series-list tbody tr").all_text_contents()
         latest = page.locator("#health-latest").text_content() or ""
         drawn = page.evaluate("() => Chart.getChart('health-chart').data.datasets.map(d => [d.label, d.data])")
-        button = page.locator("#read-health").count()
+        button = (page.is_disabled("#read-health"), page.text_content("#read-health-refusal") or "")
         fio_rows = page.locator("#baseline-history tbody tr").count()
     assert len(series) == 1 and "lab1 · lab1:ssd0" in series[0] and "2,610.9" in series[0].replace(" ", "")
     assert "wear 19 % used, 0 reallocated sectors, 33.2 TB written, SMART passed" in latest
@@ -63,6 +63,7 @@ def test_the_device_page_shows_its_series_fio_baselines_and_health_over_time(pag
         ["media errors", [0, 0, 0]],
         ["TB written", list(WRITTEN_TB)],
     ]
-    assert button == 0  # a viewer has no button
+    # A viewer sees the button disabled, with why.
+    assert button[0] and button[1].startswith("Operators read a device's health; you are a viewer"), button
     assert fio_rows == 3
     assert not violations and not errors, violations + errors

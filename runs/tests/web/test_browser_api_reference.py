@@ -37,7 +37,9 @@ def test_a_viewer_finds_the_runs_endpoints_and_their_shapes_in_the_reference(pag
         "POST /api/runs/",
         "GET /api/runs/{id}/",
         "POST /api/runs/{id}/cancel/",
+        "POST /api/runs/{id}/notes/",
         "GET /api/runs/{id}/samples/",
+        "POST /api/runs/import/",
     ]
     assert shape_visible and "client_hosts" in shape and "method_reason" in shape
     assert "/api/runs/" in schema["paths"] and schema["info"]["title"] == "benchlab API"
