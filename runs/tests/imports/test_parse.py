@@ -1,4 +1,4 @@
-"""The strict reader of uploaded pgbench output, on real output of pgbench 13, 15, 16 and 17
+"""The strict reader of uploaded pgbench output, on real output of pgbench 13 to 17
 (runs/tests/imports/data, README there), and on the same files garbled or cut short: every
 refusal names the file and the line. Figures are read off the files by hand (the p50 etc. by
 `sort -n` of the logs' third column: 300 lines, ranks 150, 285, 297)."""
@@ -12,6 +12,7 @@ from runs.tests.imports.files import DATA, VERSIONS, captured, reports, thread_l
 # version: tps (without connections), transactions, latency avg, last progress second's tps, pgbench banner
 SUMMARIES = {
     13: (512.338163, 1535, 3.887, 454.0, None),
+    14: (710.216882, 2136, 2.804, 732.7, "14.23, server 15.20 (Debian 15.20-0+deb12u1)"),
     15: (470.290217, 1408, 4.242, 546.0, "15.20 (Debian 15.20-0+deb12u1)"),
     16: (1154.223239, 3460, 1.726, 1347.9, "16.2, server 15.20 (Debian 15.20-0+deb12u1)"),
     17: (1127.008182, 3377, 1.768, 1154.8, "17.10, server 15.20 (Debian 15.20-0+deb12u1)"),
@@ -19,12 +20,13 @@ SUMMARIES = {
 # version: p50, p95, p99, min, max (ms) of the per-transaction logs' 300 lines
 PERCENTILES = {
     13: (5.005, 11.487, 14.990, 1.045, 17.905),
+    14: (0.774, 8.258, 29.696, 0.302, 45.670),
     15: (3.491, 9.733, 11.314, 0.859, 12.691),
     16: (1.876, 4.017, 5.934, 1.020, 7.345),
     17: (1.887, 4.669, 6.455, 0.841, 8.780),
 }
 # version: the first interval's transactions, both threads' lines added; its column count
-AGGREGATE = {13: (125, 6), 15: (137, 15), 16: (96, 15), 17: (0, 15)}
+AGGREGATE = {13: (125, 6), 14: (312, 6), 15: (137, 15), 16: (96, 15), 17: (0, 15)}
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -36,7 +38,7 @@ def test_it_reads_each_pgbench_versions_summary_and_progress(version: int) -> No
     assert (output.summary.clients, output.summary.threads, output.summary.scaling_factor) == (2, 2, 1)
     assert output.duration_s == 3 and output.pgbench_version == banner
     assert [second for second, _ in output.samples] == [1, 2, 3] and output.samples[-1][1].tps == last_tps
-    # pgbench 15+ prints failures; 13 has no such field
+    # pgbench 15+ prints failures; 13 and 14 have no such field
     assert (output.summary.failed is None) == (version < 15)
     assert (output.samples[0][1].failed is None) == (version < 15)
 
