@@ -41,15 +41,20 @@ def _seconds(progress: Sequence[ProgressSample]) -> tuple[tuple[int, ProgressSam
 
 
 def _duration(summary: PgbenchSummary | None, samples: Sequence[tuple[int, ProgressSample]], names: str) -> int:
+    """The report's duration (-T), else the progress lines' last second, else, for a -t run's
+    report alone, the time its transactions took at its tps (at least a second)."""
     if summary is not None and summary.duration_s is not None:
         return summary.duration_s
     if samples:
         return samples[-1][0]
+    tps = summary.comparable_tps if summary is not None else None
+    if summary is not None and summary.transactions_processed and tps:
+        return max(1, round(summary.transactions_processed / tps))
     raise ImportFileError(
         names,
         0,
-        "no duration: the report has no 'duration: <s> s' line (a -t run?) and there "
-        "are no progress lines (-P) to count the seconds",
+        "no duration: the report has no 'duration: <s> s' line, no transactions processed at a "
+        "tps to time a -t run by, and there are no progress lines (-P) to count the seconds",
     )
 
 

@@ -191,6 +191,15 @@ def test_progress_with_timestamps_is_counted_from_the_first_second() -> None:
     assert [second for second, _ in output.samples] == [1, 2, 3] and output.duration_s == 3
 
 
-def test_a_run_without_duration_or_progress_is_refused_saying_why() -> None:
+def test_a_t_runs_report_alone_is_timed_by_its_transactions_at_its_tps() -> None:
     text = (DATA.parent.parent / "fixtures" / "pgbench15" / "tpcb_t500.stdout.txt").read_text()
-    assert "no duration: the report has no 'duration: <s> s' line (a -t run?)" in refusal([UploadedText("s", text)])
+    output = read_pgbench_output([UploadedText("s", text)])
+    assert output.tps == 2664.279472 and output.duration_s == 1  # 2000 transactions in 0.75 s
+    longer = text.replace("500\n", "50000\n").replace("2000/2000", "200000/200000")
+    assert read_pgbench_output([UploadedText("s", longer)]).duration_s == 75  # 200000 / 2664.28 = 75.07
+
+
+def test_a_run_without_duration_progress_or_transactions_is_refused_saying_why() -> None:
+    text = (DATA.parent.parent / "fixtures" / "pgbench15" / "tpcb_t500.stdout.txt").read_text()
+    cut = text.replace("number of transactions actually processed: 2000/2000\n", "")
+    assert "no duration: the report has no 'duration: <s> s' line, no transactions" in refusal([UploadedText("s", cut)])
