@@ -1,7 +1,7 @@
 """The import page in a real browser (Debian's chromium under Playwright, against uvicorn): an
 operator uploads pgbench 15's output with a cut-short progress file and is told the file and the
 line, then the whole files and lands on the imported run's page, whose badge, facts, chart and
-figures show, and which the run list lists marked imported. Screenshots go to test-artifacts/."""
+figures show (and no empty iostat charts), and which the run list lists marked imported. Screenshots go to test-artifacts/."""
 
 from pathlib import Path
 
@@ -51,6 +51,7 @@ def test_an_operator_imports_pgbench_output_in_the_browser(page_server: str, tmp
         page.wait_for_selector("#run-imported")
         run_url = page.url
         badge, imported, figures = text(page, "h1"), text(page, "#run-imported"), page.content()
+        no_os_metrics, os_charts = text(page, "#no-os-metrics"), page.locator("#iostat-util-chart").count()
         page.screenshot(path=str(ARTIFACTS / "import-run-page.png"), full_page=True)
         page.goto(f"{page_server}/runs/")
         listed = text(page, "#run-list tbody")
@@ -63,6 +64,7 @@ def test_an_operator_imports_pgbench_output_in_the_browser(page_server: str, tmp
     assert "done" in badge and "imported" in badge
     assert imported.startswith("by otto, from summary.txt (report), progress.txt (report), pgbench_log.")
     assert "470.3" in figures or "470.29" in figures  # the report's tps
+    assert "this one was imported" in no_os_metrics and os_charts == 0  # no empty iostat charts
     assert "imported by otto" in listed
     assert not violations, violations
     # The refused form answers 400 (as scripts are told); nothing else may fail.
