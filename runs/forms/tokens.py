@@ -1,6 +1,7 @@
 """The form that makes an API token on the tokens page: a name and an optional expiry in days,
 checked by runs.accounts.token_rules (the same checks as the service and the command)."""
 
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +26,14 @@ class TokenForm(forms.Form):
         help_text=f"A whole number from {EXPIRY_DAYS_MIN} to {EXPIRY_DAYS_MAX}, or blank: it never expires.",
         widget=forms.TextInput(attrs={"size": 5, "inputmode": "numeric", "autocomplete": "off"}),
     )
+
+    # A key of this one rendering of the form: the page sent again (a reload of the answer that
+    # showed the secret) is recognised and makes no second token (runs.views.tokens).
+    once = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["once"].initial = secrets.token_urlsafe(16)
 
     def clean_name(self) -> str:
         return _checked(token_name, self.cleaned_data["name"])

@@ -3,8 +3,10 @@ admin sees and revokes everybody's (runs.accounts).
 
 A new token's secret is shown in the answer to the POST that made it, and nowhere else: it is
 not kept in the session for a redirect (the session table would hold a usable token), and the
-answer is not cached. Reloading that answer asks the browser to send the form again, which makes
-another token: the list under it shows both, and either can be revoked.
+answer is not cached. Reloading that answer asks the browser to send the form again: the form's
+one-time key (TokenForm.once), remembered in the session once used, makes that a notice
+("this form was sent already") and not a second token. A script that posts without the key
+makes a token each time.
 """
 
 from typing import Any
@@ -33,6 +35,8 @@ def token_list(request: HttpRequest) -> HttpResponse:
         return _page(request, form)
     if not form.is_valid():
         return _page(request, form, status=400)  # each mistake beside its field; nothing made
+    if _sent_before(request, form.cleaned_data["once"]):
+        return _page(request, TokenForm(), status=409, resent=True)
     try:
         token, secret = token_create(
             user=request.user,
@@ -44,11 +48,31 @@ def token_list(request: HttpRequest) -> HttpResponse:
     except TokenRefused as exc:
         form.add_error(None, str(exc))
         return _page(request, form, status=400)
+    _remember_sent(request, form.cleaned_data["once"])
     new = {"name": form.cleaned_data["name"], "secret": secret, "expiry": token.expiry}
     return _page(request, TokenForm(), new=new)
 
 
-def _page(request: HttpRequest, form: TokenForm, status: int = 200, new: dict[str, Any] | None = None) -> HttpResponse:
+SENT_FORMS = "tokens.sent_forms"  # the session's list of the token forms' keys already used
+SENT_FORMS_KEPT = 20
+
+
+def _sent_before(request: HttpRequest, once: str) -> bool:
+    return bool(once) and once in request.session.get(SENT_FORMS, [])
+
+
+def _remember_sent(request: HttpRequest, once: str) -> None:
+    if once:
+        request.session[SENT_FORMS] = [*request.session.get(SENT_FORMS, []), once][-SENT_FORMS_KEPT:]
+
+
+def _page(
+    request: HttpRequest,
+    form: TokenForm,
+    status: int = 200,
+    new: dict[str, Any] | None = None,
+    resent: bool = False,
+) -> HttpResponse:
     try:
         number = asked_page(request.GET.get("page"))
     except BadParameter as exc:
@@ -61,6 +85,7 @@ def _page(request: HttpRequest, form: TokenForm, status: int = 200, new: dict[st
         "rows": rows,
         "everyone": oversees_tokens(request.user),
         "new": new,
+        "resent": resent,
     }
     return render(request, "runs/token_list.html", context, status=status)
 

@@ -1,7 +1,8 @@
 """API tokens in a real browser (chromium under Playwright, against uvicorn; no worker): a viewer
 finds the page from the header, is told what a bad name and expiry may be, makes a token that is
-shown once and works on the API, finds it listed by name and first characters, and revokes it
-after a confirmation that names it. Screenshots: test-artifacts/tokens-*.png."""
+shown once and works on the API (a reload of that answer makes no second one), finds it listed by
+name and first characters, and revokes it after a confirmation that names it. Screenshots:
+test-artifacts/tokens-*.png."""
 
 import urllib.error
 import urllib.request
@@ -44,6 +45,10 @@ def test_a_viewer_makes_a_token_sees_it_once_and_revokes_it_after_confirming(pag
         shown = page.text_content("#new-token") or ""
         page.screenshot(path=str(ARTIFACTS / "tokens-created.png"), full_page=True)
         works = api_status(page_server, secret)
+        page.reload()  # the browser sends the form again: no second token, a notice
+        page.wait_for_selector("#token-resent")
+        resent = page.text_content("#token-resent") or ""
+        page.screenshot(path=str(ARTIFACTS / "tokens-resent.png"), full_page=True)
         page.goto(f"{page_server}/tokens/")
         listed = page.locator("#tokens tbody tr").all_text_contents()
         shown_again = secret in page.content()
@@ -62,6 +67,7 @@ def test_a_viewer_makes_a_token_sees_it_once_and_revokes_it_after_confirming(pag
     assert "No token was made." in refusal and "needs a name (1 to 100 characters)" in refusal
     assert "whole number of days from 1 to 365, or blank" in refusal
     assert len(secret) == 64 and "Copy it now: it is shown only this once." in shown and works == 200
+    assert "This form was sent already (the page was reloaded): no second token was made." in " ".join(resent.split())
     assert not shown_again and len(listed) == 1
     assert "CI on build-7" in listed[0] and f"{secret[:15]}…" in listed[0]
     assert "Revoke API token “CI on build-7”?" in question and f"{secret[:15]}…" in question and still_works == 200
@@ -69,5 +75,6 @@ def test_a_viewer_makes_a_token_sees_it_once_and_revokes_it_after_confirming(pag
     assert revoked == 401
     actions = list(AuditEvent.objects.order_by("id").values_list("action", flat=True))
     assert actions == [AuditAction.API_TOKEN_CREATED, AuditAction.API_TOKEN_REVOKED]
-    assert len(errors) == 1 and "400 from" in errors[0], errors  # the refused form, answered 400
+    # The refused form, answered 400, and the form sent again, answered 409.
+    assert len(errors) == 2 and "400 from" in errors[0] and "409 from" in errors[1], errors
     assert not violations, violations

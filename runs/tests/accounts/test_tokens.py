@@ -141,6 +141,28 @@ def test_the_page_makes_a_token_shows_it_once_and_lists_it(client_for: ClientFac
     assert secret[:15] in again.content.decode()  # knox's prefix, to recognise it
 
 
+def test_the_form_sent_again_makes_no_second_token_and_says_so(client_for: ClientFactory) -> None:
+    vera = client_for("vera")
+    once = vera.get(reverse("tokens")).context["form"]["once"].initial
+    made = vera.post(reverse("tokens"), {"name": "CI", "expires_days": "", "once": once})
+    reloaded = vera.post(reverse("tokens"), {"name": "CI", "expires_days": "", "once": once})
+    fresh = made.context["form"]["once"].initial
+    another = vera.post(reverse("tokens"), {"name": "CI", "expires_days": "", "once": fresh})
+
+    assert made.status_code == 200 and made.context["new"] is not None
+    assert reloaded.status_code == 409 and reloaded.context["new"] is None
+    assert "This form was sent already" in reloaded.content.decode()
+    assert another.status_code == 200 and another.context["new"] is not None  # a fresh form: a new token
+    assert AuthToken.objects.count() == 2
+
+
+def test_a_script_posting_without_the_forms_key_makes_a_token_each_time(client_for: ClientFactory) -> None:
+    vera = client_for("vera")
+    statuses = [vera.post(reverse("tokens"), {"name": "CI"}).status_code for _ in range(2)]
+
+    assert statuses == [200, 200] and AuthToken.objects.count() == 2
+
+
 def test_the_page_refuses_bad_input_beside_the_field_and_makes_nothing(client_for: ClientFactory) -> None:
     response = client_for("vera").post(reverse("tokens"), {"name": "", "expires_days": "400"})
 

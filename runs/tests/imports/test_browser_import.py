@@ -1,7 +1,8 @@
 """The import page in a real browser (Debian's chromium under Playwright, against uvicorn): an
 operator uploads pgbench 15's output with a cut-short progress file and is told the file and the
 line, then the whole files and lands on the imported run's page, whose badge, facts, chart and
-figures show (and no empty iostat charts), and which the run list lists marked imported. Screenshots go to test-artifacts/."""
+figures show (and no empty iostat charts), and which the run list lists marked imported.
+Screenshots go to test-artifacts/."""
 
 from pathlib import Path
 
