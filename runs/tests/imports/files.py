@@ -5,7 +5,7 @@ from pathlib import Path
 from runs.imports.parse import UploadedText
 
 DATA = Path(__file__).parent / "data"
-VERSIONS = (13, 14, 15, 16, 17)
+VERSIONS = (12, 13, 14, 15, 16, 17)
 
 
 def captured(version: int, kind: str, name: str) -> UploadedText:

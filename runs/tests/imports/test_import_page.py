@@ -16,7 +16,8 @@ from runs.imports.services.run_import import ImportedFile, run_import
 from runs.models import AuditAction, AuditEvent, Device, Host, PgInstall, Run, RunArtifact, RunOrigin, RunSample
 from runs.tests.conftest import ClientFactory
 from runs.tests.factories import make_device, make_host, make_pg_install, make_run
-from runs.tests.imports.files import DATA, reports, thread_logs
+from runs.tests.imports.files import DATA, VERSIONS, reports, thread_logs
+from runs.tests.imports.test_parse import PERCENTILES, SUMMARIES
 
 
 @pytest.fixture
@@ -97,6 +98,23 @@ def test_an_operator_imports_pgbench_17_output_and_gets_a_done_imported_run(
     assert "from summary.txt (report), progress.txt (report)" in page and "never probed by benchlab" in page
     listed = otto.get("/runs/").content.decode()
     assert f'id="run-{run.pk}"' in listed and "imported by otto" in listed and "imported-badge" in listed
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_pgbench_versions_output_imports_into_a_done_run(
+    client_for: ClientFactory, lab: tuple[Host, Device, PgInstall], version: int
+) -> None:
+    files = {
+        "summary": upload(version, "tx", "summary.txt"),
+        "progress": upload(version, "tx", "progress.txt"),
+        "transaction_logs": logs(version, "tx"),
+    }
+    response = post_import(client_for("otto"), setup(lab) | files)
+    run = Run.objects.get()
+    tps, _, latency, _, _ = SUMMARIES[version]
+    assert response.status_code == 302 and (run.origin, run.state) == (RunOrigin.IMPORTED, "done")
+    assert (run.tps, run.latency_avg_ms, run.duration_s, run.clients) == (tps, latency, 3, 2)
+    assert RunSample.objects.filter(run=run).count() == 3 and run.latency_p50_ms == PERCENTILES[version][0]
 
 
 def test_imported_runs_compare_and_export_beside_measured_ones(

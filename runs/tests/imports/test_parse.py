@@ -1,4 +1,4 @@
-"""The strict reader of uploaded pgbench output, on real output of pgbench 13 to 17
+"""The strict reader of uploaded pgbench output, on real output of pgbench 12 to 17
 (runs/tests/imports/data, README there), and on the same files garbled or cut short: every
 refusal names the file and the line. Figures are read off the files by hand (the p50 etc. by
 `sort -n` of the logs' third column: 300 lines, ranks 150, 285, 297)."""
@@ -9,8 +9,9 @@ from runs.imports.parse import MAX_FILE_BYTES, ImportFileError, UploadedText, de
 from runs.imports.reading import read_pgbench_output
 from runs.tests.imports.files import DATA, VERSIONS, captured, reports, thread_logs
 
-# version: tps (without connections), transactions, latency avg, last progress second's tps, pgbench banner
+# version: tps (without connections), transactions, latency avg, last progress second's tps, pgbench banner (14+)
 SUMMARIES = {
+    12: (786.049894, 2360, 2.537, 882.0, None),
     13: (512.338163, 1535, 3.887, 454.0, None),
     14: (710.216882, 2136, 2.804, 732.7, "14.23, server 15.20 (Debian 15.20-0+deb12u1)"),
     15: (470.290217, 1408, 4.242, 546.0, "15.20 (Debian 15.20-0+deb12u1)"),
@@ -19,6 +20,7 @@ SUMMARIES = {
 }
 # version: p50, p95, p99, min, max (ms) of the per-transaction logs' 300 lines
 PERCENTILES = {
+    12: (2.125, 6.587, 9.587, 0.333, 12.479),
     13: (5.005, 11.487, 14.990, 1.045, 17.905),
     14: (0.774, 8.258, 29.696, 0.302, 45.670),
     15: (3.491, 9.733, 11.314, 0.859, 12.691),
@@ -26,7 +28,7 @@ PERCENTILES = {
     17: (1.887, 4.669, 6.455, 0.841, 8.780),
 }
 # version: the first interval's transactions, both threads' lines added; its column count
-AGGREGATE = {13: (125, 6), 14: (312, 6), 15: (137, 15), 16: (96, 15), 17: (0, 15)}
+AGGREGATE = {12: (1222, 6), 13: (125, 6), 14: (312, 6), 15: (137, 15), 16: (96, 15), 17: (0, 15)}
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -38,7 +40,7 @@ def test_it_reads_each_pgbench_versions_summary_and_progress(version: int) -> No
     assert (output.summary.clients, output.summary.threads, output.summary.scaling_factor) == (2, 2, 1)
     assert output.duration_s == 3 and output.pgbench_version == banner
     assert [second for second, _ in output.samples] == [1, 2, 3] and output.samples[-1][1].tps == last_tps
-    # pgbench 15+ prints failures; 13 and 14 have no such field
+    # pgbench 15+ prints failures; 12 to 14 have no such field
     assert (output.summary.failed is None) == (version < 15)
     assert (output.samples[0][1].failed is None) == (version < 15)
 
