@@ -23,7 +23,7 @@ from runs.campaigns.selectors.results import campaign_runs, campaign_statistics
 from runs.campaigns.services.campaigns import CampaignPlan, campaign_create
 from runs.compare.stats import ALPHA
 from runs.management.commands.lab_register import lab_host_name
-from runs.method.canary import CanaryStatus
+from runs.method.canary import FAST_FACTOR, CanaryStatus
 from runs.models import AuditAction, AuditEvent, BaselineRole, Campaign, Device, Host, Run, RunState
 from runs.tests.browser import ARTIFACTS, PASSWORD, signed_in
 from runs.tests.campaigns.test_campaigns import place
@@ -178,9 +178,14 @@ def test_consecutive_runs_of_one_setup_reuse_storage_and_database(
     )
     assert before.state == after.state == "done", (before.error, after.error)
     assert before.finished_at <= runs[0].started_at and after.started_at >= runs[-1].finished_at  # type: ignore[operator]
+    # Compared figure by figure, at the margin of a device answering in microseconds. Its verdict
+    # is not asserted: on this RAM disk the canary reads "unchanged" on a quiet machine, but under
+    # CI's load a figure moved beyond that margin's x3 in two of five runs (rand-read-qd1 170 -> 47
+    # MB/s, 29 Nov 2026): such a device measures the host's CPU as much as itself. The verdicts
+    # of the margins are runs/tests/method/test_canary.py's, on hand-made figures.
     (device,) = campaign_canaries(campaign).devices
-    assert device.status == CanaryStatus.UNCHANGED, [
-        f.describe() for f in device.figures
-    ]  # runs.method.canary's margin
+    assert device.status in (CanaryStatus.UNCHANGED, CanaryStatus.CHANGED) and device.factor == FAST_FACTOR
+    jobs = {(f.job, f.figure) for f in device.figures if f.before and f.after}
+    assert {job for job, _ in jobs} == {"seq-write", "rand-read-qd1", "rand-write-qd1"} and len(jobs) == 9, jobs
     iops = next(f for f in device.figures if f.job == "rand-read-qd1" and f.figure == "iops")
     assert iops.before and iops.after and iops.before > 1000  # a RAM disk's, not holes read for nothing
