@@ -39,6 +39,10 @@ class WebServer:
     def redis_connections(self) -> int:
         return connections_to(self.pid, redis_port())
 
+    def redis_ports(self) -> set[int]:
+        """The local ports of this server's connections to Redis (as Redis's CLIENT LIST names them)."""
+        return local_ports_to(self.pid, redis_port())
+
     def database_connections(self) -> int:
         return connections_to(self.pid, int(str(settings.DATABASES["default"].get("PORT") or 5432)))
 
@@ -49,19 +53,26 @@ def redis_port() -> int:
 
 def connections_to(pid: int, port: int) -> int:
     """Open TCP connections of process `pid` to `port` on any host."""
+    return len(local_ports_to(pid, port))
+
+
+def local_ports_to(pid: int, port: int) -> set[int]:
+    """The local ports of process `pid`'s open TCP connections to `port` on any host."""
     sockets = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
             sockets.add(os.readlink(fd))
         except FileNotFoundError:
             continue  # closed while counted
-    count = 0
+    ports = set()
     for table in ("tcp", "tcp6"):
         for line in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
             fields = line.split()
+            local_port = int(fields[1].rsplit(":", 1)[1], 16)
             remote_port, state, inode = int(fields[2].rsplit(":", 1)[1], 16), fields[3], fields[9]
-            count += remote_port == port and state == ESTABLISHED and f"socket:[{inode}]" in sockets
-    return count
+            if remote_port == port and state == ESTABLISHED and f"socket:[{inode}]" in sockets:
+                ports.add(local_port)
+    return ports
 
 
 @contextmanager
